@@ -1,0 +1,24 @@
+# policybot: one image for the bot, the workers and migrations.
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    HF_HUB_OFFLINE=1 \
+    TOKENIZERS_PARALLELISM=false \
+    POLICYBOT_HOME=/data
+
+WORKDIR /app
+# The CPU build of torch first, so nothing pulls the multi-GB CUDA wheels.
+RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+COPY pyproject.toml README.md ./
+COPY bot ./bot
+COPY crag ./crag
+COPY ingestion ./ingestion
+COPY workers ./workers
+COPY policybot ./policybot
+COPY migrations ./migrations
+COPY samples ./samples
+RUN pip install --no-cache-dir .
+
+VOLUME /data
+ENTRYPOINT ["policybot"]
+CMD ["--help"]

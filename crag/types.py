@@ -1,0 +1,124 @@
+"""The data that flows through the CRAG pipeline.
+
+Plain, immutable dataclasses: no framework types cross these boundaries, so every
+step (retrieve, evaluate, decide, refine, fall back, compose) can be tested alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal, Protocol, Sequence
+
+Origin = Literal["kb", "fallback"]
+
+
+class Action(StrEnum):
+    """The three CRAG actions (arXiv 2401.15884, section 4.3)."""
+
+    CORRECT = "correct"
+    AMBIGUOUS = "ambiguous"
+    INCORRECT = "incorrect"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Decision thresholds of one evaluator on one corpus (calibrated, never hard-coded)."""
+
+    upper: float
+    lower: float
+
+    def __post_init__(self) -> None:
+        if self.lower > self.upper:
+            raise ValueError(f"lower threshold {self.lower} is above upper threshold {self.upper}")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One unit of evidence: a retrieved knowledge-base chunk or a fallback result."""
+
+    id: str
+    text: str
+    origin: Origin
+    source: str  # collection name (kb) or fallback source name
+    document: str  # ingested file name, or the fallback result's title
+    title: str = ""  # document title
+    section: str = ""  # heading path, e.g. "Travel > Expense claims"
+    url: str | None = None
+    position: int = 0  # chunk position within its document
+    retrieval_score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Strip:
+    """A piece of a passage (a few whole sentences), scored against the original question.
+
+    `context` holds the scope the strip depends on (section heading and the passage's
+    applicability sentences), so a kept strip never loses the conditions that make it true.
+    """
+
+    passage: Passage
+    index: int  # order of the strip inside its passage
+    text: str
+    context: str = ""
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    origin: Origin
+    source: str
+    document: str
+    title: str
+    section: str
+    url: str | None
+    score: float
+
+
+@dataclass(frozen=True)
+class ScoredPassage:
+    passage: Passage
+    score: float
+
+
+@dataclass
+class Answer:
+    question: str
+    action: Action
+    found: bool
+    text: str
+    citations: list[Citation] = field(default_factory=list)
+    scores: list[ScoredPassage] = field(default_factory=list)
+    evaluator_version: str = "cosine"
+    thresholds: Thresholds | None = None
+    strips: list[Strip] = field(default_factory=list)
+    fallback_queries: list[dict[str, str]] = field(default_factory=list)  # [{"source", "query"}]
+    sources_used: list[str] = field(default_factory=list)
+    question_class: str = "policy"
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Evaluator(Protocol):
+    """Scores how well a passage supports answering a question, roughly in [-1, 1]."""
+
+    version: str
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]: ...
+
+
+class Retriever(Protocol):
+    """Top-k candidate passages for a question, restricted to what the asker may see."""
+
+    def retrieve(self, question: str, top_k: int) -> list[Passage]: ...
+
+
+class FallbackSource(Protocol):
+    """An allow-listed source queried only when the knowledge base falls short."""
+
+    name: str
+    kind: Literal["collection", "http"]
+    open_web: bool
+
+    def search(self, keywords: str, limit: int) -> list[Passage]: ...

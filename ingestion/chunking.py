@@ -1,0 +1,93 @@
+"""Structure-aware chunking: split on headings, then on paragraphs and whole sentences.
+
+Each chunk keeps its heading path ("Leave > Paid Time Off > Sabbatical"). Sizes are
+counted in the embedding model's own word pieces, because MiniLM truncates at 256.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+HEADING_SEPARATOR = " > "
+_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+
+
+@dataclass(frozen=True)
+class Section:
+    heading_path: tuple[str, ...]
+    body: str
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    text: str
+    section: str  # heading path joined with " > "
+    position: int  # order within the document
+
+
+def split_sections(markdown: str) -> list[Section]:
+    """Sections in document order; a heading with no body of its own yields nothing."""
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    body: list[str] = []
+    in_code = False
+
+    def flush() -> None:
+        text = "\n".join(body).strip()
+        if text:
+            sections.append(Section(tuple(title for _, title in stack), text))
+        body.clear()
+
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        match = None if in_code else _HEADING.match(line)
+        if match:
+            flush()
+            level, title = len(match.group(1)), match.group(2).strip()
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+        else:
+            body.append(line)
+    flush()
+    return sections
+
+
+@lru_cache(maxsize=4)
+def word_piece_counter(model_folder: str) -> Callable[[str], list[str]]:
+    """The embedding model's tokenizer as SentenceSplitter's token counter."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_folder, local_files_only=True)
+    return tokenizer.tokenize
+
+
+def chunk_markdown(
+    markdown: str,
+    tokenize: Callable[[str], list[str]],
+    chunk_tokens: int = 200,
+    overlap_tokens: int = 20,
+) -> list[ChunkDraft]:
+    from llama_index.core.node_parser import SentenceSplitter
+
+    # "\n\n" between paragraphs: SentenceSplitter splits on paragraphs first, then
+    # sentences, and only then (for a single giant sentence) on words.
+    splitter = SentenceSplitter(
+        chunk_size=chunk_tokens,
+        chunk_overlap=min(overlap_tokens, chunk_tokens // 4),
+        tokenizer=tokenize,
+        paragraph_separator="\n\n",
+    )
+    drafts: list[ChunkDraft] = []
+    for section in split_sections(markdown):
+        section_name = HEADING_SEPARATOR.join(section.heading_path)
+        for piece in splitter.split_text(section.body):
+            piece = piece.strip()
+            if piece:
+                drafts.append(ChunkDraft(text=piece, section=section_name, position=len(drafts)))
+    return drafts
+

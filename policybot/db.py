@@ -1,0 +1,106 @@
+"""Database access: one engine per process, sessions, and migrations on first use."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.orm import Session, sessionmaker
+
+from policybot import services
+from policybot.config import Settings
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+# Serialises concurrent `upgrade` runs (several workers starting at once).
+MIGRATION_LOCK_KEY = 7_201_401_884
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+_migrated: set[str] = set()
+
+
+def _vector_search_settings(ef_search: int):  # type: ignore[no-untyped-def]
+    """A connect hook that sets the HNSW search parameters on every new connection.
+
+    Set here, not through PGVectorStore's hnsw_kwargs: those break psycopg 3 (see STACK-NOTES).
+    ef_search must be >= the LIMIT of a query, and iterative scans keep filtered top-k full.
+    """
+
+    def configure(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+            cursor.execute("SET hnsw.iterative_scan = relaxed_order")
+        dbapi_connection.commit()
+
+    return configure
+
+
+def engine(settings: Settings) -> Engine:
+    """The process-wide engine for the configured (or embedded) database; migrated on first use."""
+    url = services.database_url(settings)
+    with _engines_lock:
+        existing = _engines.get(url)
+        if existing is not None:
+            return existing
+        created = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        event.listen(created, "connect", _vector_search_settings(settings.hnsw_ef_search))
+        _engines[url] = created
+    if url not in _migrated:
+        upgrade(created, settings)
+        _migrated.add(url)
+    return created
+
+
+def dispose_engines() -> None:
+    """Drop pooled connections (after fork, or before stopping the embedded server)."""
+    with _engines_lock:
+        for created in _engines.values():
+            created.dispose()
+        _engines.clear()
+        _migrated.clear()
+
+
+@contextmanager
+def session(settings: Settings) -> Iterator[Session]:
+    """A transaction: committed on success, rolled back on error."""
+    factory = sessionmaker(bind=engine(settings), expire_on_commit=False)
+    with factory() as db_session, db_session.begin():
+        yield db_session
+
+
+def _alembic_config(settings: Settings) -> AlembicConfig:
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["embed_dim"] = settings.embed_dim
+    return config
+
+
+def upgrade(target: Engine, settings: Settings) -> list[str]:
+    """Apply pending migrations; return the revisions applied (empty when up to date)."""
+    config = _alembic_config(settings)
+    script = ScriptDirectory.from_config(config)
+    with target.begin() as connection:
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+        before = MigrationContext.configure(connection).get_current_revision()
+        if before == script.get_current_head():
+            return []
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+        after = MigrationContext.configure(connection).get_current_revision()
+    return [rev.revision for rev in script.iterate_revisions(after, before)]
+
+
+def current_revision(settings: Settings) -> str | None:
+    with engine(settings).connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def head_revision(settings: Settings) -> str | None:
+    return ScriptDirectory.from_config(_alembic_config(settings)).get_current_head()

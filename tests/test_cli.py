@@ -1,0 +1,70 @@
+"""The `policybot` command line as users run it: a real subprocess against the test stack."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from conftest import REPO, SAMPLES, cli_env
+
+
+def policybot(home: Path, *args: str, env_extra: dict[str, str] | None = None, input_text: str | None = None):
+    env = cli_env(home) | (env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "policybot", *args], capture_output=True, text=True, env=env, input=input_text, timeout=600
+    )
+
+
+def test_ingest_json_contract_and_docs_list(settings, policybot_home, ingested_samples):
+    result = policybot(policybot_home, "ingest", str(SAMPLES), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert set(report) == {"added", "updated", "unchanged", "removed", "failed", "files"}
+    assert report["failed"] == [] and report["unchanged"] == len(report["files"]) >= 12
+    assert all(set(item) == {"path", "document", "status", "chunks"} and item["chunks"] > 0 for item in report["files"])
+
+    listed = policybot(policybot_home, "docs", "list", "--json", "--collection", "policies")
+    assert listed.returncode == 0, listed.stderr
+    names = {doc["document"]: doc for doc in json.loads(listed.stdout)}
+    assert {Path(item["path"]).name for item in report["files"]} <= set(names)
+    assert names["travel-expenses.md"]["chunks"] > 0
+
+    table = policybot(policybot_home, "docs", "list")
+    assert "travel-expenses.md" in table.stdout and "chunks" in table.stdout
+
+
+def test_ingest_exit_code_says_some_failed(settings, policybot_home, tmp_path):
+    (tmp_path / "ok.md").write_text("# Ok\n\n## Rule\n\nDesks are cleaned every Friday.\n")
+    (tmp_path / "bad.pdf").write_bytes(b"not a pdf at all")
+    result = policybot(policybot_home, "ingest", str(tmp_path), "--collection", "cli-batch", "--json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["added"] == 1 and [Path(f["path"]).name for f in report["failed"]] == ["bad.pdf"]
+
+
+def test_bad_configuration_is_one_clear_line(policybot_home):
+    result = policybot(policybot_home, "docs", "list", env_extra={"POLICYBOT_TOP_K": "lots", "DATABASE_URL": "mysql://x"})
+    assert result.returncode == 2
+    assert "invalid configuration" in result.stderr and "POLICYBOT_TOP_K" in result.stderr and "DATABASE_URL" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_external_database_is_reported(policybot_home):
+    result = policybot(policybot_home, "docs", "list", env_extra={"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"})
+    assert result.returncode == 2
+    assert "cannot reach the database" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_docker_compose_names_the_services():
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"postgres", "redis", "migrate", "bot", "worker"} <= set(services)
+    assert services["postgres"]["image"].startswith("pgvector/pgvector:pg16")
+    assert services["redis"]["image"].startswith("redis:7")
+    for built in ("migrate", "bot", "worker"):
+        assert "build" in services[built] or services[built].get("image", "").startswith("policybot")
+    assert (REPO / "Dockerfile").exists()

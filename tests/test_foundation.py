@@ -1,0 +1,199 @@
+"""Foundation: migrations, ingestion of every format, idempotency, pruning, retrieval, services."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy import create_engine, inspect, select, text
+
+from conftest import SAMPLES
+from ingestion.ingest import ingest_paths
+from ingestion.retriever import ChunkRetriever
+from policybot import db, services
+from policybot.models import CHUNKS_TABLE, Document
+
+EXPECTED_TABLES = {"documents", CHUNKS_TABLE, "questions", "feedback", "fallback_sources", "evaluator_versions"}
+
+
+def _chunk_rows(settings, document_id: int) -> list[tuple[str, str]]:
+    with db.session(settings) as session:
+        rows = session.execute(
+            text(f"SELECT node_id, text FROM {CHUNKS_TABLE} WHERE metadata_->>'doc_id' = :d"), {"d": str(document_id)}
+        ).all()
+    return [(row[0], row[1]) for row in rows]
+
+
+def test_migrations_from_empty_twice(settings):
+    admin_url = services.database_url(settings).replace("/policybot?", "/postgres?")
+    with psycopg.connect(admin_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as connection:
+        connection.execute("DROP DATABASE IF EXISTS migration_check")
+        connection.execute("CREATE DATABASE migration_check")
+    fresh = create_engine(services.database_url(settings).replace("/policybot?", "/migration_check?"))
+    try:
+        first = db.upgrade(fresh, settings)
+        assert first == [db.head_revision(settings)] or len(first) >= 1
+        assert EXPECTED_TABLES <= set(inspect(fresh).get_table_names())
+        with fresh.connect() as connection:
+            assert connection.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+            indexes = {row[0] for row in connection.execute(text(f"SELECT indexname FROM pg_indexes WHERE tablename = '{CHUNKS_TABLE}'"))}
+        assert any("hnsw" in name for name in indexes)
+        assert db.upgrade(fresh, settings) == []  # second run is a no-op
+    finally:
+        fresh.dispose()
+
+
+def test_every_format_is_ingested_with_heading_paths(settings, ingested_samples):
+    by_suffix = {Path(item.path).suffix: item for item in ingested_samples.files}
+    for suffix in (".md", ".txt", ".html", ".pdf", ".docx"):
+        assert suffix in by_suffix, f"no sample with {suffix}"
+        assert by_suffix[suffix].chunks > 0
+        assert by_suffix[suffix].status in ("added", "unchanged")
+    with db.session(settings) as session:
+        for suffix, item in by_suffix.items():
+            document = session.execute(select(Document).where(Document.source == item.path)).scalar_one()
+            sections = session.execute(
+                text(f"SELECT DISTINCT metadata_->>'section' FROM {CHUNKS_TABLE} WHERE metadata_->>'doc_id' = :d"),
+                {"d": str(document.id)},
+            ).scalars().all()
+            # Every format keeps nested headings: "Title > Section > Subsection".
+            assert any(section and section.count(" > ") >= 1 for section in sections), (suffix, sections)
+
+
+def test_reingest_unchanged_changed_and_pruned(settings, tmp_path):
+    folder = tmp_path / "kb"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Alpha\n\n## Rules\n\nAlpha staff may park in lot A. Visitors use lot C.\n")
+    (folder / "b.md").write_text("# Beta\n\n## Rules\n\nBeta meetings start at nine. They end at ten.\n")
+
+    first = ingest_paths(settings, [folder], collection="idem")
+    assert [f.status for f in first.files] == ["added", "added"]
+    document_a = next(f for f in first.files if f.document == "a.md")
+    with db.session(settings) as session:
+        doc_a = session.execute(select(Document).where(Document.source == document_a.path)).scalar_one()
+    before = _chunk_rows(settings, doc_a.id)
+
+    second = ingest_paths(settings, [folder], collection="idem")
+    assert [f.status for f in second.files] == ["unchanged", "unchanged"]
+    assert _chunk_rows(settings, doc_a.id) == before  # no writes
+
+    (folder / "a.md").write_text("# Alpha\n\n## Rules\n\nAlpha staff now park in lot B.\n\n## Hours\n\nThe office opens at eight.\n")
+    third = ingest_paths(settings, [folder], collection="idem")
+    assert {f.document: f.status for f in third.files} == {"a.md": "updated", "b.md": "unchanged"}
+    after = _chunk_rows(settings, doc_a.id)
+    texts = " ".join(t for _, t in after)
+    assert "lot B" in texts and "lot A" not in texts
+    assert len(after) == len({node_id for node_id, _ in after}) == third.files[0].chunks
+    with db.session(settings) as session:
+        assert session.get(Document, doc_a.id).version == 2
+
+    (folder / "b.md").unlink()
+    fourth = ingest_paths(settings, [folder], collection="idem", prune=True)
+    assert {f.document: f.status for f in fourth.files} == {"a.md": "unchanged", "b.md": "removed"}
+    with db.session(settings) as session:
+        doc_b = session.execute(select(Document).where(Document.collection == "idem", Document.name == "b.md")).scalar_one()
+        assert doc_b.deleted and doc_b.chunk_count == 0
+    assert _chunk_rows(settings, doc_b.id) == []
+
+
+def test_replacement_is_atomic_for_readers(settings, tmp_path):
+    path = tmp_path / "swap.md"
+    old = "# Swap\n\n" + "\n\n".join(f"## Part {i}\n\nOld rule number {i} applies to everyone." for i in range(6))
+    new = "# Swap\n\n" + "\n\n".join(f"## Part {i}\n\nNew rule number {i} applies to everyone." for i in range(3))
+    path.write_text(old)
+    report = ingest_paths(settings, [path], collection="atomic")
+    with db.session(settings) as session:
+        document_id = session.execute(select(Document.id).where(Document.source == str(path.resolve()))).scalar_one()
+    seen: set[tuple[int, int]] = set()
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            rows = _chunk_rows(settings, document_id)
+            seen.add((sum("Old" in t for _, t in rows), sum("New" in t for _, t in rows)))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        for round_ in range(3):
+            path.write_text(new if round_ % 2 == 0 else old)
+            ingest_paths(settings, [path], collection="atomic")
+    finally:
+        stop.set()
+        watcher.join()
+    old_count, new_count = report.files[0].chunks, 3
+    assert seen <= {(old_count, 0), (0, new_count)}, seen  # never empty, never both
+
+
+def test_corrupt_and_unsupported_files_are_reported_and_the_rest_lands(settings, tmp_path):
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "travel-expenses.md", folder / "travel-expenses.md")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n this is not really a pdf \x00\x01\x02")
+    (folder / "notes.xlsx").write_bytes(b"PK\x03\x04 not a policy")
+    (folder / "empty.md").write_text("   \n")
+    report = ingest_paths(settings, [folder], collection="batch")
+    statuses = {f.document: (f.status, f.error) for f in report.files}
+    assert statuses["travel-expenses.md"][0] == "added"
+    assert statuses["broken.pdf"][0] == "failed" and "PDF" in statuses["broken.pdf"][1]
+    assert statuses["notes.xlsx"][0] == "failed" and "unsupported" in statuses["notes.xlsx"][1]
+    assert statuses["empty.md"][0] == "failed" and "no text" in statuses["empty.md"][1]
+    assert len(report.failed) == 3
+
+
+@pytest.mark.parametrize(
+    ("question", "document", "phrase"),
+    [
+        ("How long do I have to submit expenses after a domestic business trip?", "travel-expenses.md", "30 calendar days"),
+        ("How many weeks of parental leave does a primary caregiver get?", "leave-policy.md", "16 weeks"),
+        ("How long must my company account password be?", "devices-security.pdf", "14 characters"),
+    ],
+)
+def test_similarity_query_returns_the_right_chunk(settings, ingested_samples, question, document, phrase):
+    passages = ChunkRetriever(settings, ["policies"]).retrieve(question, top_k=3)
+    assert passages, "nothing retrieved"
+    assert any(p.document == document and phrase in p.text for p in passages), [(p.document, p.text[:60]) for p in passages]
+
+
+def test_access_list_hides_documents_from_other_channels(settings, tmp_path):
+    path = tmp_path / "secret.md"
+    path.write_text("# Exec Offsite\n\n## Venue\n\nThe executive offsite venue is the Lakeview Lodge in Tahoe.\n")
+    ingest_paths(settings, [path], collection="restricted", access_channels=["C0EXEC"])
+    question = "Where is the executive offsite venue?"
+    assert ChunkRetriever(settings, ["restricted"], channel="C0EXEC").retrieve(question, 3)
+    assert ChunkRetriever(settings, ["restricted"], channel="C0OTHER").retrieve(question, 3) == []
+    assert ChunkRetriever(settings, ["restricted"]).retrieve(question, 3) == []
+
+
+def test_filter_values_cannot_inject_sql(settings):
+    with pytest.raises(ValueError):
+        ChunkRetriever(settings, ["policies') OR ('1'='1"]).retrieve("anything", 3)
+    with pytest.raises(ValueError):
+        ChunkRetriever(settings, ["policies"], channel="C1' OR '1'='1").retrieve("anything", 3)
+
+
+def test_embedded_stack_survives_down_and_up(tmp_path, monkeypatch):
+    from policybot.config import Settings
+
+    own = Settings(POLICYBOT_HOME=tmp_path / "home", POLICYBOT_REDIS_PORT=6392)
+    try:
+        services.services_up(own)
+        url = services.database_url(own).replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("CREATE TABLE keepsake (note text)")
+            connection.execute("INSERT INTO keepsake VALUES ('still here')")
+        import redis
+
+        redis.Redis.from_url(services.redis_url(own)).set("keepsake", "queued")
+        assert set(services.services_down(own)) == {"postgres", "redis"}
+        assert not any(status.running for status in services.services_status(own))
+        services.services_up(own)
+        assert all(status.running for status in services.services_status(own))
+        with psycopg.connect(services.database_url(own).replace("postgresql+psycopg://", "postgresql://")) as connection:
+            assert connection.execute("SELECT note FROM keepsake").fetchone() == ("still here",)
+        assert redis.Redis.from_url(services.redis_url(own)).get("keepsake") == b"queued"
+    finally:
+        services.services_down(own)
