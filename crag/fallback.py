@@ -1,0 +1,444 @@
+"""Allow-listed fallback sources and the policy that decides which ones may be asked.
+
+The CRAG paper falls back to web search. For company policy the web proves nothing about
+*this* company's rules, so fallback goes only to sources an admin registered in advance,
+and the application decides per question class which of them may be queried. Policy
+questions never reach an open-web source, whatever the configuration says.
+
+`HttpFallbackSource` is written against SSRF: the request host must be allow-listed, every
+redirect hop is checked the same way, the resolved addresses must be public unless the
+source is explicitly marked `allow_private`, and the connection goes to the address that
+was checked (no second DNS lookup that could be rebound). Responses are size- and
+time-capped. Errors never quote the query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+from urllib.parse import quote_plus, urljoin, urlsplit
+
+import httpx
+
+from crag.types import FallbackSource, Passage
+
+QuestionClass = Literal["policy", "general"]
+SourceKind = Literal["collection", "http"]
+
+MAX_REDIRECTS = 3
+
+
+class FallbackError(Exception):
+    """A fallback source could not be queried or its answer could not be used."""
+
+
+# --- field map -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Where results live in a source's JSON answer.
+
+    `results` is the dotted path of the result list ("" for a top-level list); `title`,
+    `url` and `text` are dotted paths inside one result. Paths may index lists
+    ("snippets[0]"), and the full form "data.hits[].title" is accepted too: the part
+    before "[]" must then be the results path.
+    """
+
+    results: str = "results"
+    title: str = "title"
+    url: str = "url"
+    text: str = "text"
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, str]) -> FieldMap:
+        """Build from {"results": ..., "title": "results[].title", ...}; missing keys default."""
+        unknown = set(mapping) - {"results", "title", "url", "text"}
+        if unknown:
+            raise ValueError(f"unknown field map keys: {sorted(unknown)}")
+        results = mapping.get("results")
+        items: dict[str, str] = {}
+        for key in ("title", "url", "text"):
+            if key not in mapping:
+                continue
+            path = mapping[key]
+            if "[]" in path:
+                list_path, _, item_path = path.partition("[]")
+                list_path, item_path = list_path.rstrip("."), item_path.lstrip(".")
+                if results is not None and results != list_path:
+                    raise ValueError(f"field {key!r} path {path!r} is not under results path {results!r}")
+                results = list_path
+                path = item_path
+            items[key] = path
+        return cls(results=results if results is not None else cls.results, **items)
+
+
+_PATH_PART = re.compile(r"^(?P<key>[^\[\]]*)(?P<indexes>(?:\[\d+\])*)$")
+
+
+def _get_path(data: Any, path: str) -> Any:
+    """Follow a dotted path like "a.b[0].c"; None when any step is missing."""
+    if path == "":
+        return data
+    current = data
+    for part in path.split("."):
+        match = _PATH_PART.match(part)
+        if match is None:
+            raise FallbackError(f"invalid field path {path!r}")
+        if match["key"]:
+            if not isinstance(current, dict) or match["key"] not in current:
+                return None
+            current = current[match["key"]]
+        for index in re.findall(r"\[(\d+)\]", match["indexes"]):
+            if not isinstance(current, list) or int(index) >= len(current):
+                return None
+            current = current[int(index)]
+    return current
+
+
+def _as_text(value: Any) -> str:
+    """Strings as they are, lists of strings joined (e.g. highlight snippets)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list):
+        return " ".join(v.strip() for v in value if isinstance(v, str) and v.strip())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+# --- HTTP source ------------------------------------------------------------------------------
+
+
+@dataclass
+class HttpSourceConfig:
+    """An admin-registered HTTP search endpoint (an intranet wiki, a policy portal...)."""
+
+    name: str
+    url: str
+    allowed_hosts: list[str] = field(default_factory=list)  # empty: the url's own host
+    query_template: str = "{url}?q={keywords}&limit={n}"
+    field_map: FieldMap = field(default_factory=FieldMap)
+    timeout_s: float = 3.0
+    max_bytes: int = 1_000_000
+    allow_private: bool = False  # explicit opt-in for intranet addresses (10/8, loopback...)
+    open_web: bool = False  # a public web search; never used for policy questions
+
+    def __post_init__(self) -> None:
+        host = urlsplit(self.url).hostname
+        if urlsplit(self.url).scheme not in ("http", "https") or not host:
+            raise ValueError(f"source {self.name!r}: url must be an absolute http(s) URL")
+        if not self.allowed_hosts:
+            self.allowed_hosts = [host]
+        self.allowed_hosts = [h.strip().lower().rstrip(".") for h in self.allowed_hosts]
+        try:
+            self.query_template.format(url=self.url, keywords="k", n=1)
+        except (KeyError, IndexError, ValueError) as error:
+            raise ValueError(f"source {self.name!r}: bad query_template ({error})") from None
+        if self.timeout_s <= 0 or self.max_bytes <= 0:
+            raise ValueError(f"source {self.name!r}: timeout_s and max_bytes must be positive")
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A checked request target: the URL as written and the vetted addresses to dial."""
+
+    url: httpx.URL
+    addresses: list[str]
+
+
+class HttpFallbackSource:
+    """Queries an allow-listed JSON search endpoint with the redacted keyword query."""
+
+    kind: Literal["collection", "http"] = "http"
+
+    def __init__(self, config: HttpSourceConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self.open_web = config.open_web
+
+    def request_url(self, keywords: str, limit: int) -> str:
+        """The exact URL a search sends (callers log this as "what was sent")."""
+        return self.config.query_template.format(url=self.config.url, keywords=quote_plus(keywords), n=int(limit))
+
+    def search(self, keywords: str, limit: int) -> list[Passage]:
+        if limit <= 0:
+            return []
+        body = self._fetch(self.request_url(keywords, limit))
+        try:
+            data = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise self._error("returned a response that is not JSON") from None
+        return self._passages(data, limit)
+
+    # -- request --------------------------------------------------------------------------
+
+    def _fetch(self, url: str) -> bytes:
+        deadline = time.monotonic() + self.config.timeout_s  # one time budget for all hops
+        # trust_env=False: no proxy or .netrc from the environment can reroute the request.
+        with httpx.Client(follow_redirects=False, trust_env=False) as client:
+            for _ in range(MAX_REDIRECTS + 1):
+                target = self._check_target(url)
+                response = self._open(client, target, deadline)
+                try:
+                    if response.is_redirect:  # follow by hand, so each hop is checked
+                        url = urljoin(str(target.url), response.headers["location"])
+                        continue
+                    if not response.is_success:
+                        raise self._error(f"answered HTTP {response.status_code}")
+                    return self._read_capped(response, deadline)
+                finally:
+                    response.close()
+        raise self._error(f"redirected more than {MAX_REDIRECTS} times")
+
+    def _check_target(self, url: str) -> _Target:
+        """Refuse off-list hosts and non-public addresses before any byte is sent."""
+        parsed = httpx.URL(url)
+        host = (parsed.host or "").lower().rstrip(".")
+        if parsed.scheme not in ("http", "https"):
+            raise self._error(f"refused a non-http(s) URL scheme {parsed.scheme!r}")
+        if host not in self.config.allowed_hosts:
+            raise self._error(f"refused host {host!r}: not in the source's allowed hosts")
+        addresses = self._resolve(host, parsed.port or (443 if parsed.scheme == "https" else 80))
+        if not self.config.allow_private:
+            for address in addresses:
+                if not _is_public_address(address):
+                    raise self._error(f"refused host {host!r}: it resolves to a non-public address {address}")
+        return _Target(url=parsed, addresses=addresses)
+
+    def _resolve(self, host: str, port: int) -> list[str]:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror:
+            raise self._error(f"could not resolve host {host!r}") from None
+        addresses: list[str] = []
+        for info in infos:
+            address = str(info[4][0]).split("%")[0]  # drop an IPv6 zone id
+            if address not in addresses:
+                addresses.append(address)
+        if not addresses:
+            raise self._error(f"could not resolve host {host!r}")
+        return addresses
+
+    def _open(self, client: httpx.Client, target: _Target, deadline: float) -> httpx.Response:
+        """Connect to a vetted address (no fresh lookup), sending the original Host and SNI."""
+        host_header = target.url.netloc.decode("ascii")
+        # TLS still verifies the certificate against the real host name via SNI.
+        extensions = {"sni_hostname": target.url.host} if target.url.scheme == "https" else {}
+        for address in target.addresses:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._error(f"timed out after {self.config.timeout_s:g}s")
+            request = client.build_request(
+                "GET",
+                target.url.copy_with(host=address),
+                headers={"Host": host_header, "Accept": "application/json"},
+                extensions=extensions,
+                timeout=httpx.Timeout(remaining),
+            )
+            try:
+                return client.send(request, stream=True)
+            except httpx.ConnectError:
+                continue  # try the next vetted address, as a normal client would
+            except httpx.TimeoutException:
+                raise self._error(f"timed out after {self.config.timeout_s:g}s") from None
+            except httpx.HTTPError as error:
+                raise self._error(f"request failed ({type(error).__name__})") from None
+        raise self._error(f"could not connect to host {target.url.host!r}")
+
+    def _read_capped(self, response: httpx.Response, deadline: float) -> bytes:
+        """Read the body, refusing anything past max_bytes or the time budget."""
+        limit = self.config.max_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._error(f"response of {declared} bytes exceeds the {limit}-byte cap")
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise self._error(f"response exceeds the {limit}-byte cap")
+                if time.monotonic() > deadline:
+                    raise self._error(f"timed out after {self.config.timeout_s:g}s")
+                chunks.append(chunk)
+        except httpx.TimeoutException:
+            raise self._error(f"timed out after {self.config.timeout_s:g}s") from None
+        except httpx.HTTPError as error:
+            raise self._error(f"reading the response failed ({type(error).__name__})") from None
+        return b"".join(chunks)
+
+    # -- results --------------------------------------------------------------------------
+
+    def _passages(self, data: Any, limit: int) -> list[Passage]:
+        fields = self.config.field_map
+        results = _get_path(data, fields.results)
+        if not isinstance(results, list):
+            raise self._error(f"response has no result list at {fields.results or '<top level>'!r}")
+        passages: list[Passage] = []
+        for item in results:
+            text = _as_text(_get_path(item, fields.text))
+            if not text:
+                continue  # nothing to cite
+            title = _as_text(_get_path(item, fields.title))
+            url = _as_text(_get_path(item, fields.url))
+            safe_url = url if urlsplit(url).scheme in ("http", "https") else None
+            passages.append(
+                Passage(
+                    id=_result_id(self.name, safe_url, title, text),
+                    text=text,
+                    origin="fallback",
+                    source=self.name,
+                    document=title,
+                    title=title,
+                    url=safe_url,
+                    position=len(passages),
+                )
+            )
+            if len(passages) >= limit:
+                break
+        return passages
+
+    def _error(self, problem: str) -> FallbackError:
+        return FallbackError(f"fallback source {self.name!r} {problem}")
+
+
+def _is_public_address(address: str) -> bool:
+    """Globally routable unicast only: no private, loopback, link-local, reserved, multicast."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # "::ffff:127.0.0.1" is loopback too
+    special = ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
+    return ip.is_global and not (special or ip.is_multicast or ip.is_unspecified)
+
+
+def _result_id(source: str, url: str | None, title: str, text: str) -> str:
+    """Stable id for a fallback result, so repeated results dedupe in refinement."""
+    digest = hashlib.sha1(f"{url or ''}\n{title}\n{text}".encode()).hexdigest()[:16]
+    return f"{source}:{digest}"
+
+
+# --- question classes and the action policy ----------------------------------------------------
+
+DEFAULT_POLICY_KEYWORDS: tuple[str, ...] = (
+    r"polic(?:y|ies)",
+    r"leave",
+    r"pto",
+    r"vacation",
+    r"holiday",
+    r"sick",
+    r"parental|maternity|paternity",
+    r"expens\w*",
+    r"reimburs\w*",
+    r"receipts?",
+    r"per diem",
+    r"travel\w*",
+    r"security",
+    r"laptops?",
+    r"devices?",
+    r"passwords?",
+    r"vpn",
+    r"conduct",
+    r"harass\w*",
+    r"discriminat\w*",
+    r"benefits?",
+    r"insurance",
+    r"pension|401k",
+    r"salary|payroll|bonus|overtime",
+    r"remote|hybrid|wfh|work from home",
+    r"allowed",
+    r"can i",
+    r"am i allowed",
+    r"may i",
+    r"permitted",
+    r"rules?",
+    r"approv\w*",
+    r"complian\w*",
+    r"handbook",
+    r"hr",
+    r"onboarding|offboarding",
+    r"equipment",
+    r"confidential\w*|privacy|gdpr",
+    r"gifts?",
+    r"dress code",
+    r"eligib\w*",
+    r"entitle\w*",
+)
+
+# Clear signs of a general (non-policy) question. Used only when no policy keyword matches;
+# anything else counts as policy, the safer class.
+_GENERAL_SIGNS = re.compile(
+    r"\b(?:python|javascript|typescript|java|sql|regex|excel formula|spreadsheet formula|"
+    r"weather|translate|translation|capital of|define|definition of|meaning of|synonym|"
+    r"convert|how do you spell|time zone|timezone|what time is it|recipe|"
+    r"who (?:is|was|invented)|history of|explain (?:what|how))\b",
+    re.IGNORECASE,
+)
+
+
+def classify_question(question: str, policy_keywords: Sequence[str] | None = None) -> QuestionClass:
+    """Classify a question as "policy" or "general"; anything unclear counts as "policy".
+
+    `policy_keywords` are regular expressions matched as whole words, case-insensitively.
+    """
+    keywords = DEFAULT_POLICY_KEYWORDS if policy_keywords is None else tuple(policy_keywords)
+    if keywords and re.search(rf"\b(?:{'|'.join(keywords)})\b", question, re.IGNORECASE):
+        return "policy"
+    if _GENERAL_SIGNS.search(question):
+        return "general"
+    return "policy"
+
+
+@dataclass(frozen=True)
+class SourceRule:
+    """Which registered sources one question class may query.
+
+    kinds: permitted source kinds; names: if set, only these source names;
+    allow_open_web: whether open-web sources are permitted (ignored for "policy").
+    """
+
+    kinds: frozenset[str] = frozenset({"collection", "http"})
+    names: frozenset[str] | None = None
+    allow_open_web: bool = False
+
+    def permits(self, source: FallbackSource) -> bool:
+        if source.kind not in self.kinds:
+            return False
+        if self.names is not None and source.name not in self.names:
+            return False
+        return self.allow_open_web or not source.open_web
+
+
+def default_rules() -> dict[str, SourceRule]:
+    return {
+        "policy": SourceRule(allow_open_web=False),  # internal allow-listed sources only
+        "general": SourceRule(allow_open_web=True),  # every registered source
+    }
+
+
+@dataclass(frozen=True)
+class ActionPolicy:
+    """The rule table: question class -> permitted fallback sources."""
+
+    rules: Mapping[str, SourceRule] = field(default_factory=default_rules)
+
+    def permitted_sources(self, question_class: str, sources: Sequence[FallbackSource]) -> list[FallbackSource]:
+        """The sources this class may query, in registration order.
+
+        An unknown class is treated as "policy". HARD RULE: a policy question never reaches
+        an open-web source, even if the rule table allows it.
+        """
+        effective_class = question_class if question_class in self.rules else "policy"
+        rule = self.rules.get(effective_class)
+        if rule is None:
+            return []  # no rule for policy questions: fall back nowhere
+        permitted = [source for source in sources if rule.permits(source)]
+        if effective_class == "policy":
+            permitted = [source for source in permitted if not source.open_web]
+        return permitted

@@ -1,0 +1,389 @@
+"""Knowledge refinement: decompose passages into strips, score them, recompose the best.
+
+CRAG (arXiv 2401.15884, section 4.4) splits each document into strips of a few sentences,
+scores every strip against the original question with the same evaluator, drops the weak
+ones, keeps the top few and concatenates them in order. For policy text a strip must never
+lose the conditions that make it true (scope, dates, negations, units), so:
+
+- strips are made of whole sentences only (a window never cuts a sentence), and
+- every strip carries `context`: its section heading path plus the passage's
+  applicability sentences ("This rule covers domestic travel in 2026."), which the
+  evaluator sees when scoring and which recompose/compose keep attached.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Iterable, Literal, Sequence
+
+from crag.types import Evaluator, Passage, Strip
+
+StripMode = Literal["sentences", "words"]
+
+# --- sentence splitting -------------------------------------------------------------
+
+# Abbreviations after which a period never ends a sentence (they precede a name, number or
+# more words). Compared lower-case, without the final period.
+_NEVER_FINAL_ABBREVIATIONS = frozenset(
+    """
+    mr mrs ms mx dr prof sr jr st rev hon gen col capt lt sgt
+    no nos nr art sec sect ch fig figs vol vols pp p para paras ref refs
+    e.g eg i.e ie cf viz vs approx appx ca incl excl min max dept div est ext tel ph
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    mon tue tues wed thu thur thurs fri sat sun
+    """.split()
+)
+
+# Abbreviations that may end a sentence too. After these we split only when the next word
+# is a typical sentence opener; otherwise we keep going (merging two sentences is safe,
+# cutting one is not).
+_MAYBE_FINAL_ABBREVIATIONS = frozenset("etc inc ltd co corp llc plc bros a.m p.m am pm u.s u.k e.u".split())
+
+_SENTENCE_OPENERS = frozenset(
+    """
+    the this that these those there it its if when where while all any each every some no
+    you your we our they their he she i a an in on at for from to by as after before during
+    please note employees employee managers staff contractors submit
+    """.split()
+)
+
+# Sentence-final punctuation, optional closing quotes/brackets, then whitespace.
+_BOUNDARY = re.compile(r"""[.!?]+["'”’)\]]*\s+""")
+# The next sentence must start like one (capital, digit, quote, bracket or currency).
+_SENTENCE_START = re.compile(r"""["'“‘(\[]*[A-Z0-9$€£]""")
+_WORD_BEFORE_PERIOD = re.compile(r"""(?:^|[\s(\["'“‘])([A-Za-z][A-Za-z.]*)[.!?]+["'”’)\]]*\s+$""")
+_FIRST_WORD = re.compile(r"""["'“‘(\[]*([A-Za-z]+)""")
+
+_BULLET = re.compile(r"^\s*(?:[-*+•·▪◦–—]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?=\s)|\([ivxlc]+\))\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
+_TABLE_ROW = re.compile(r"^\s*\|")
+_LIST_MARKER_ONLY = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]+)[.)]$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into whole sentences.
+
+    Blocks first (blank lines, headings, bullet items and table rows each start a new
+    block; wrapped lines are joined), then sentences inside each block. A period ends a
+    sentence only when whitespace and a sentence-like start follow and the word before it
+    is not a known abbreviation or an initial, so "U.S.", "e.g.", "No. 5", "Jan. 5, 2026",
+    "$1,250.50" and "2.5 days" never cause a cut.
+    """
+    sentences: list[str] = []
+    for block in _blocks(text):
+        sentences.extend(_split_block(block))
+    return sentences
+
+
+def _blocks(text: str) -> list[str]:
+    """Group lines into blocks: paragraphs, single headings, bullet items, table rows."""
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    current_is_item = False  # the current block is a bullet item
+
+    def close() -> None:
+        nonlocal current, current_is_item
+        if current:
+            blocks.append(current)
+        current, current_is_item = [], False
+
+    for line in text.splitlines():
+        if not line.strip():
+            close()
+        elif _HEADING.match(line) or _TABLE_ROW.match(line):
+            close()
+            blocks.append([line])
+        elif _BULLET.match(line):
+            close()
+            current, current_is_item = [line], True
+        elif current_is_item and not _continues_item(line):
+            close()
+            current = [line]
+        else:
+            current.append(line)
+        if current and not current_is_item and current[-1].rstrip().endswith(":"):
+            # "The following are reimbursable:" introduces a list: a block of its own.
+            close()
+    close()
+    return [" ".join(part.strip() for part in block) for block in blocks]
+
+
+def _continues_item(line: str) -> bool:
+    """A wrapped bullet line is indented or starts in lower case."""
+    return line[:1].isspace() or line.lstrip()[:1].islower()
+
+
+def _split_block(block: str) -> list[str]:
+    block = re.sub(r"\s+", " ", block).strip()
+    if not block:
+        return []
+    sentences: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(block):
+        end = match.end()
+        if end >= len(block):
+            break
+        if _LIST_MARKER_ONLY.match(block[start:end].strip()):
+            continue  # "1. Book via the portal.": the marker belongs to its item
+        if _is_sentence_end(block[start:end], block[end:]):
+            sentences.append(block[start:end].strip())
+            start = end
+    tail = block[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+def _is_sentence_end(before: str, after: str) -> bool:
+    """Decide whether the punctuation ending `before` closes a sentence."""
+    if not _SENTENCE_START.match(after):
+        return False  # "e.g. the", "per diem. and": lower case continues the sentence
+    punctuation = before.rstrip()
+    if punctuation.endswith(("?", "!")) or re.search(r"[?!][\"'”’)\]]*$", punctuation):
+        return True
+    word_match = _WORD_BEFORE_PERIOD.search(before)
+    if word_match is None:
+        return True  # a number, amount or closing bracket before the period
+    word = word_match.group(1).lower().rstrip(".")
+    if word in _NEVER_FINAL_ABBREVIATIONS:
+        return False
+    is_initial = len(word) == 1 or re.fullmatch(r"(?:[a-z]\.)+[a-z]", word) is not None
+    if word in _MAYBE_FINAL_ABBREVIATIONS or is_initial:
+        first_word = _FIRST_WORD.match(after)
+        return first_word is not None and first_word.group(1).lower() in _SENTENCE_OPENERS
+    return True
+
+
+# --- applicability (scope) sentences --------------------------------------------------
+
+_SCOPE_PATTERNS = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        # "This section/policy/rule covers ...", "The policy applies to ..."
+        r"\b(?:this|the|these|that)\s+(?:section|policy|policies|rule|rules|guideline|guidelines|"
+        r"procedure|procedures|standard|document|chapter|part|page|handbook|program|programme|plan|"
+        r"benefit|provision|provisions)\b[^.]{0,40}?\b(?:covers?|appl(?:y|ies)|governs?|is\s+valid|"
+        r"is\s+effective|relates?\s+to|is\s+for)\b",
+        r"\bappl(?:y|ies)\s+(?:only\s+)?to\b",
+        r"\bonly\b",
+        r"\b(?:does|do|shall|will)\s+not\s+apply\b|\bnot\s+applicable\b|\bout\s+of\s+scope\b|\bin\s+scope\b",
+        r"^\W*eligib(?:le|ility)\b",
+        r"^\W*effective\b|\beffective\s+(?:from|as\s+of|on|date|immediately)\b|\bin\s+effect\s+(?:from|until)\b",
+        r"^\W*(?:unless|except)\b",
+    )
+]
+
+
+def is_applicability_sentence(sentence: str) -> bool:
+    """True for sentences that state the scope or conditions of the surrounding rules."""
+    return any(pattern.search(sentence) for pattern in _SCOPE_PATTERNS)
+
+
+def applicability_sentences(passage: Passage) -> list[str]:
+    """The passage's scope/condition sentences, in document order."""
+    return [s for s in split_sentences(passage.text) if is_applicability_sentence(s)]
+
+
+def context_line(section: str, scope: Sequence[str]) -> str:
+    """Render a strip's context: "Travel > Domestic travel: This rule covers ... 2026."."""
+    scope_text = " ".join(scope)
+    if section and scope_text:
+        return f"{section}: {scope_text}"
+    return section or scope_text
+
+
+def context_scope(strip: Strip) -> list[str]:
+    """The applicability sentences held in a strip's context (the section removed)."""
+    context = strip.context
+    section = strip.passage.section
+    if section and context.startswith(section):
+        context = context[len(section) :].removeprefix(":").strip()
+    return split_sentences(context)
+
+
+# --- decompose -----------------------------------------------------------------------
+
+
+def decompose(
+    passage: Passage,
+    mode: StripMode = "sentences",
+    sentences_per_strip: int = 3,
+    words_per_strip: int = 50,
+) -> list[Strip]:
+    """Split a passage into strips of whole sentences, each carrying its scope context.
+
+    "sentences": consecutive groups of `sentences_per_strip` sentences.
+    "words": whole sentences accumulated up to about `words_per_strip` words (a window
+    closes before a sentence that would overflow it, so windows snap to sentence bounds).
+    """
+    sentences = split_sentences(passage.text)
+    if mode == "sentences":
+        groups = _group_by_count(sentences, max(1, sentences_per_strip))
+    elif mode == "words":
+        groups = _group_by_words(sentences, max(1, words_per_strip))
+    else:
+        raise ValueError(f"unknown strip mode {mode!r}; expected 'sentences' or 'words'")
+
+    scope = [s for s in sentences if is_applicability_sentence(s)]
+    strips: list[Strip] = []
+    for index, group in enumerate(groups):
+        outside_scope = [s for s in scope if s not in group]  # don't repeat the strip itself
+        strips.append(
+            Strip(
+                passage=passage,
+                index=index,
+                text=join_sentences(group),
+                context=context_line(passage.section, outside_scope),
+            )
+        )
+    return strips
+
+
+def join_sentences(sentences: Sequence[str]) -> str:
+    """Join sentences so that split_sentences gives them back unchanged.
+
+    Prose joins with spaces; headings, bullet items, table rows and list intros ("...:")
+    keep their own line, so the block structure survives the round trip.
+    """
+    text = ""
+    for i, sentence in enumerate(sentences):
+        if i == 0:
+            text = sentence
+        elif _is_structural(sentence) or _is_structural(sentences[i - 1]):
+            text += "\n" + sentence
+        else:
+            text += " " + sentence
+    return text
+
+
+def _is_structural(sentence: str) -> bool:
+    return bool(
+        _HEADING.match(sentence)
+        or _BULLET.match(sentence)
+        or _TABLE_ROW.match(sentence)
+        or sentence.rstrip().endswith(":")
+    )
+
+
+def _group_by_count(sentences: list[str], size: int) -> list[list[str]]:
+    return [sentences[i : i + size] for i in range(0, len(sentences), size)]
+
+
+def _group_by_words(sentences: list[str], target_words: int) -> list[list[str]]:
+    groups: list[list[str]] = []
+    current: list[str] = []
+    current_words = 0
+    for sentence in sentences:
+        words = len(sentence.split())
+        if current and current_words + words > target_words:
+            groups.append(current)
+            current, current_words = [], 0
+        current.append(sentence)
+        current_words += words
+    if current:
+        groups.append(current)
+    return groups
+
+
+# --- refine and recompose ---------------------------------------------------------------
+
+
+def strip_text_for_scoring(strip: Strip) -> str:
+    """What the evaluator reads for a strip: its context line, then its text."""
+    return f"{strip.context}\n{strip.text}" if strip.context else strip.text
+
+
+def refine(
+    question: str,
+    passages: Sequence[Passage],
+    evaluator: Evaluator,
+    strip_threshold: float,
+    top_n: int = 5,
+    mode: StripMode = "sentences",
+    sentences_per_strip: int = 3,
+    words_per_strip: int = 50,
+) -> list[Strip]:
+    """Decompose, score every strip against the original question, filter, recompose.
+
+    All strips are scored in one batched evaluator call. Strips below `strip_threshold`
+    are dropped, the `top_n` best are kept, and they are returned grouped per passage
+    (passages ordered by their best strip score) and in strip order within a passage.
+    """
+    strips = [
+        strip
+        for passage in _unique_passages(passages)
+        for strip in decompose(passage, mode, sentences_per_strip, words_per_strip)
+    ]
+    if not strips:
+        return []
+    scores = evaluator.score(question, [strip_text_for_scoring(s) for s in strips])
+    if len(scores) != len(strips):
+        raise ValueError(f"evaluator returned {len(scores)} scores for {len(strips)} strips")
+
+    scored = [replace(strip, score=float(score)) for strip, score in zip(strips, scores, strict=True)]
+    kept = [s for s in scored if s.score is not None and s.score >= strip_threshold]
+    # sorted() is stable, so ties keep document order.
+    best = sorted(kept, key=lambda s: -_score(s))[: max(0, top_n)]
+    return _in_document_order(best)
+
+
+def _unique_passages(passages: Sequence[Passage]) -> list[Passage]:
+    """Drop repeated passages (same origin, source and id) so no strip is scored twice."""
+    seen: set[tuple[str, str, str]] = set()
+    unique: list[Passage] = []
+    for passage in passages:
+        key = _passage_key(passage)
+        if key not in seen:
+            seen.add(key)
+            unique.append(passage)
+    return unique
+
+
+def _passage_key(passage: Passage) -> tuple[str, str, str]:
+    return (passage.origin, passage.source, passage.id)
+
+
+def _score(strip: Strip) -> float:
+    return strip.score if strip.score is not None else float("-inf")
+
+
+def _in_document_order(strips: Sequence[Strip]) -> list[Strip]:
+    """Group per passage (best passage first), strips by index inside each passage."""
+    groups: dict[tuple[str, str, str], list[Strip]] = {}
+    for strip in strips:  # strips arrive best-first, so groups are created best-first
+        groups.setdefault(_passage_key(strip.passage), []).append(strip)
+    return [strip for group in groups.values() for strip in sorted(group, key=lambda s: s.index)]
+
+
+def recompose(strips: Sequence[Strip]) -> str:
+    """Render kept strips as text: per passage, its context line once, then its strips.
+
+    Each strip starts on its own line (kept strips need not be adjacent in the passage).
+
+    The context line repeats only the scope sentences that none of the passage's kept
+    strips already contain.
+    """
+    groups: dict[tuple[str, str, str], list[Strip]] = {}
+    for strip in strips:
+        groups.setdefault(_passage_key(strip.passage), []).append(strip)
+
+    blocks: list[str] = []
+    for group in groups.values():
+        passage = group[0].passage
+        kept_sentences = {s for strip in group for s in split_sentences(strip.text)}
+        scope = _ordered_unique(s for strip in group for s in context_scope(strip))
+        line = context_line(passage.section, [s for s in scope if s not in kept_sentences])
+        body = "\n".join(strip.text for strip in group)
+        blocks.append(f"{line}\n{body}" if line else body)
+    return "\n\n".join(blocks)
+
+
+def _ordered_unique(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    unique: list[str] = []
+    for item in items:
+        if item not in seen:
+            seen.add(item)
+            unique.append(item)
+    return unique

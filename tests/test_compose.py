@@ -1,0 +1,202 @@
+import re
+from dataclasses import replace
+from typing import Sequence
+
+import pytest
+
+from crag.compose import abstention_text, compose_extractive, content_words, tidy_sentence
+from crag.strips import decompose, refine
+from crag.types import Citation, Passage, Strip
+
+QUESTION = "How many days do I have to submit travel expenses?"
+SCOPE = "This rule covers domestic travel in 2026."
+DEADLINE = "Submit your expense report within 30 calendar days after the trip."
+NEGATION = "Receipts are not required for amounts under $25."
+
+DOMESTIC = Passage(
+    id="travel-1",
+    text=" ".join(
+        [
+            SCOPE,
+            "The travel desk is open Monday to Friday.",
+            "Book flights through the booking portal.",
+            "Hotel stays are arranged by the desk.",
+            "The booking system is down for maintenance every Sunday.",
+            DEADLINE,
+            NEGATION,
+            "Approved reports are paid within 5 business days.",
+        ]
+    ),
+    origin="kb",
+    source="policies",
+    document="travel.md",
+    title="Travel policy",
+    section="Travel > Domestic travel",
+)
+
+INTERNATIONAL = Passage(
+    id="travel-2",
+    text="This rule covers international travel. Submit international expense claims within 45 days.",
+    origin="fallback",
+    source="intranet-wiki",
+    document="International travel FAQ",
+    title="International travel FAQ",
+    url="https://wiki.example/intl",
+)
+
+
+class WordOverlapEvaluator:
+    """Deterministic toy evaluator: share of the question's content words found, in [-1, 1]."""
+
+    version = "toy-overlap"
+
+    def score(self, question: str, passages: Sequence[str]) -> list[float]:
+        wanted = content_words(question)
+        return [2.0 * len(wanted & content_words(p)) / len(wanted) - 1.0 for p in passages]
+
+
+def scored(passage: Passage, scores: Sequence[float]) -> list[Strip]:
+    return [replace(strip, score=score) for strip, score in zip(decompose(passage), scores, strict=True)]
+
+
+def test_seed_example_leads_with_the_deadline_and_keeps_its_scope() -> None:
+    strips = refine(QUESTION, [DOMESTIC], WordOverlapEvaluator(), strip_threshold=-0.2)
+    text, citations = compose_extractive(QUESTION, strips)
+
+    lead = text.split("\n")[0]
+    assert lead == f"{DEADLINE} {SCOPE} [1]"
+    assert NEGATION in text
+    assert text.count(SCOPE) == 1
+    assert citations == [
+        Citation(
+            n=1,
+            origin="kb",
+            source="policies",
+            document="travel.md",
+            title="Travel policy",
+            section="Travel > Domestic travel",
+            url=None,
+            score=pytest.approx(1.0),  # type: ignore[arg-type]
+        )
+    ]
+
+
+def test_every_line_ends_with_a_citation_marker() -> None:
+    strips = scored(DOMESTIC, [0.2, 0.9, 0.4]) + scored(INTERNATIONAL, [0.5])
+    text, citations = compose_extractive(QUESTION, strips)
+    lines = [line for line in text.split("\n") if line]
+    assert len(lines) == 5  # lead, rest of the lead strip, strip 0, strip 2, international
+    assert all(re.search(r"\S \[[12]\]$", line) for line in lines)
+    assert [c.n for c in citations] == [1, 2]
+
+
+def test_citations_are_numbered_in_order_of_first_use() -> None:
+    # The international strip scores best, so it leads and becomes [1] though it comes last.
+    strips = scored(DOMESTIC, [0.2, 0.3, -0.1]) + scored(INTERNATIONAL, [0.8])
+    text, citations = compose_extractive("When are international expense claims due?", strips)
+
+    assert text.startswith(
+        "Submit international expense claims within 45 days. This rule covers international travel. [1]"
+    )
+    assert [(c.n, c.document, c.origin, c.url) for c in citations] == [
+        (1, "International travel FAQ", "fallback", "https://wiki.example/intl"),
+        (2, "travel.md", "kb", None),
+    ]
+    assert [c.score for c in citations] == [pytest.approx(0.8), pytest.approx(0.3)]  # best strip per passage
+
+
+def test_scope_travels_with_evidence_from_another_passage() -> None:
+    strips = scored(DOMESTIC, [0.1, 0.9, 0.2]) + scored(INTERNATIONAL, [0.0])
+    text, _ = compose_extractive(QUESTION, strips)
+    assert "This rule covers international travel. Submit international expense claims within 45 days. [2]" in text
+
+
+def test_rest_follows_the_given_order_without_repeating_sentences() -> None:
+    strips = scored(DOMESTIC, [0.1, 0.9, 0.2])
+    text, _ = compose_extractive(QUESTION, strips)
+    lines = text.split("\n")
+    assert lines[0] == f"{DEADLINE} {SCOPE} [1]"
+    assert lines[1] == ""
+    assert lines[2] == (
+        "Hotel stays are arranged by the desk. The booking system is down for maintenance every Sunday. [1]"
+    )
+    assert lines[3] == (
+        "The travel desk is open Monday to Friday. Book flights through the booking portal. [1]"
+    )  # strip 0 without its scope sentence, which already leads
+    assert lines[4] == f"{NEGATION} Approved reports are paid within 5 business days. [1]"
+    for sentence in [SCOPE, DEADLINE, NEGATION]:
+        assert text.count(sentence) == 1
+
+
+def test_lead_sentence_is_the_best_overlap_within_the_best_strip() -> None:
+    passage = replace(
+        DOMESTIC,
+        id="leave",
+        section="Leave",
+        text="Leave requests go to your manager. Unused PTO days carry over until March. PTO is paid.",
+    )
+    strip = Strip(passage=passage, index=0, text=passage.text, score=0.7)
+    text, _ = compose_extractive("Do unused PTO days carry over?", [strip])
+    assert text.startswith("Unused PTO days carry over until March. [1]")
+
+
+def test_markdown_is_tidied() -> None:
+    passage = replace(
+        DOMESTIC,
+        id="md",
+        text="## Meals\n- Dinner is   covered up to **$75**\n* Alcohol is `not` reimbursed.\n1. Keep receipts.",
+    )
+    first, second = decompose(passage, sentences_per_strip=2)
+    strips = [replace(first, score=0.9), replace(second, score=0.1)]
+    text, _ = compose_extractive("Is dinner covered?", strips)
+    assert text == (
+        "Dinner is covered up to $75. [1]\n"
+        "\n"
+        "Meals: [1]\n"
+        "Alcohol is not reimbursed. 1. Keep receipts. [1]"
+    )
+    assert not re.search(r"[#*`]", text)
+
+
+@pytest.mark.parametrize(
+    ("raw", "tidy"),
+    [
+        ("- Flights in economy class", "Flights in economy class."),
+        ("### Approvals", "Approvals:"),
+        ("  Submit   within\n30 days. ", "Submit within 30 days."),
+        ("• Receipts: required", "Receipts: required."),
+        ("Reimbursable expenses:", "Reimbursable expenses:"),
+        ("**  **", ""),
+    ],
+)
+def test_tidy_sentence(raw: str, tidy: str) -> None:
+    assert tidy_sentence(raw) == tidy
+
+
+def test_unscored_strips_still_compose() -> None:
+    strip = Strip(passage=DOMESTIC, index=0, text=DEADLINE)
+    text, citations = compose_extractive(QUESTION, [strip])
+    assert text == f"{DEADLINE} [1]"
+    assert citations[0].score == 0.0
+
+
+def test_no_strips_is_an_error() -> None:
+    with pytest.raises(ValueError, match="abstain"):
+        compose_extractive(QUESTION, [])
+    with pytest.raises(ValueError):
+        compose_extractive(QUESTION, [Strip(passage=DOMESTIC, index=0, text="   ")])
+
+
+def test_abstention_names_where_to_ask_and_cites_nothing() -> None:
+    text = abstention_text("#ask-hr or hr@example.com")
+    assert text == "I couldn't find this in the approved policy sources. Please ask #ask-hr or hr@example.com."
+    assert not re.search(r"\[\d+\]", text)
+    assert abstention_text("  ") == (
+        "I couldn't find this in the approved policy sources. Please ask your manager or the policy owner."
+    )
+
+
+def test_content_words_match_inflections() -> None:
+    assert content_words("How many days do I have to submit travel expenses?") == content_words(
+        "submitted expense travel day"
+    )

@@ -1,0 +1,47 @@
+import pytest
+
+from crag.decision import decide
+from crag.types import Action, Thresholds
+
+PAPER_POPQA = Thresholds(upper=0.59, lower=-0.99)
+
+
+def test_one_score_at_or_above_upper_is_correct() -> None:
+    assert decide([-1.0, 0.59, -0.5], PAPER_POPQA) is Action.CORRECT
+    assert decide([0.9], PAPER_POPQA) is Action.CORRECT
+
+
+def test_every_score_below_lower_is_incorrect() -> None:
+    assert decide([-0.995, -1.2, -0.999], PAPER_POPQA) is Action.INCORRECT
+
+
+def test_empty_scores_is_incorrect() -> None:
+    assert decide([], PAPER_POPQA) is Action.INCORRECT
+
+
+def test_a_score_at_lower_is_not_incorrect() -> None:
+    # "every score < lower" is strict: a score equal to lower makes the set Ambiguous.
+    assert decide([-0.99, -1.5], PAPER_POPQA) is Action.AMBIGUOUS
+
+
+def test_in_between_is_ambiguous() -> None:
+    assert decide([0.58, -1.0], PAPER_POPQA) is Action.AMBIGUOUS
+    assert decide([0.0], PAPER_POPQA) is Action.AMBIGUOUS
+
+
+def test_correct_wins_over_low_scores() -> None:
+    assert decide([-5.0] * 9 + [0.6], PAPER_POPQA) is Action.CORRECT
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [([0.5], Action.CORRECT), ([0.49], Action.AMBIGUOUS), ([-0.92], Action.INCORRECT), ([-0.91], Action.AMBIGUOUS)],
+)
+def test_uses_the_given_thresholds(scores: list[float], expected: Action) -> None:
+    assert decide(scores, Thresholds(upper=0.5, lower=-0.91)) is expected
+
+
+def test_equal_thresholds() -> None:
+    same = Thresholds(upper=0.0, lower=0.0)
+    assert decide([0.0], same) is Action.CORRECT
+    assert decide([-0.1], same) is Action.INCORRECT
