@@ -1,0 +1,123 @@
+"""Render the Markdown sources in samples/src/ into the PDF and DOCX sample policies.
+
+Usage: python samples/build_binaries.py
+
+Supports the small Markdown subset the sources use: `#`/`##`/`###` headings,
+paragraphs (consecutive lines, joined) and `- ` bullet items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import docx
+from fpdf import FPDF
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE / "src"
+OUT = HERE / "policies"
+
+# source file -> output format
+TARGETS: dict[str, Literal["pdf", "docx"]] = {
+    "devices-security.md": "pdf",
+    "code-of-conduct.md": "docx",
+}
+
+# fixed document dates, so rebuilding does not change the metadata
+DOC_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+# fpdf2 core fonts are latin-1 only
+_LATIN1 = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
+                         "\u2013": "-", "\u2014": "-", "\u2026": "...", "\u2022": "-"})
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: Literal["heading", "para", "bullet"]
+    text: str
+    level: int = 0
+
+
+def parse(markdown: str) -> list[Block]:
+    blocks: list[Block] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if para:
+            blocks.append(Block("para", " ".join(para)))
+            para.clear()
+
+    for raw in markdown.splitlines():
+        line = raw.strip()
+        if not line:
+            flush()
+        elif line.startswith("#"):
+            flush()
+            hashes, _, text = line.partition(" ")
+            blocks.append(Block("heading", text.strip(), min(len(hashes), 3)))
+        elif line.startswith("- "):
+            flush()
+            blocks.append(Block("bullet", line[2:].strip()))
+        else:
+            para.append(line)
+    flush()
+    return blocks
+
+
+def write_pdf(blocks: list[Block], title: str, path: Path) -> None:
+    pdf = FPDF(format="A4")
+    pdf.set_title(title)
+    pdf.set_author("Northwind Analytics")
+    pdf.set_creation_date(DOC_DATE)
+    pdf.set_auto_page_break(auto=True, margin=18)
+    pdf.set_margins(20, 18, 20)
+    pdf.add_page()
+    sizes = {1: 18, 2: 14, 3: 12}
+    for b in blocks:
+        text = b.text.translate(_LATIN1)
+        if b.kind == "heading":
+            pdf.ln(4 if b.level > 1 else 0)
+            pdf.set_font("Helvetica", "B", sizes[b.level])
+            pdf.multi_cell(0, sizes[b.level] * 0.5, text, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(1.5)
+        elif b.kind == "bullet":
+            pdf.set_font("Helvetica", "", 10.5)
+            pdf.set_x(pdf.l_margin + 5)
+            pdf.multi_cell(0, 5.5, "- " + text, new_x="LMARGIN", new_y="NEXT")
+        else:
+            pdf.set_font("Helvetica", "", 10.5)
+            pdf.multi_cell(0, 5.5, text, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(2)
+    pdf.output(str(path))
+
+
+def write_docx(blocks: list[Block], title: str, path: Path) -> None:
+    document = docx.Document()
+    document.core_properties.title = title
+    document.core_properties.author = "Northwind Analytics"
+    document.core_properties.created = document.core_properties.modified = DOC_DATE
+    for b in blocks:
+        if b.kind == "heading":
+            document.add_heading(b.text, level=b.level)
+        elif b.kind == "bullet":
+            document.add_paragraph(b.text, style="List Bullet")
+        else:
+            document.add_paragraph(b.text)
+    document.save(str(path))
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, fmt in TARGETS.items():
+        blocks = parse((SRC / name).read_text(encoding="utf-8"))
+        title = next(b.text for b in blocks if b.kind == "heading")
+        target = OUT / f"{Path(name).stem}.{fmt}"
+        (write_pdf if fmt == "pdf" else write_docx)(blocks, title, target)
+        print(f"wrote {target.relative_to(HERE.parent)}")
+
+
+if __name__ == "__main__":
+    main()
