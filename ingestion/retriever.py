@@ -112,3 +112,16 @@ class ChunkRetriever:
             position=int(metadata.get("position", 0)),
             retrieval_score=score,
         )
+
+
+@dataclass
+class CollectionFallbackSource:
+    """crag.types.FallbackSource over a separately ingested collection (e.g. an HR portal export)."""
+
+    name: str
+    retriever: ChunkRetriever
+    kind: str = "collection"
+    open_web: bool = False
+
+    def search(self, keywords: str, limit: int) -> list[Passage]:
+        return self.retriever.retrieve(keywords, limit)

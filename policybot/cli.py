@@ -339,3 +339,172 @@ def demo() -> None:
     ingest([SAMPLES_DIR / "hr-portal"], collection="hr-portal", prune=True, channels=None, as_json=False)
     console.rule("[bold]4. what is in the knowledge base")
     docs_list(collection=None, include_deleted=False, as_json=False)
+
+
+# ----------------------------------------------------------------------- ask
+
+ACTION_WORDS = {
+    "correct": "Answered from the policy knowledge base",
+    "ambiguous": "Knowledge base was inconclusive, also checked {sources}",
+    "incorrect": "Not in the knowledge base, answered from {sources}",
+    "abstain": "Not found in approved sources",
+}
+
+
+def describe_action(action: str, found: bool, sources_used: list[str]) -> str:
+    """The chosen action, stated for people (the CLI and Slack say the same)."""
+    fallback = [name for name in sources_used if name != "knowledge base"]
+    if not found:
+        return ACTION_WORDS["abstain"]
+    if action == "correct":
+        return ACTION_WORDS["correct"]
+    template = ACTION_WORDS[action]
+    if action == "ambiguous" and not fallback:
+        return "Knowledge base was inconclusive; answered from the closest policy text"
+    return template.format(sources=", ".join(fallback) or "approved fallback sources")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, or '-' to read one question per line from stdin.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per question.")] = False,
+    channel: Annotated[Optional[str], typer.Option("--channel", help="Ask as if from this Slack channel (access lists).")] = None,
+) -> None:
+    """Answer a question with the full CRAG pipeline, in this process."""
+    from policybot import answering
+    from policybot.runtime import get_runtime
+
+    settings = _settings()
+    runtime = get_runtime(settings)
+    if runtime.loaded.is_cosine and not as_json:
+        errors.print(f"[yellow]note:[/] using {runtime.loaded.description}")
+    questions = (line.strip() for line in sys.stdin) if question == "-" else iter([question])
+    for text in questions:
+        if not text:
+            continue
+        if len(text) > settings.max_question_chars:
+            _fail(f"question is {len(text)} characters; the limit is {settings.max_question_chars} (POLICYBOT_MAX_QUESTION_CHARS)", 1)
+        recorded = answering.record_question(settings, text, surface="cli", asker=os.environ.get("USER"), channel=channel)
+        answer = answering.answer_question(settings, recorded.id)
+        if as_json:
+            print(json.dumps(answering.answer_json(answer)), flush=True)
+        else:
+            _print_answer(answer)
+
+
+def _print_answer(answer) -> None:  # type: ignore[no-untyped-def]
+    from rich.panel import Panel
+
+    action = describe_action(answer.action.value, answer.found, answer.sources_used)
+    console.print(Panel(answer.text, title=answer.question[:80], subtitle=f"{action} · {answer.action.value}", expand=False))
+    for citation in answer.citations:
+        where = " — ".join(part for part in (citation.title, citation.section.split(" > ")[-1] if citation.section else "") if part)
+        origin = "knowledge base" if citation.origin == "kb" else f"fallback: {citation.source}"
+        console.print(f"  [{citation.n}] {citation.document}: {where} ({origin}, score {citation.score:.2f})", highlight=False)
+    timings = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings_ms.items())
+    console.print(f"  [dim]{answer.evaluator_version}; {timings}[/]")
+
+
+# ------------------------------------------------------------------ fallback
+
+fallback_app = typer.Typer(help="Allow-listed fallback sources (nothing else is ever queried).", no_args_is_help=True)
+app.add_typer(fallback_app, name="fallback")
+
+
+@fallback_app.command("add")
+def fallback_add(
+    name: Annotated[str, typer.Argument(help="Source name shown in answers, e.g. 'HR portal'.")],
+    collection: Annotated[Optional[str], typer.Option("--collection", help="A separately ingested collection.")] = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="Base URL of an internal JSON search API.")] = None,
+    field_map: Annotated[Optional[str], typer.Option("--field-map", help="e.g. results=hits,title=hits[].name,url=hits[].link,text=hits[].body")] = None,
+    query_template: Annotated[Optional[str], typer.Option("--query-template", help="Default '{url}?q={keywords}&limit={n}'.")] = None,
+    allowed_hosts: Annotated[Optional[str], typer.Option("--allowed-hosts", help="Extra hosts redirects may go to (comma-separated).")] = None,
+    allow_private: Annotated[bool, typer.Option("--allow-private", help="Allow private/loopback addresses (intranet hosts).")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 3.0,
+    max_bytes: Annotated[int, typer.Option("--max-bytes", help="Largest response accepted.")] = 1_000_000,
+    open_web: Annotated[bool, typer.Option("--open-web", help="Mark as an open-web source (never used for policy questions).")] = False,
+) -> None:
+    """Allow-list a fallback source: a collection or an HTTP search API."""
+    from sqlalchemy import select
+
+    from crag.fallback import FieldMap
+    from policybot import db
+    from policybot.models import FallbackSourceRow
+
+    settings = _settings()
+    if (collection is None) == (url is None):
+        _fail("give exactly one of --collection or --url", 1)
+    config: dict = {}
+    if url is not None:
+        if field_map:
+            try:
+                mapping = dict(part.split("=", 1) for part in field_map.split(","))
+                FieldMap.from_mapping(mapping)
+            except ValueError as error:
+                _fail(f"bad --field-map: {error}", 1)
+            config["field_map"] = mapping
+        if query_template:
+            config["query_template"] = query_template
+        if allowed_hosts:
+            from urllib.parse import urlsplit
+
+            config["allowed_hosts"] = [urlsplit(url).hostname or ""] + [h.strip() for h in allowed_hosts.split(",") if h.strip()]
+        config.update(allow_private=allow_private, timeout_s=timeout, max_bytes=max_bytes)
+    row = FallbackSourceRow(name=name, kind="collection" if collection else "http", collection=collection, url=url,
+                            config=config, open_web=open_web)
+    if url is not None:
+        from policybot.runtime import http_source_config
+
+        try:
+            http_source_config(row)  # validates URL, template and options now, not at question time
+        except (ValueError, TypeError) as error:
+            _fail(str(error), 1)
+    with db.session(settings) as session:
+        if session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == name)).scalar_one_or_none():
+            _fail(f"a fallback source named {name!r} exists; remove it first", 1)
+        session.add(row)
+    console.print(f"allow-listed {name!r}: " + (f"collection {collection}" if collection else f"{url}"))
+
+
+@fallback_app.command("list")
+def fallback_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List the allow-listed fallback sources."""
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import FallbackSourceRow
+
+    with db.session(_settings()) as session:
+        rows = session.execute(select(FallbackSourceRow).order_by(FallbackSourceRow.id)).scalars().all()
+    if as_json:
+        print(json.dumps([{"name": r.name, "kind": r.kind, "collection": r.collection, "url": r.url,
+                           "open_web": r.open_web, "config": r.config} for r in rows]))
+        return
+    table = Table("name", "kind", "target", "open web")
+    for row in rows:
+        table.add_row(row.name, row.kind, row.collection or row.url or "", "yes" if row.open_web else "no")
+    console.print(table)
+
+
+@fallback_app.command("remove")
+def fallback_remove(name: Annotated[str, typer.Argument()]) -> None:
+    """Remove a fallback source from the allow-list."""
+    from sqlalchemy import delete
+
+    from policybot import db
+    from policybot.models import FallbackSourceRow
+
+    with db.session(_settings()) as session:
+        removed = session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == name)).rowcount
+    if not removed:
+        _fail(f"no fallback source named {name!r}", 1)
+    console.print(f"removed {name!r}")
+
+
+# Slack, worker and log-review commands live in their own module (serve, worker, logs, stats).
+try:
+    from policybot.cli_ops import register as _register_ops_commands
+except ImportError:  # pragma: no cover - only while the module is being written
+    _register_ops_commands = None
+if _register_ops_commands is not None:
+    _register_ops_commands(app)

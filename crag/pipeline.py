@@ -1,0 +1,191 @@
+"""The CRAG pipeline, top to bottom like the method:
+
+retrieve → evaluate → decide → refine (Correct, Ambiguous) → fall back (Ambiguous,
+Incorrect) → compose a cited answer, or abstain.
+
+Every piece is passed in (retriever, evaluator, fallback sources, policy), so the
+pipeline runs the same in a CLI, a Celery worker or a test.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from crag.compose import abstention_text, compose_extractive
+from crag.decision import decide
+from crag.fallback import ActionPolicy, FallbackError, classify_question
+from crag.redaction import keyword_query, redact
+from crag.strips import StripMode, refine
+from crag.types import Action, Answer, Citation, Evaluator, FallbackSource, Passage, Retriever, ScoredPassage, Strip, Thresholds
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    thresholds: Thresholds
+    strip_threshold: float
+    top_k: int = 10
+    strip_mode: StripMode = "sentences"
+    strips_top_n: int = 5
+    fallback_limit: int = 5
+    max_keywords: int = 3
+    contact: str = "your manager or the policy owner"
+    policy: ActionPolicy = field(default_factory=ActionPolicy)
+    policy_keywords: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class AskContext:
+    """Who asks and where: decides which documents are visible and what gets redacted."""
+
+    asker: str | None = None
+    asker_names: Sequence[str] = ()
+    channel: str | None = None
+
+
+# Generates an answer from the question and kept strips; returns None to use the extractive answer.
+Generator = Callable[[str, Sequence[Strip], Sequence[Citation]], str | None]
+
+
+@dataclass
+class CragPipeline:
+    retriever_for: Callable[[AskContext], Retriever]
+    evaluator: Evaluator
+    fallback_sources: Sequence[FallbackSource]
+    config: PipelineConfig
+    generator: Generator | None = None
+
+    def answer(self, question: str, context: AskContext | None = None) -> Answer:
+        context = context or AskContext()
+        config = self.config
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+
+        # 1. Retrieve the candidates this asker may see.
+        with _timer(timings, "retrieve"):
+            candidates = self.retriever_for(context).retrieve(question, config.top_k)
+
+        # 2. Evaluate every (question, candidate) pair in one batch.
+        with _timer(timings, "evaluate"):
+            scores = self.evaluator.score(question, [p.text for p in candidates]) if candidates else []
+        scored = [ScoredPassage(p, float(s)) for p, s in zip(candidates, scores, strict=True)]
+
+        # 3. Decide the action.
+        action = decide([s.score for s in scored], config.thresholds)
+        answer = Answer(
+            question=question,
+            action=action,
+            found=False,
+            text="",
+            scores=scored,
+            evaluator_version=self.evaluator.version,
+            thresholds=config.thresholds,
+            question_class=classify_question(question, config.policy_keywords),
+        )
+
+        # 4. Refine internal knowledge (Correct, Ambiguous): only passages that are not clearly irrelevant.
+        kept: list[Strip] = []
+        with _timer(timings, "refine"):
+            if action in (Action.CORRECT, Action.AMBIGUOUS):
+                relevant = [s.passage for s in scored if s.score >= config.thresholds.lower]
+                kept = self._refine(question, relevant)
+                if kept:
+                    answer.sources_used.append("knowledge base")
+
+        # 5. Fall back (Ambiguous, Incorrect) to allow-listed sources that the policy permits.
+        with _timer(timings, "fallback"):
+            if action in (Action.AMBIGUOUS, Action.INCORRECT):
+                kept += self._fall_back(question, context, answer)
+
+        # 6. Compose a cited answer, or 7. abstain.
+        with _timer(timings, "compose"):
+            kept = sorted(kept, key=lambda strip: -(strip.score or 0.0))[: config.strips_top_n]
+            if kept:
+                answer.text, answer.citations = compose_extractive(question, _document_order(kept))
+                answer.found = True
+                answer.strips = kept
+                if self.generator is not None:
+                    answer.text = self._generate(question, kept, answer) or answer.text
+            else:
+                answer.text = abstention_text(config.contact)
+        timings["total"] = (time.perf_counter() - started) * 1000
+        answer.timings_ms = {name: round(value, 1) for name, value in timings.items()}
+        return answer
+
+    def _refine(self, question: str, passages: Sequence[Passage]) -> list[Strip]:
+        if not passages:
+            return []
+        return refine(
+            question,
+            passages,
+            self.evaluator,
+            strip_threshold=self.config.strip_threshold,
+            top_n=self.config.strips_top_n,
+            mode=self.config.strip_mode,
+        )
+
+    def _fall_back(self, question: str, context: AskContext, answer: Answer) -> list[Strip]:
+        config = self.config
+        sources = config.policy.permitted_sources(answer.question_class, self.fallback_sources)
+        if not sources:
+            answer.notes.append("no fallback source is permitted for this question")
+            return []
+        # Only a redacted keyword rewrite ever leaves the knowledge base; the evaluator
+        # still scores what comes back against the user's original question.
+        keywords = keyword_query(redact(question, context.asker_names), config.max_keywords)
+        if not keywords:
+            answer.notes.append("nothing left to send to fallback sources after redaction")
+            return []
+        results: list[Passage] = []
+        for source in sources:
+            answer.fallback_queries.append({"source": source.name, "query": keywords})
+            try:
+                results += source.search(keywords, config.fallback_limit)
+            except FallbackError as error:
+                log.warning("fallback source %s failed: %s", source.name, error)
+                answer.notes.append(f"fallback source {source.name} failed: {error}")
+        if not results:
+            return []
+        # Fallback results pass the same gate as internal candidates: one evaluator, one bar.
+        result_scores = self.evaluator.score(question, [p.text for p in results])
+        answer.scores += [ScoredPassage(p, float(s)) for p, s in zip(results, result_scores, strict=True)]
+        relevant = [p for p, s in zip(results, result_scores, strict=True) if s >= config.thresholds.upper]
+        strips = self._refine(question, relevant)
+        answer.sources_used += sorted({strip.passage.source for strip in strips})
+        return strips
+
+    def _generate(self, question: str, strips: Sequence[Strip], answer: Answer) -> str | None:
+        assert self.generator is not None
+        try:
+            return self.generator(question, strips, answer.citations)
+        except Exception as error:  # any generator failure falls back to the extractive answer
+            log.warning("generator failed, using the extractive answer: %s", error)
+            answer.notes.append(f"generator failed: {error}")
+            return None
+
+
+def _document_order(strips: Sequence[Strip]) -> list[Strip]:
+    """Best passage first, then each passage's strips in their order in the document."""
+    order: dict[tuple[str, str, str], float] = {}
+    for strip in strips:
+        key = (strip.passage.origin, strip.passage.source, strip.passage.id)
+        order[key] = max(order.get(key, float("-inf")), strip.score or 0.0)
+    return sorted(
+        strips,
+        key=lambda s: (-order[(s.passage.origin, s.passage.source, s.passage.id)], s.passage.id, s.index),
+    )
+
+
+class _timer:
+    def __init__(self, timings: dict[str, float], name: str) -> None:
+        self.timings, self.name = timings, name
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *_exc: object) -> None:
+        self.timings[self.name] = self.timings.get(self.name, 0.0) + (time.perf_counter() - self.started) * 1000

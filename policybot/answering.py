@@ -1,0 +1,193 @@
+"""Questions and the action log: record a question, answer it through CRAG, log what happened.
+
+The CLI (`policybot ask`) and the Celery `answer` task both go through here, so every
+question, from any surface, leaves exactly one action-log row.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+
+from crag.pipeline import AskContext
+from crag.types import Answer
+from policybot import db
+from policybot.config import Settings
+from policybot.models import Feedback, Question
+from policybot.runtime import get_runtime
+
+
+@dataclass(frozen=True)
+class RecordedQuestion:
+    id: int
+    reference: str
+    created: bool  # False when this Slack event was already recorded (a retried delivery)
+
+
+def new_reference() -> str:
+    """A short ID people can quote to an admin ("ref Q7K2M9")."""
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+    return "".join(secrets.choice(alphabet) for _ in range(6))
+
+
+def record_question(
+    settings: Settings,
+    question: str,
+    *,
+    surface: str = "cli",
+    asker: str | None = None,
+    channel: str | None = None,
+    thread_ts: str | None = None,
+    message_ts: str | None = None,
+    event_id: str | None = None,
+    parent_id: int | None = None,
+) -> RecordedQuestion:
+    """Insert a pending question; a second insert with the same Slack event_id is a no-op."""
+    values = dict(
+        question=question, surface=surface, asker=asker, channel=channel, thread_ts=thread_ts,
+        message_ts=message_ts, event_id=event_id, parent_id=parent_id, reference=new_reference(), status="pending",
+    )
+    with db.session(settings) as session:
+        if event_id is None:
+            row = Question(**values)
+            session.add(row)
+            session.flush()
+            return RecordedQuestion(row.id, row.reference, True)
+        inserted = session.execute(
+            insert(Question).values(**values).on_conflict_do_nothing(index_elements=["event_id"]).returning(Question.id, Question.reference)
+        ).first()
+        if inserted is not None:
+            return RecordedQuestion(inserted[0], inserted[1], True)
+        existing = session.execute(select(Question.id, Question.reference).where(Question.event_id == event_id)).one()
+        return RecordedQuestion(existing[0], existing[1], False)
+
+
+def get_question(settings: Settings, question_id: int) -> Question | None:
+    with db.session(settings) as session:
+        return session.get(Question, question_id)
+
+
+def answer_question(settings: Settings, question_id: int, pipeline_question: str | None = None,
+                    asker_names: tuple[str, ...] = ()) -> Answer:
+    """Run CRAG for a recorded question and write the action-log fields.
+
+    `pipeline_question` is what the pipeline sees (e.g. with the thread's earlier question
+    for context); the row keeps the question as asked.
+    """
+    row = get_question(settings, question_id)
+    if row is None:
+        raise LookupError(f"question {question_id} does not exist")
+    runtime = get_runtime(settings)
+    started = time.perf_counter()
+    try:
+        answer = runtime.pipeline(row.channel).answer(
+            pipeline_question or row.question, AskContext(asker=row.asker, asker_names=asker_names, channel=row.channel)
+        )
+    except Exception as error:
+        mark_failed(settings, question_id, error)
+        raise
+    answer.question = row.question
+    log_answer(settings, question_id, answer, latency_ms=(time.perf_counter() - started) * 1000,
+               evaluator_description=runtime.loaded.description)
+    return answer
+
+
+def log_answer(settings: Settings, question_id: int, answer: Answer, latency_ms: float,
+               evaluator_description: str = "") -> None:
+    with db.session(settings) as session:
+        row = session.get(Question, question_id, with_for_update=True)
+        assert row is not None
+        row.status = "answered"
+        row.action = answer.action.value
+        row.found = answer.found
+        row.question_class = answer.question_class
+        row.answer = answer.text
+        row.citations = [citation_json(c) for c in answer.citations]
+        row.scores = [
+            {"document": s.passage.document, "section": s.passage.section, "origin": s.passage.origin,
+             "source": s.passage.source, "chunk_id": s.passage.id, "score": round(s.score, 4)}
+            for s in answer.scores
+        ]
+        row.strips = [
+            {"document": s.passage.document, "section": s.passage.section, "origin": s.passage.origin,
+             "text": s.text, "context": s.context, "score": round(s.score or 0.0, 4)}
+            for s in answer.strips
+        ]
+        row.sources_used = list(answer.sources_used)
+        row.fallback_queries = list(answer.fallback_queries)
+        row.evaluator_version = answer.evaluator_version
+        row.upper = answer.thresholds.upper if answer.thresholds else None
+        row.lower = answer.thresholds.lower if answer.thresholds else None
+        row.timings_ms = dict(answer.timings_ms)
+        if answer.notes:
+            row.timings_ms["notes"] = list(answer.notes)  # why a source was skipped or failed
+        row.latency_ms = round(latency_ms, 1)
+        row.error = None
+        row.answered_at = datetime.now(timezone.utc)
+
+
+def mark_failed(settings: Settings, question_id: int, error: BaseException) -> None:
+    detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+    with db.session(settings) as session:
+        row = session.get(Question, question_id, with_for_update=True)
+        if row is not None:
+            row.status = "failed"
+            row.error = detail[:4000]
+
+
+def mark_posted(settings: Settings, question_id: int, answer_ts: str) -> None:
+    with db.session(settings) as session:
+        row = session.get(Question, question_id, with_for_update=True)
+        if row is not None:
+            row.answer_ts = answer_ts
+
+
+def record_feedback(settings: Settings, question_id: int, user_id: str, vote: int) -> None:
+    """One vote per user and answer; a second click changes it."""
+    if vote not in (-1, 1):
+        raise ValueError("vote must be +1 or -1")
+    with db.session(settings) as session:
+        session.execute(
+            insert(Feedback)
+            .values(question_id=question_id, user_id=user_id, vote=vote)
+            .on_conflict_do_update(
+                constraint="uq_feedback_question_user",
+                set_={"vote": vote, "updated_at": datetime.now(timezone.utc)},
+            )
+        )
+
+
+def citation_json(citation: Any) -> dict[str, Any]:
+    return {
+        "n": citation.n, "origin": citation.origin, "source": citation.source, "document": citation.document,
+        "title": citation.title, "section": citation.section, "url": citation.url, "score": round(citation.score, 4),
+    }
+
+
+def answer_json(answer: Answer) -> dict[str, Any]:
+    """The `policybot ask --json` contract."""
+    thresholds = answer.thresholds
+    return {
+        "question": answer.question,
+        "action": answer.action.value,
+        "found": answer.found,
+        "answer": answer.text,
+        "citations": [citation_json(c) for c in answer.citations],
+        "evaluator": {
+            "version": answer.evaluator_version,
+            "upper": thresholds.upper if thresholds else None,
+            "lower": thresholds.lower if thresholds else None,
+        },
+        "scores": [
+            {"document": s.passage.document, "section": s.passage.section, "score": round(s.score, 4)}
+            for s in answer.scores if s.passage.origin == "kb"
+        ],
+        "timings_ms": {key: answer.timings_ms.get(key, 0.0) for key in ("retrieve", "evaluate", "refine", "fallback", "total")},
+    }

@@ -1,0 +1,189 @@
+"""Wiring: build the CRAG pipeline from settings and the database, once per process.
+
+The embedder and evaluator load once (CLI process, or each Celery worker child);
+fallback sources and collections are read from the database on every question, so an
+admin's change applies to the next question without a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import select
+
+from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator
+from crag.fallback import HttpFallbackSource, HttpSourceConfig
+from crag.pipeline import AskContext, CragPipeline, PipelineConfig
+from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
+from ingestion import embedding
+from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
+from policybot import db
+from policybot.config import Settings
+from policybot.models import Document, EvaluatorVersion, FallbackSourceRow
+
+log = logging.getLogger(__name__)
+
+# Cosine-similarity thresholds for all-MiniLM-L6-v2 when no evaluator has been trained:
+# measured on the sample question set (bench/quality), overridable like any threshold.
+COSINE_THRESHOLDS = Thresholds(upper=0.55, lower=0.30)
+COSINE_STRIP_THRESHOLD = 0.35
+
+
+class EvaluatorNotReady(RuntimeError):
+    pass
+
+
+@dataclass
+class LoadedEvaluator:
+    evaluator: Evaluator
+    thresholds: Thresholds
+    strip_threshold: float
+    is_cosine: bool
+    description: str
+
+
+def embed_function(settings: Settings):  # -> Callable[[list[str]], np.ndarray]
+    model = embedding.embed_model(settings)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray(model.get_text_embedding_batch(list(texts)), dtype=np.float32)
+
+    return embed
+
+
+def _thresholds(settings: Settings, upper: float, lower: float, strip: float) -> tuple[Thresholds, float]:
+    """Calibrated values, each overridable by POLICYBOT_UPPER / _LOWER / _STRIP_THRESHOLD."""
+    chosen = Thresholds(
+        upper=settings.upper_threshold if settings.upper_threshold is not None else upper,
+        lower=settings.lower_threshold if settings.lower_threshold is not None else lower,
+    )
+    return chosen, settings.strip_threshold if settings.strip_threshold is not None else strip
+
+
+def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
+    """POLICYBOT_EVALUATOR_PATH, else the active trained version, else cosine similarity."""
+    if settings.evaluator_path is not None:
+        folder = Path(settings.evaluator_path).expanduser()
+        if not folder.exists():
+            raise EvaluatorNotReady(f"POLICYBOT_EVALUATOR_PATH={folder} does not exist")
+        loaded = load_evaluator(folder, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8)
+        calibrated = loaded.thresholds
+        if calibrated is None and (settings.upper_threshold is None or settings.lower_threshold is None):
+            raise EvaluatorNotReady(
+                f"{folder} carries no calibrated thresholds: set POLICYBOT_UPPER and POLICYBOT_LOWER "
+                "(the paper used 0.59/-0.99 on PopQA) or calibrate it with `policybot evaluator eval`"
+            )
+        thresholds, strip = _thresholds(
+            settings,
+            calibrated.upper if calibrated else 0.0,
+            calibrated.lower if calibrated else 0.0,
+            loaded.strip_threshold if loaded.strip_threshold is not None else -0.5,
+        )
+        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"checkpoint {folder}")
+
+    with db.session(settings) as session:
+        active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
+    if active is not None:
+        loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8)
+        thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
+        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
+
+    thresholds, strip = _thresholds(settings, COSINE_THRESHOLDS.upper, COSINE_THRESHOLDS.lower, COSINE_STRIP_THRESHOLD)
+    cosine = CachedEvaluator(CosineEvaluator(embed_function(settings)))
+    return LoadedEvaluator(cosine, thresholds, strip, True,
+                           "cosine similarity (no trained evaluator yet: run `policybot evaluator train`)")
+
+
+def fallback_collections(settings: Settings) -> set[str]:
+    with db.session(settings) as session:
+        rows = session.execute(select(FallbackSourceRow.collection).where(FallbackSourceRow.kind == "collection")).scalars()
+        return {name for name in rows if name}
+
+
+def knowledge_base_collections(settings: Settings) -> list[str]:
+    """Every collection with documents, except those registered as fallback sources."""
+    with db.session(settings) as session:
+        names = session.execute(
+            select(Document.collection).where(Document.deleted.is_(False)).distinct()
+        ).scalars().all()
+    excluded = fallback_collections(settings)
+    return sorted(name for name in names if name not in excluded)
+
+
+def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSource]:
+    """The allow-listed sources, as registered with `policybot fallback add`."""
+    with db.session(settings) as session:
+        rows = session.execute(
+            select(FallbackSourceRow).where(FallbackSourceRow.enabled.is_(True)).order_by(FallbackSourceRow.id)
+        ).scalars().all()
+    sources: list[FallbackSource] = []
+    for row in rows:
+        if row.kind == "collection" and row.collection:
+            sources.append(CollectionFallbackSource(row.name, ChunkRetriever(
+                settings, [row.collection], channel=channel, origin="fallback", source_name=row.name)))
+        elif row.kind == "http" and row.url:
+            sources.append(HttpFallbackSource(http_source_config(row)))
+    return sources
+
+
+def http_source_config(row: FallbackSourceRow) -> HttpSourceConfig:
+    from crag.fallback import FieldMap
+
+    options = dict(row.config or {})
+    field_map = options.pop("field_map", None)
+    return HttpSourceConfig(
+        name=row.name,
+        url=row.url or "",
+        open_web=row.open_web,
+        **({"field_map": FieldMap.from_mapping(field_map)} if field_map else {}),
+        **options,
+    )
+
+
+class Runtime:
+    """Models loaded once per process; a fresh pipeline (current sources) per question."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.loaded = load_active_evaluator(settings)
+
+    def pipeline(self, channel: str | None) -> CragPipeline:
+        settings = self.settings
+        kb = knowledge_base_collections(settings)
+
+        def retriever_for(context: AskContext) -> Retriever:
+            return ChunkRetriever(settings, kb, channel=context.channel)
+
+        config = PipelineConfig(
+            thresholds=self.loaded.thresholds,
+            strip_threshold=self.loaded.strip_threshold,
+            top_k=settings.top_k,
+            strip_mode=settings.strip_mode,
+            strips_top_n=settings.strips_top_n,
+            fallback_limit=settings.fallback_limit,
+            contact=settings.contact,
+        )
+        return CragPipeline(retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config)
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime(settings: Settings) -> Runtime:
+    global _runtime
+    with _runtime_lock:
+        if _runtime is None or _runtime.settings is not settings:
+            _runtime = Runtime(settings)
+        return _runtime
+
+
+def reset_runtime() -> None:
+    """Reload models on next use (after training or activating an evaluator)."""
+    global _runtime
+    with _runtime_lock:
+        _runtime = None
