@@ -7,9 +7,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from policybot.config import Settings
+from policybot.errors import UserError
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(UserError):
     pass
 
 

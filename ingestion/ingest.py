@@ -21,6 +21,7 @@ from ingestion.chunking import chunk_markdown, word_piece_counter
 from ingestion.loaders import SUPPORTED_SUFFIXES, LoadError, load_document
 from policybot import db
 from policybot.config import Settings
+from policybot.errors import UserError
 from policybot.models import Document
 
 FileStatus = Literal["added", "updated", "unchanged", "removed", "failed"]
@@ -79,7 +80,7 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
-class IngestError(RuntimeError):
+class IngestError(UserError):
     """The batch could not run at all (bad collection name, missing path, model mismatch)."""
 
 

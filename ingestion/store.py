@@ -20,17 +20,18 @@ from sqlalchemy.orm import Session
 
 from ingestion.chunking import ChunkDraft
 from policybot.config import Settings
+from policybot.errors import UserError
 from policybot.models import CHUNKS_TABLE, CHUNKS_TABLE_NAME, Base, Document, chunks_table
 
 PUBLIC_ACL = "*"  # chunks of documents without an access list carry this marker
 
 
-class DimensionMismatch(RuntimeError):
+class DimensionMismatch(UserError):
     pass
 
 
 @lru_cache(maxsize=4)
-def _chunks(embed_dim: int):  # -> sqlalchemy.Table
+def chunk_table(embed_dim: int):  # -> sqlalchemy.Table
     return chunks_table(Base.metadata, embed_dim)
 
 
@@ -91,7 +92,7 @@ def build_nodes(document: Document, drafts: Sequence[ChunkDraft], embeddings: Se
 
 def replace_chunks(session: Session, settings: Settings, document: Document, nodes: Sequence[TextNode]) -> None:
     """Swap a document's chunks inside the caller's transaction: readers see old or new, never both."""
-    table = _chunks(settings.embed_dim)
+    table = chunk_table(settings.embed_dim)
     session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": document.id})
     delete_chunks(session, settings, document.id)
     if nodes:
@@ -110,7 +111,7 @@ def replace_chunks(session: Session, settings: Settings, document: Document, nod
 
 
 def delete_chunks(session: Session, settings: Settings, document_id: int) -> int:
-    table = _chunks(settings.embed_dim)
+    table = chunk_table(settings.embed_dim)
     result = session.execute(delete(table).where(table.c.metadata_["doc_id"].astext == str(document_id)))
     return int(result.rowcount or 0)
 

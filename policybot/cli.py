@@ -62,14 +62,11 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debu
 
 def run() -> None:
     """Console-script entry point: known failures become one clear line, not a traceback."""
-    from ingestion.embedding import EmbeddingError
-    from ingestion.ingest import IngestError
-    from ingestion.store import DimensionMismatch
-    from policybot.services import ServiceError
+    from policybot.errors import UserError
 
     try:
         app()
-    except (ServiceError, IngestError, DimensionMismatch, EmbeddingError) as error:
+    except UserError as error:
         errors.print(f"[bold red]error:[/] {error}", highlight=False)
         sys.exit(2)
     except Exception as error:
@@ -325,20 +322,52 @@ def docs_access(
 SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
 
+DEMO_QUESTIONS = [
+    "How long do I have to submit my expense report after a domestic business trip?",
+    "When is the next open enrollment window for health benefits?",
+    "Can I bring my dog to the office?",
+]
+
+
 @app.command()
-def demo() -> None:
+def demo(
+    train_minutes: Annotated[float, typer.Option("--train-minutes", help="Evaluator training budget when none exists yet.")] = 2.0,
+    slack: Annotated[bool, typer.Option("--slack/--no-slack", help="Run the local Slack loop (fake Slack, Bolt app, worker).")] = True,
+) -> None:
     """Run the whole local loop on the embedded stack with the sample policies."""
-    from policybot import services
+    from sqlalchemy import select
+
+    from policybot import db, evaluators, services
+    from policybot.models import FallbackSourceRow
 
     settings = _settings()
     console.rule("[bold]1. local stack")
     _print_status(services.services_up(settings))
-    console.rule("[bold]2. sample policies")
+    console.rule("[bold]2. sample policies (knowledge base)")
     ingest([SAMPLES_DIR / "policies"], collection=settings.default_collection, prune=True, channels=None, as_json=False)
-    console.rule("[bold]3. HR portal export (fallback collection)")
+    console.rule("[bold]3. HR portal export (allow-listed fallback collection)")
     ingest([SAMPLES_DIR / "hr-portal"], collection="hr-portal", prune=True, channels=None, as_json=False)
+    with db.session(settings) as session:
+        if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
+            session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
+    fallback_list(as_json=False)
     console.rule("[bold]4. what is in the knowledge base")
     docs_list(collection=None, include_deleted=False, as_json=False)
+    console.rule("[bold]5. T5 retrieval evaluator")
+    active = evaluators.active_version(settings)
+    if active is None:
+        evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
+    else:
+        console.print(f"reusing active evaluator {active.version} (`policybot evaluator train` makes a new one)")
+    if slack:
+        from bot.demo import run_local_slack_loop
+
+        console.rule("[bold]6. questions through the local Slack loop")
+        run_local_slack_loop(settings, console, DEMO_QUESTIONS)
+    else:
+        console.rule("[bold]6. questions")
+        for question in DEMO_QUESTIONS:
+            ask(question, as_json=False, channel=None)
 
 
 # ----------------------------------------------------------------------- ask
@@ -499,6 +528,128 @@ def fallback_remove(name: Annotated[str, typer.Argument()]) -> None:
     if not removed:
         _fail(f"no fallback source named {name!r}", 1)
     console.print(f"removed {name!r}")
+
+
+
+# ----------------------------------------------------------------- evaluator
+
+evaluator_app = typer.Typer(help="The T5 retrieval evaluator: train, list, activate, evaluate.", no_args_is_help=True)
+app.add_typer(evaluator_app, name="evaluator")
+
+
+@evaluator_app.command("train")
+def evaluator_train(
+    minutes: Annotated[Optional[float], typer.Option("--minutes", help="Time budget [default: POLICYBOT_TRAIN_MINUTES or 10].")] = None,
+    activate: Annotated[str, typer.Option("--activate", help="if-better (beats cosine), always or never.")] = "if-better",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Train an evaluator on weak supervision from the ingested documents."""
+    from policybot import evaluators
+
+    settings = _settings()
+    if activate not in ("if-better", "always", "never"):
+        _fail("--activate must be if-better, always or never", 1)
+    budget_s = (minutes if minutes is not None else settings.train_minutes) * 60
+    if budget_s <= 0:
+        _fail("--minutes must be positive", 1)
+    with Progress(
+        TextColumn("[bold]{task.fields[phase]}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[loss]}"),
+        TimeElapsedColumn(), console=errors, transient=True, disable=as_json,
+    ) as progress:
+        task = progress.add_task("train", total=None, phase="preparing", loss="")
+
+        def show(event: dict) -> None:
+            loss = f"loss {event['loss']:.3f}" if event.get("loss") is not None else ""
+            progress.update(task, total=event.get("total") or None, completed=event.get("step", 0),
+                            phase=event.get("phase", ""), loss=loss)
+
+        try:
+            result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show)  # type: ignore[arg-type]
+        except evaluators.TrainingError as error:
+            _fail(str(error), 1)
+    active = evaluators.active_version(settings)
+    activated = active is not None and active.version == result.version
+    if as_json:
+        print(json.dumps({
+            "version": result.version, "activated": activated, "beats_cosine": result.beats_cosine,
+            "thresholds": result.thresholds, "evaluator": {"auc": result.evaluator.auc, "routing_accuracy": result.evaluator.routing_accuracy},
+            "cosine": {"auc": result.cosine.auc, "routing_accuracy": result.cosine.routing_accuracy},
+            "steps": result.steps, "seconds": round(result.seconds, 1),
+        }))
+        return
+    table = Table("", "validation AUC", "routing accuracy", title=f"evaluator {result.version}")
+    table.add_row("T5 evaluator", f"{result.evaluator.auc:.3f}", f"{result.evaluator.routing_accuracy:.1%}")
+    table.add_row("cosine similarity", f"{result.cosine.auc:.3f}", f"{result.cosine.routing_accuracy:.1%}")
+    console.print(table)
+    t = result.thresholds
+    console.print(f"thresholds: upper {t['upper']:.3f}, lower {t['lower']:.3f}, strip {t['strip']:.3f}; "
+                  f"{result.n_train_pairs} training pairs, {result.steps} steps in {result.seconds:.0f}s")
+    for note in result.notes:
+        console.print(f"[dim]{note}[/]")
+    if activated:
+        console.print(f"[green]active:[/] {result.version}")
+    elif not result.beats_cosine:
+        errors.print("[yellow]warning:[/] this evaluator does not beat cosine similarity; stored but not activated "
+                     "(`policybot evaluator activate VERSION` to use it anyway)")
+    else:
+        console.print(f"stored, not activated (`policybot evaluator activate {result.version}`)")
+
+
+@evaluator_app.command("list")
+def evaluator_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List trained evaluator versions with their metrics."""
+    from policybot import evaluators
+
+    rows = evaluators.list_versions(_settings())
+    if as_json:
+        print(json.dumps([{"version": r.version, "active": r.active, "beats_cosine": r.beats_cosine, "upper": r.upper,
+                           "lower": r.lower, "strip": r.strip_threshold, "metrics": r.metrics,
+                           "created_at": r.created_at.isoformat()} for r in rows]))
+        return
+    table = Table("version", "active", "AUC", "cosine AUC", "routing", "upper", "lower", "created")
+    for row in rows:
+        model, cosine = row.metrics.get("evaluator", {}), row.metrics.get("cosine", {})
+        table.add_row(row.version, "[green]yes[/]" if row.active else "", f"{model.get('auc', 0):.3f}",
+                      f"{cosine.get('auc', 0):.3f}", f"{model.get('routing_accuracy', 0):.1%}", f"{row.upper:.3f}",
+                      f"{row.lower:.3f}", f"{row.created_at:%Y-%m-%d %H:%M}")
+    console.print(table)
+    if not rows:
+        console.print("no evaluator trained yet: `policybot evaluator train` (answers use cosine similarity until then)")
+
+
+@evaluator_app.command("activate")
+def evaluator_activate(version: Annotated[str, typer.Argument()]) -> None:
+    """Make a stored evaluator version the one answers use."""
+    from policybot import evaluators
+
+    try:
+        evaluators.activate_version(_settings(), version)
+    except evaluators.TrainingError as error:
+        _fail(str(error), 1)
+    console.print(f"active: {version}")
+
+
+@evaluator_app.command("eval")
+def evaluator_eval(
+    version: Annotated[Optional[str], typer.Argument(help="Version [default: the active one].")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Measure an evaluator against cosine similarity on the current corpus."""
+    from dataclasses import asdict
+
+    from policybot import evaluators
+
+    try:
+        report = evaluators.evaluate_version(_settings(), version)
+    except evaluators.TrainingError as error:
+        _fail(str(error), 1)
+    if as_json:
+        print(json.dumps({"evaluator": asdict(report.evaluator), "cosine": asdict(report.cosine)}, default=str))
+        return
+    table = Table("", "validation AUC", "routing accuracy", title=f"evaluator {report.evaluator_version or version or 'active'}")
+    table.add_row("T5 evaluator", f"{report.evaluator.auc:.3f}", f"{report.evaluator.routing_accuracy:.1%}")
+    table.add_row("cosine similarity", f"{report.cosine.auc:.3f}", f"{report.cosine.routing_accuracy:.1%}")
+    console.print(table)
 
 
 # Slack, worker and log-review commands live in their own module (serve, worker, logs, stats).

@@ -14,8 +14,10 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from policybot.errors import UserError
 
-class ConfigError(RuntimeError):
+
+class ConfigError(UserError):
     """Configuration is invalid; the message says which setting and why."""
 
 

@@ -23,6 +23,7 @@ from ingestion import embedding
 from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
 from policybot import db
 from policybot.config import Settings
+from policybot.errors import UserError
 from policybot.models import Document, EvaluatorVersion, FallbackSourceRow
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ COSINE_THRESHOLDS = Thresholds(upper=0.55, lower=0.30)
 COSINE_STRIP_THRESHOLD = 0.35
 
 
-class EvaluatorNotReady(RuntimeError):
+class EvaluatorNotReady(UserError):
     pass
 
 
@@ -92,10 +93,13 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
         return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
 
+    return cosine_evaluator(settings, "cosine similarity (no trained evaluator yet: run `policybot evaluator train`)")
+
+
+def cosine_evaluator(settings: Settings, description: str = "cosine similarity") -> LoadedEvaluator:
     thresholds, strip = _thresholds(settings, COSINE_THRESHOLDS.upper, COSINE_THRESHOLDS.lower, COSINE_STRIP_THRESHOLD)
     cosine = CachedEvaluator(CosineEvaluator(embed_function(settings)))
-    return LoadedEvaluator(cosine, thresholds, strip, True,
-                           "cosine similarity (no trained evaluator yet: run `policybot evaluator train`)")
+    return LoadedEvaluator(cosine, thresholds, strip, True, description)
 
 
 def fallback_collections(settings: Settings) -> set[str]:
@@ -147,9 +151,9 @@ def http_source_config(row: FallbackSourceRow) -> HttpSourceConfig:
 class Runtime:
     """Models loaded once per process; a fresh pipeline (current sources) per question."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, loaded: LoadedEvaluator | None = None) -> None:
         self.settings = settings
-        self.loaded = load_active_evaluator(settings)
+        self.loaded = loaded or load_active_evaluator(settings)
 
     def pipeline(self, channel: str | None) -> CragPipeline:
         settings = self.settings

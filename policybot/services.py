@@ -19,13 +19,14 @@ from pathlib import Path
 import redis
 
 from policybot.config import Settings
+from policybot.errors import UserError
 
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "policybot"
 
 
-class ServiceError(RuntimeError):
+class ServiceError(UserError):
     """A service could not be started or reached; the message says what to do."""
 
 

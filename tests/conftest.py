@@ -68,3 +68,20 @@ def cli_env(home: Path) -> dict[str, str]:
     env["POLICYBOT_HOME"] = str(home)
     env["POLICYBOT_REDIS_PORT"] = str(TEST_REDIS_PORT)
     return env
+
+
+@pytest.fixture(scope="session")
+def knowledge_base(settings, ingested_samples):  # -> Settings
+    """Sample policies as the knowledge base plus the HR-portal export as an allow-listed fallback."""
+    from sqlalchemy import select
+
+    from ingestion.ingest import ingest_paths
+    from policybot import db
+    from policybot.models import FallbackSourceRow
+
+    report = ingest_paths(settings, [HR_PORTAL], collection="hr-portal")
+    assert not report.failed, report.failed
+    with db.session(settings) as session:
+        if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
+            session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
+    return settings

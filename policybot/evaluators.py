@@ -1,0 +1,127 @@
+"""Evaluator versions: train from the ingested corpus, store with metrics, activate, evaluate.
+
+Weights live under POLICYBOT_HOME/evaluators/<version>/; metadata, thresholds and the
+metrics (with cosine similarity measured on the same split) live in `evaluator_versions`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+from sqlalchemy import select, update
+
+from crag.training import EvaluationReport, TrainingResult, evaluate_evaluator, train_evaluator
+from crag.weak_supervision import CorpusChunk
+from ingestion.store import chunk_table
+from policybot import db
+from policybot.config import Settings
+from policybot.errors import UserError
+from policybot.models import Document, EvaluatorVersion
+from policybot.runtime import embed_function, reset_runtime
+
+log = logging.getLogger(__name__)
+
+Activation = Literal["if_better", "always", "never"]
+MIN_CHUNKS = 20  # below this, weak supervision has too few negatives to learn from
+
+
+class TrainingError(UserError):
+    pass
+
+
+def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
+    """Every live chunk with its stored embedding, in document order."""
+    table = chunk_table(settings.embed_dim)
+    with db.session(settings) as session:
+        live = set(session.execute(select(Document.id).where(Document.deleted.is_(False))).scalars())
+        rows = session.execute(select(table.c.node_id, table.c.text, table.c.metadata_, table.c.embedding)).all()
+    chunks = []
+    for node_id, text, metadata, vector in rows:
+        if int(metadata.get("doc_id", -1)) not in live:
+            continue
+        chunks.append(CorpusChunk(
+            id=node_id, text=text, document=str(metadata.get("document", "")), section=str(metadata.get("section", "")),
+            embedding=np.asarray(vector, dtype=np.float32),
+        ))
+    chunks.sort(key=lambda c: (c.document, c.id))
+    return chunks
+
+
+def _metrics_json(result: TrainingResult | EvaluationReport) -> dict:
+    from dataclasses import asdict
+
+    return {"evaluator": asdict(result.evaluator), "cosine": asdict(result.cosine)}
+
+
+def train_and_register(
+    settings: Settings,
+    budget_s: float,
+    activate: Activation = "if_better",
+    progress: Callable[[dict], None] | None = None,
+) -> TrainingResult:
+    chunks = corpus_chunks(settings)
+    if len(chunks) < MIN_CHUNKS:
+        raise TrainingError(
+            f"only {len(chunks)} chunks are ingested; training needs at least {MIN_CHUNKS}. Ingest your policies first."
+        )
+    settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
+    result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress)
+    thresholds = result.thresholds
+    should_activate = activate == "always" or (activate == "if_better" and result.beats_cosine)
+    with db.session(settings) as session:
+        row = EvaluatorVersion(
+            version=result.version,
+            kind="minilm_t5",
+            path=str(result.folder),
+            upper=float(thresholds["upper"]),
+            lower=float(thresholds["lower"]),
+            strip_threshold=float(thresholds["strip"]),
+            metrics=_metrics_json(result) | {
+                "n_train_pairs": result.n_train_pairs, "n_val_pairs": result.n_val_pairs, "steps": result.steps,
+                "epochs": result.epochs, "seconds": result.seconds, "notes": result.notes,
+            },
+            beats_cosine=result.beats_cosine,
+            active=False,
+        )
+        session.add(row)
+    if should_activate:
+        activate_version(settings, result.version)
+    return result
+
+
+def active_version(settings: Settings) -> EvaluatorVersion | None:
+    with db.session(settings) as session:
+        return session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
+
+
+def list_versions(settings: Settings) -> list[EvaluatorVersion]:
+    with db.session(settings) as session:
+        return list(session.execute(select(EvaluatorVersion).order_by(EvaluatorVersion.created_at.desc())).scalars())
+
+
+def activate_version(settings: Settings, version: str) -> EvaluatorVersion:
+    with db.session(settings) as session:
+        row = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.version == version)).scalar_one_or_none()
+        if row is None:
+            raise TrainingError(f"no evaluator version {version!r} (see `policybot evaluator list`)")
+        session.execute(update(EvaluatorVersion).where(EvaluatorVersion.active.is_(True)).values(active=False))
+        session.flush()
+        row.active = True
+    reset_runtime()
+    return row
+
+
+def evaluate_version(settings: Settings, version: str | None = None,
+                     progress: Callable[[dict], None] | None = None) -> EvaluationReport:
+    """Re-measure a stored evaluator (default: the active one) against cosine on the current corpus."""
+    from crag.evaluator import load_evaluator
+
+    rows = [r for r in list_versions(settings) if (r.version == version if version else r.active)]
+    if not rows:
+        raise TrainingError("no such evaluator version" if version else "no active evaluator; train one first")
+    row = rows[0]
+    evaluator = load_evaluator(row.path, threads=settings.evaluator_threads)
+    return evaluate_evaluator(evaluator, corpus_chunks(settings), embed_function(settings), progress=progress)

@@ -1,0 +1,67 @@
+"""`policybot ask --json`: the whole pipeline in-process, one question of each category."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from policybot import db
+from policybot.models import Question
+from test_cli import policybot
+
+CONTRACT_KEYS = {"question", "action", "found", "answer", "citations", "evaluator", "scores", "timings_ms"}
+CITATION_KEYS = {"n", "origin", "source", "document", "title", "section", "url", "score"}
+
+QUESTIONS = {
+    "kb": "How many weeks of parental leave does a primary caregiver get?",
+    "fallback": "When does open enrollment for benefits start?",
+    "none": "Can I bring my dog to the office?",
+}
+
+
+def _check_contract(result: dict) -> None:
+    assert set(result) == CONTRACT_KEYS
+    assert result["action"] in ("correct", "ambiguous", "incorrect")
+    assert set(result["evaluator"]) == {"version", "upper", "lower"}
+    assert set(result["timings_ms"]) == {"retrieve", "evaluate", "refine", "fallback", "total"}
+    assert all(set(c) == CITATION_KEYS and c["origin"] in ("kb", "fallback") for c in result["citations"])
+    assert [c["n"] for c in result["citations"]] == list(range(1, len(result["citations"]) + 1))
+    assert all(set(s) == {"document", "section", "score"} for s in result["scores"])
+
+
+def test_ask_json_one_question_per_category(knowledge_base, policybot_home):
+    lines = "\n".join(QUESTIONS.values()) + "\n"
+    run = policybot(policybot_home, "ask", "--json", "-", input_text=lines)
+    assert run.returncode == 0, run.stderr
+    results = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(results) == 3
+    for result in results:
+        _check_contract(result)
+    kb, fallback, none = results
+
+    assert kb["found"] and kb["action"] == "correct"
+    assert "16 weeks" in kb["answer"]
+    assert any(c["document"] == "leave-policy.md" and c["origin"] == "kb" for c in kb["citations"])
+    assert all(f"[{c['n']}]" in kb["answer"] for c in kb["citations"])
+
+    assert fallback["found"] and fallback["action"] in ("ambiguous", "incorrect")
+    assert any(c["origin"] == "fallback" and c["source"] == "HR portal" for c in fallback["citations"])
+
+    assert not none["found"] and none["citations"] == []
+    assert "couldn't find this in the approved policy sources" in none["answer"]
+
+    with db.session(knowledge_base) as session:
+        rows = session.execute(select(Question).order_by(Question.id.desc()).limit(3)).scalars().all()
+    logged = {row.question: row for row in rows}
+    assert set(logged) == set(QUESTIONS.values())
+    fallback_row = logged[QUESTIONS["fallback"]]
+    assert fallback_row.status == "answered" and fallback_row.fallback_queries
+    assert fallback_row.fallback_queries[0]["source"] == "HR portal"
+    assert len(fallback_row.fallback_queries[0]["query"].split()) <= 3
+    assert logged[QUESTIONS["kb"]].scores and logged[QUESTIONS["kb"]].evaluator_version
+
+
+def test_ask_refuses_an_oversized_question(knowledge_base, policybot_home):
+    run = policybot(policybot_home, "ask", "x" * 40_000)
+    assert run.returncode == 1 and "limit" in run.stderr and "Traceback" not in run.stderr
