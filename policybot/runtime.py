@@ -24,6 +24,7 @@ from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
 from policybot import db
 from policybot.config import Settings
 from policybot.errors import UserError
+from policybot.generator import openai_generator
 from policybot.models import Document, EvaluatorVersion, FallbackSourceRow
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ class Runtime:
     def __init__(self, settings: Settings, loaded: LoadedEvaluator | None = None) -> None:
         self.settings = settings
         self.loaded = loaded or load_active_evaluator(settings)
+        self.generator = openai_generator(settings)
 
     def pipeline(self, channel: str | None) -> CragPipeline:
         settings = self.settings
@@ -171,7 +173,8 @@ class Runtime:
             fallback_limit=settings.fallback_limit,
             contact=settings.contact,
         )
-        return CragPipeline(retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config)
+        return CragPipeline(retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config,
+                            generator=self.generator)
 
 
 _runtime: Runtime | None = None
