@@ -1,0 +1,592 @@
+"""Train, calibrate and measure the evaluator on weak supervision from the corpus.
+
+`train_evaluator` runs four phases inside one time budget (data, train, calibrate, save) and
+reports the trained evaluator *and* cosine similarity on the same validation split, so an
+admin can see whether training was worth it (`TrainingResult.beats_cosine`).
+`evaluate_evaluator` reuses the same metric code for any Evaluator (`policybot evaluator eval`).
+
+Metrics:
+* ``auc``: pair-level ROC AUC, positives against hard and random negatives of held-out
+  questions (entity swaps are reported apart: cosine cannot see them by construction).
+* ``routing_accuracy``: simulated retrieval sets of held-out template and heading questions,
+  with the answer present (source chunk among the candidates) or absent (source chunk and its
+  near-duplicates removed), routed by the CRAG decision. Present->Correct and
+  absent->Incorrect count 1, Ambiguous counts 0.5 (safe but costs a fallback query), the
+  opposite action 0. Thresholds are cross-fitted: calibrated on one half of the questions and
+  applied to the other, so the number is not measured on the data that set the thresholds.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from crag.decision import decide
+from crag.evaluator import (
+    CachedEvaluator,
+    CosineEvaluator,
+    EvaluatorConfig,
+    JudgeBundle,
+    build_judge,
+    collate,
+    encode_pairs,
+    evaluator_from_bundle,
+    quantize_int8_linear,
+    save_evaluator,
+    update_metadata,
+)
+from crag.types import Action, Evaluator, Thresholds
+from crag.weak_supervision import CandidateSet, CorpusChunk, Embed, WeakSupervision, build_weak_supervision
+
+Progress = Callable[[dict[str, Any]], None]
+
+# Calibration knobs (see calibrate()).
+UPPER_J_SLACK = 0.02  # upper: the highest threshold within this of the best Youden's J
+STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
+ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
+PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
+
+
+@dataclass
+class Metrics:
+    auc: float
+    auc_by_kind: dict[str, float]  # "hard", "random", "swap", and per question kind
+    routing_accuracy: float
+    action_rates: dict[str, dict[str, float]]  # {"present"|"absent": {action: share}}
+    thresholds: dict[str, float]  # {"upper", "lower", "strip"} calibrated on all held-out sets
+    thresholds_source: str  # "cross-fitted" or "fixed" (given thresholds were applied)
+    n_pairs: int
+    n_sets: int
+    score_std: float  # a collapsed model scores everything alike
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EvaluationReport:
+    evaluator: Metrics
+    cosine: Metrics
+    n_val_pairs: int
+    n_sets: int
+    seconds: float
+    evaluator_version: str = ""
+
+    @property
+    def beats_cosine(self) -> bool:
+        return _beats(self.evaluator, self.cosine)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "beats_cosine": self.beats_cosine}
+
+
+@dataclass
+class TrainingResult:
+    folder: Path
+    version: str
+    evaluator: Metrics
+    cosine: Metrics
+    thresholds: dict[str, float]
+    n_train_pairs: int
+    n_val_pairs: int
+    steps: int
+    epochs: float
+    seconds: float
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def beats_cosine(self) -> bool:
+        return _beats(self.evaluator, self.cosine)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["folder"] = str(self.folder)
+        out["beats_cosine"] = self.beats_cosine
+        return out
+
+
+def _beats(model: Metrics, cosine: Metrics) -> bool:
+    """Better ranking (AUC) without routing worse: the two things the pipeline uses."""
+    return model.auc > cosine.auc and model.routing_accuracy >= cosine.routing_accuracy
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics and calibration
+# ---------------------------------------------------------------------------------------
+
+
+def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float:
+    """Mann-Whitney AUC with tied scores counted half; NaN without both classes."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    sorted_s = s[order]
+    i = 0
+    while i < len(s):  # average ranks over ties
+        j = i
+        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _youden(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate thresholds (midpoints between observed scores) and Youden's J at each."""
+    values = np.unique(np.concatenate([pos, neg]))
+    cuts = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2.0, [values[-1] + 1e-6]])
+    tpr = (pos[None, :] >= cuts[:, None]).mean(1)
+    fpr = (neg[None, :] >= cuts[:, None]).mean(1)
+    return cuts, tpr - fpr
+
+
+def calibrate(
+    present_max: Sequence[float],
+    absent_max: Sequence[float],
+    strip_pos: Sequence[float] = (),
+    strip_neg: Sequence[float] = (),
+) -> dict[str, float]:
+    """(upper, lower, strip) from max-scores of answer-present and answer-absent sets.
+
+    upper: separates present from absent sets best (Youden's J), taking the highest threshold
+      that is nearly as good: a wrong "Correct" answers from the wrong passage, so we favour
+      precision. lower: below it fall most absent sets and almost no present set, so
+      "Incorrect" (knowledge base dropped) is only chosen when evidence is clearly missing.
+    strip: separates answer-bearing strips from strips of unrelated chunks, taking the lowest
+      nearly-best threshold, because refinement also keeps only the top strips.
+    """
+    pos, neg = np.asarray(present_max, float), np.asarray(absent_max, float)
+    if len(pos) == 0 or len(neg) == 0:
+        raise ValueError("calibration needs answer-present and answer-absent sets")
+    cuts, j = _youden(pos, neg)
+    upper = float(cuts[np.flatnonzero(j >= j.max() - UPPER_J_SLACK).max()])
+    lower = float(min(upper, np.quantile(neg, ABSENT_QUANTILE), np.quantile(pos, PRESENT_QUANTILE)))
+    if len(strip_pos) and len(strip_neg):
+        cuts_s, j_s = _youden(np.asarray(strip_pos, float), np.asarray(strip_neg, float))
+        strip = float(cuts_s[np.flatnonzero(j_s >= j_s.max() - STRIP_J_SLACK).min()])
+        strip = min(strip, upper)
+    else:
+        strip = lower
+    return {"upper": upper, "lower": lower, "strip": strip}
+
+
+def _route(sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: dict[str, float]) -> list[tuple[bool, Action]]:
+    t = Thresholds(upper=thresholds["upper"], lower=thresholds["lower"])
+    return [(s.present, decide([scores[(s.question, p)] for p in s.passages], t)) for s in sets]
+
+
+def _routing_credit(routed: Sequence[tuple[bool, Action]]) -> float:
+    credit = []
+    for present, action in routed:
+        if action == Action.AMBIGUOUS:
+            credit.append(0.5)
+        else:
+            credit.append(1.0 if (action == Action.CORRECT) == present else 0.0)
+    return float(np.mean(credit)) if credit else float("nan")
+
+
+class _EmbedCache:
+    """An `embed` that remembers vectors, seeded with the chunk embeddings we already have."""
+
+    def __init__(self, embed: Embed, known: dict[str, np.ndarray] | None = None):
+        self.embed = embed
+        self.known: dict[str, np.ndarray] = dict(known or {})
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.known))
+        if missing:
+            for text, vec in zip(missing, np.asarray(self.embed(missing), dtype=np.float32)):
+                self.known[text] = vec
+        return np.stack([self.known[t] for t in texts])
+
+
+def _score_everything(evaluator: Evaluator, ws: WeakSupervision, progress: Progress | None, t0: float) -> dict[tuple[str, str], float]:
+    """Score every (question, passage) that any metric needs, one call per question."""
+    needed: dict[str, dict[str, None]] = {}
+    for p in ws.val_pairs:
+        needed.setdefault(p.question, {})[p.passage] = None
+    for s in ws.calibration_sets:
+        needed.setdefault(s.question, {}).update(dict.fromkeys(s.passages))
+    for e in ws.strip_examples:
+        needed.setdefault(e.question, {})[e.text] = None
+    scores: dict[tuple[str, str], float] = {}
+    total = len(needed)
+    for i, (question, passages) in enumerate(needed.items()):
+        texts = list(passages)
+        for text, value in zip(texts, evaluator.score(question, texts)):
+            scores[(question, text)] = float(value)
+        if progress and (i % 5 == 0 or i == total - 1):
+            progress({"phase": "calibrate", "step": i + 1, "total": total, "loss": None, "elapsed": time.monotonic() - t0})
+    return scores
+
+
+def measure(
+    evaluator: Evaluator,
+    ws: WeakSupervision,
+    *,
+    fixed_thresholds: dict[str, float] | None = None,
+    progress: Progress | None = None,
+    t0: float | None = None,
+) -> Metrics:
+    """All metrics of one evaluator on the held-out part of `ws`."""
+    t0 = time.monotonic() if t0 is None else t0
+    scores = _score_everything(evaluator, ws, progress, t0)
+
+    pairs = ws.val_pairs
+    main = [p for p in pairs if p.kind != "swap"]
+    auc = roc_auc([scores[(p.question, p.passage)] for p in main], [p.label for p in main])
+    by_kind: dict[str, float] = {}
+    positives = [p for p in pairs if p.label == 1]
+    for kind in ("hard", "random", "swap"):
+        subset = positives + [p for p in pairs if p.kind == kind]
+        if any(p.kind == kind for p in pairs):
+            by_kind[kind] = roc_auc([scores[(p.question, p.passage)] for p in subset], [p.label for p in subset])
+    for qkind in ("cloze", "template", "heading"):
+        subset = [p for p in main if p.query_kind == qkind]
+        if subset:
+            by_kind[f"q:{qkind}"] = roc_auc([scores[(p.question, p.passage)] for p in subset], [p.label for p in subset])
+
+    sets = ws.calibration_sets
+
+    def set_max(s: CandidateSet) -> float:
+        return max(scores[(s.question, p)] for p in s.passages)
+
+    def fit(subset: Sequence[CandidateSet]) -> dict[str, float]:
+        questions = {s.question for s in subset}
+        strips = [e for e in ws.strip_examples if e.question in questions]
+        return calibrate(
+            [set_max(s) for s in subset if s.present],
+            [set_max(s) for s in subset if not s.present],
+            [scores[(e.question, e.text)] for e in strips if e.label == 1],
+            [scores[(e.question, e.text)] for e in strips if e.label == 0],
+        )
+
+    if not sets:
+        thresholds = {"upper": 0.0, "lower": 0.0, "strip": 0.0}
+        return Metrics(auc, by_kind, float("nan"), {}, thresholds, "none", len(pairs), 0, _std(scores))
+    thresholds = fit(sets)
+    if fixed_thresholds is not None:
+        routed = _route(sets, scores, fixed_thresholds)
+        source = "fixed"
+    else:
+        # Cross-fitting: thresholds from one half of the questions route the other half.
+        questions = sorted({s.question for s in sets})
+        fold = {q: int(hashlib.sha1(q.encode()).hexdigest(), 16) % 2 for q in questions}
+        halves = [[s for s in sets if fold[s.question] == f] for f in (0, 1)]
+        routed, source = [], "cross-fitted"
+        for train_half, test_half in ((halves[0], halves[1]), (halves[1], halves[0])):
+            if any(s.present for s in train_half) and any(not s.present for s in train_half) and test_half:
+                routed += _route(test_half, scores, fit(train_half))
+        if not routed:  # too few questions to split: in-sample, and say so
+            routed, source = _route(sets, scores, thresholds), "in-sample"
+    rates: dict[str, dict[str, float]] = {}
+    for label, present in (("present", True), ("absent", False)):
+        actions = [a for p, a in routed if p == present]
+        rates[label] = {a.value: (sum(x == a for x in actions) / len(actions) if actions else 0.0) for a in Action}
+    return Metrics(
+        auc=auc,
+        auc_by_kind=by_kind,
+        routing_accuracy=_routing_credit(routed),
+        action_rates=rates,
+        thresholds=thresholds,
+        thresholds_source=source,
+        n_pairs=len(pairs),
+        n_sets=len(sets),
+        score_std=_std(scores),
+    )
+
+
+def _std(scores: dict[Any, float]) -> float:
+    return float(np.std(list(scores.values()))) if scores else 0.0
+
+
+def _cosine_for(ws: WeakSupervision, embed: Embed) -> CosineEvaluator:
+    known = {c.text: ws.embeddings[i] for i, c in enumerate(ws.chunks)}
+    return CosineEvaluator(_EmbedCache(embed, known))
+
+
+def evaluate_evaluator(
+    evaluator: Evaluator,
+    chunks: Sequence[CorpusChunk],
+    embed: Embed,
+    *,
+    seed: int = 0,
+    val_fraction: float = 0.2,
+    thresholds: Thresholds | dict[str, float] | None = None,
+    progress: Progress | None = None,
+) -> EvaluationReport:
+    """Measure an evaluator and cosine similarity on the held-out split of this corpus.
+
+    With the seed used in training, the split is the one training held out. Given
+    `thresholds` (default: the evaluator's own calibrated ones, if it has any), routing is
+    measured with them; the report also carries freshly calibrated thresholds (recalibration).
+    """
+    t0 = time.monotonic()
+    ws = build_weak_supervision(chunks, embed, seed=seed, val_fraction=val_fraction)
+    if thresholds is None:
+        thresholds = getattr(evaluator, "thresholds", None)
+    fixed = None
+    if isinstance(thresholds, Thresholds):
+        fixed = {"upper": thresholds.upper, "lower": thresholds.lower}
+    elif isinstance(thresholds, dict):
+        fixed = dict(thresholds)
+    model_metrics = measure(CachedEvaluator(evaluator), ws, fixed_thresholds=fixed, progress=progress, t0=t0)
+    cosine_metrics = measure(_cosine_for(ws, embed), ws)
+    return EvaluationReport(
+        evaluator=model_metrics,
+        cosine=cosine_metrics,
+        n_val_pairs=len(ws.val_pairs),
+        n_sets=len(ws.calibration_sets),
+        seconds=time.monotonic() - t0,
+        evaluator_version=evaluator.version,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------
+
+
+def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of similar lengths (less padding), in random order."""
+    order = list(range(len(lengths)))
+    rng.shuffle(order)
+    window = batch_size * 16
+    batches: list[list[int]] = []
+    for start in range(0, len(order), window):
+        block = sorted(order[start : start + window], key=lambda i: lengths[i])
+        batches += [block[i : i + batch_size] for i in range(0, len(block), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def _inference_seconds_per_pair(model: torch.nn.Module, ws: WeakSupervision, tokenizer: Any, config: EvaluatorConfig, pad_id: int) -> float:
+    """Time one inference batch of held-out pairs (scoring them is what calibration costs)."""
+    sample = ws.val_pairs[: config.batch_size]
+    rows = [encode_pairs(tokenizer, config.kind, p.question, [p.passage], config.max_length)[0] for p in sample]
+    model.eval()
+    with torch.inference_mode():
+        model(**collate(rows[:2], pad_id))  # the first call pays one-off setup costs
+        started = time.monotonic()
+        model(**collate(rows, pad_id))
+    model.train()
+    return (time.monotonic() - started) / max(1, len(rows))
+
+
+def _corpus_fingerprint(chunks: Sequence[CorpusChunk]) -> str:
+    h = hashlib.sha1()
+    for c in sorted(chunks, key=lambda c: c.id):
+        h.update(c.id.encode())
+        h.update(hashlib.sha1(c.text.encode()).digest())
+    return h.hexdigest()[:12]
+
+
+def _new_version(out_dir: Path, kind: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    version, n = f"{kind}-{stamp}", 1
+    while (out_dir / version).exists():
+        n += 1
+        version = f"{kind}-{stamp}-{n}"
+    return version
+
+
+def train_evaluator(
+    chunks: Sequence[CorpusChunk],
+    embed: Embed,
+    out_dir: str | Path,
+    budget_s: float = 600,
+    config: EvaluatorConfig = EvaluatorConfig(),
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> TrainingResult:
+    """Train an evaluator on weak supervision from `chunks`, calibrate it, save it.
+
+    The whole run (data, training, calibration, saving) aims at `budget_s`: training stops
+    early enough to leave time for calibration, but always runs `config.min_steps` steps.
+    The evaluator is saved to `out_dir/<version>/`; the result says where and how it did.
+    """
+    t0 = time.monotonic()
+    phases: dict[str, float] = {}
+    notes: list[str] = []
+    out_dir = Path(out_dir)
+
+    def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
+        if progress:
+            progress({"phase": phase, "step": step, "total": total, "loss": loss, "elapsed": time.monotonic() - t0})
+
+    # Phase 1: weak supervision.
+    emit("data", 0, 1)
+    ws = build_weak_supervision(chunks, embed, seed=seed)
+    if not ws.train_pairs or not ws.val_pairs:
+        raise ValueError("the corpus gave no training or validation pairs; it is too small")
+    phases["data"] = time.monotonic() - t0
+    emit("data", 1, 1)
+
+    # Phase 2: training.
+    t_train = time.monotonic()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    bundle = build_judge(config)
+    model = bundle.model
+    model.train()
+    rows = [
+        encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0]
+        for p in ws.train_pairs
+    ]
+    labels = torch.tensor([float(p.label) for p in ws.train_pairs])
+    n_pos = float(labels.sum())
+    # Negatives outnumber positives about 3:1; weigh positives up so both classes count alike.
+    pos_weight = torch.tensor((len(labels) - n_pos) / max(n_pos, 1.0))
+    pad_id = bundle.tokenizer.pad_token_id or 0
+    lengths = [len(r["input_ids"]) for r in rows]
+    steps_per_epoch = math.ceil(len(rows) / config.train_batch_size)
+    max_steps = config.max_epochs * steps_per_epoch
+    if config.max_steps is not None:
+        max_steps = min(max_steps, config.max_steps)
+    max_steps = max(max_steps, config.min_steps)
+
+    optimizer = torch.optim.AdamW(model.param_groups(config), weight_decay=config.weight_decay)
+    plan = {"total": max_steps}  # replanned from measured step time; the LR schedule follows it
+
+    def lr_factor(step: int) -> float:
+        warmup = max(1, int(config.warmup_frac * plan["total"]))
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.05, 1.0 - (step - warmup) / max(1, plan["total"] - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    # Time kept for calibration: measured inference speed times the pairs it will score.
+    n_eval_pairs = len(
+        {(p.question, p.passage) for p in ws.val_pairs}
+        | {(s.question, p) for s in ws.calibration_sets for p in s.passages}
+        | {(e.question, e.text) for e in ws.strip_examples}
+    )
+    infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id=bundle.tokenizer.pad_token_id or 0)
+    reserve = n_eval_pairs * infer_per_pair * 1.2 + 5.0
+    if config.quantize_int8:
+        reserve *= 1.6  # the int8 variant is calibrated too
+    # Training gets at least 60% of the budget even if calibration then overruns it: a model
+    # trained for a handful of steps is not worth calibrating.
+    reserve = min(reserve, 0.4 * budget_s)
+    step, seen, loss_ema, logit_std = 0, 0, None, 0.0
+    epoch_batches: list[list[int]] = []
+    step_times: list[float] = []
+    while step < plan["total"]:
+        if not epoch_batches:
+            epoch_batches = _batches(lengths, config.train_batch_size, rng)
+        idx = epoch_batches.pop()
+        started = time.monotonic()
+        batch = collate([rows[i] for i in idx], pad_id)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+            logits = model(**batch)
+        logits = logits.float()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[idx], pos_weight=pos_weight)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        seen += len(idx)
+        step_times.append(time.monotonic() - started)
+        value = loss.item()
+        loss_ema = value if loss_ema is None else 0.9 * loss_ema + 0.1 * value
+        logit_std = float(logits.detach().std()) if len(idx) > 1 else logit_std
+        if step == 3 or step % 10 == 0:
+            # Replan: how many steps fit before the time kept for calibration and saving.
+            per_pair = float(np.median(step_times[-10:])) / config.train_batch_size
+            remaining = budget_s - (time.monotonic() - t0) - reserve
+            fits = step + int(max(0.0, remaining) / (per_pair * config.train_batch_size))
+            plan["total"] = max(config.min_steps, min(max_steps, fits))
+        emit("train", step, plan["total"], loss_ema)
+    model.eval()
+    phases["train"] = time.monotonic() - t_train
+    if logit_std < 1e-3:
+        notes.append("scores collapsed to a constant during training (logit std < 1e-3)")
+
+    # Phase 3: calibration and metrics, for the evaluator and for cosine on the same split.
+    t_cal = time.monotonic()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    version = _new_version(out_dir, config.kind)
+    evaluator = evaluator_from_bundle(bundle, version)
+    model_metrics = measure(CachedEvaluator(evaluator), ws, progress=progress, t0=t0)
+    cosine_metrics = measure(_cosine_for(ws, embed), ws)
+    int8_metrics = None
+    if config.quantize_int8:
+        quantized = evaluator_from_bundle(
+            JudgeBundle(quantize_int8_linear(copy.deepcopy(model)), bundle.tokenizer, config), version + "+int8"
+        )
+        int8_metrics = measure(CachedEvaluator(quantized), ws)
+    phases["calibrate"] = time.monotonic() - t_cal
+    if model_metrics.score_std < 1e-3:
+        notes.append("held-out scores are constant: the evaluator did not learn")
+    if not model_metrics.auc > cosine_metrics.auc:
+        notes.append(f"evaluator AUC {model_metrics.auc:.3f} does not beat cosine {cosine_metrics.auc:.3f}")
+
+    # Phase 4: save the versioned folder.
+    t_save = time.monotonic()
+    emit("save", 0, 1)
+    seconds = time.monotonic() - t0
+    metadata = {
+        "version": version,
+        "kind": config.kind,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "score": "2*sigmoid(logit)-1",
+        "thresholds": model_metrics.thresholds,
+        "metrics": {"evaluator": model_metrics.to_dict(), "cosine": cosine_metrics.to_dict()},
+        **(
+            {"thresholds_int8": int8_metrics.thresholds, "metrics_int8": int8_metrics.to_dict()}
+            if int8_metrics
+            else {}
+        ),
+        "beats_cosine": _beats(model_metrics, cosine_metrics),
+        "training": {
+            "seed": seed,
+            "budget_s": budget_s,
+            "steps": step,
+            "pairs_seen": seen,
+            "epochs": seen / len(rows),
+            "n_train_pairs": len(ws.train_pairs),
+            "n_val_pairs": len(ws.val_pairs),
+            "seconds": seconds,
+            "phase_seconds": phases,
+        },
+        "corpus": {"n_chunks": len(ws.chunks), "fingerprint": _corpus_fingerprint(ws.chunks)},
+        "notes": notes,
+    }
+    folder = save_evaluator(bundle, out_dir / version, metadata)
+    phases["save"] = time.monotonic() - t_save
+    seconds = time.monotonic() - t0
+    update_metadata(folder, {"training": {**metadata["training"], "seconds": seconds, "phase_seconds": phases}})
+    emit("save", 1, 1)
+    return TrainingResult(
+        folder=folder,
+        version=version,
+        evaluator=model_metrics,
+        cosine=cosine_metrics,
+        thresholds=model_metrics.thresholds,
+        n_train_pairs=len(ws.train_pairs),
+        n_val_pairs=len(ws.val_pairs),
+        steps=step,
+        epochs=seen / len(rows),
+        seconds=seconds,
+        phase_seconds=phases,
+        notes=notes,
+    )

@@ -1,0 +1,403 @@
+"""The evaluator: weak supervision, training, calibration, formats, caching, int8.
+
+Everything runs offline on the packaged MiniLM and tiny configurations; the training test
+takes well under a minute on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+import pytest
+import torch
+
+from crag.evaluator import (
+    CachedEvaluator,
+    CosineEvaluator,
+    EvaluatorConfig,
+    build_judge,
+    detect_format,
+    evaluator_from_bundle,
+    load_evaluator,
+    minilm_folder,
+    save_evaluator,
+)
+from crag.training import calibrate, evaluate_evaluator, roc_auc, train_evaluator
+from crag.weak_supervision import (
+    CorpusChunk,
+    build_weak_supervision,
+    find_entities,
+    split_sentences,
+    swap_entity,
+    template_question,
+)
+
+# Short chunks about distinct topics, a few per document, with the numbers, dates and names
+# that templated questions are made from.
+TOY = [
+    ("travel.md", "Travel > Expense reports", "Submit your expense report within 30 calendar days after the trip ends. Late reports need approval from your department VP. Reports older than 90 days are not reimbursed."),
+    ("travel.md", "Travel > Lodging", "The nightly hotel cap is $250 before taxes. In New York and San Francisco the cap is $350. Conference hotels may exceed the cap when the group rate is used."),
+    ("travel.md", "Travel > Meals", "Meals are covered by a per diem of $75 per full travel day. On the first and last day the per diem is $40. Do not claim meals provided by a client."),
+    ("travel.md", "Travel > Airfare", "Book economy class for domestic flights. Premium economy is allowed when a flight segment is longer than 5 hours. First class is never reimbursed."),
+    ("leave.md", "Leave > Paid time off", "Full-time employees receive 25 days of paid time off per calendar year. Unused days carry over up to a maximum of 5 days. Request time off in Workday."),
+    ("leave.md", "Leave > Sick leave", "Every employee receives 10 paid sick days per year, credited on January 1. A doctor's note is required after 3 consecutive sick days."),
+    ("leave.md", "Leave > Parental leave", "Birth and adoptive parents get 16 weeks of fully paid parental leave. Leave can be taken within 12 months of the birth or placement."),
+    ("leave.md", "Leave > Bereavement", "Employees may take up to 5 days of paid bereavement leave for the death of a close family member. Tell your manager as soon as you can."),
+    ("security.md", "Security > Passwords", "Passwords must be at least 14 characters long. Use the company password manager, 1Password, for every work account. Never reuse a password."),
+    ("security.md", "Security > Lost devices", "Report a lost or stolen laptop to the IT helpdesk within 24 hours. IT will wipe the device remotely and issue a replacement."),
+    ("security.md", "Security > USB drives", "USB storage drives are blocked on company laptops. Approved exceptions are valid for 30 days and only for encrypted drives."),
+    ("security.md", "Security > Phishing", "Forward suspicious emails to the security team with the report button. Never enter your credentials on a page you reached from an email link."),
+    ("remote.md", "Remote work > Hybrid schedule", "Hybrid employees work from their office at least 2 days per week. Tuesday and Thursday are the company-wide anchor days."),
+    ("remote.md", "Remote work > Home office stipend", "Remote employees receive a one-time home office stipend of $500 for a desk, chair and monitor. Claim it within 60 days of your start date."),
+    ("remote.md", "Remote work > Working abroad", "You may work from outside the country for up to 20 working days per calendar year. Longer stays need approval from People Operations."),
+    ("remote.md", "Remote work > Core hours", "Core collaboration hours are 10:00 to 15:00 in your local time zone. Be reachable on Slack during core hours."),
+    ("learning.md", "Learning > Budget", "Each employee has a learning budget of $1,500 per year for courses, books and conferences. Unused budget does not roll over."),
+    ("learning.md", "Learning > Certifications", "The company pays exam fees for approved certifications. If you fail an exam, the company pays for one retake."),
+    ("learning.md", "Learning > Study time", "You may spend up to 4 hours per week of working time on approved learning. Agree the schedule with your manager first."),
+    ("referrals.md", "Referrals > Bonus", "A successful referral earns a bonus of $3,000, paid after the new hire completes 90 days. Interns and contractors are not eligible."),
+    ("referrals.md", "Referrals > How to refer", "Submit referrals through the Referrals tab in Greenhouse. A recruiter will contact the candidate within 5 business days."),
+    ("cards.md", "Corporate cards > Eligibility", "Employees who travel more than 4 times per year can request a corporate card. Finance approves every card request."),
+    ("cards.md", "Corporate cards > Lost cards", "Freeze a lost card in the Ramp app immediately. Ramp ships a replacement card within 5 business days."),
+    ("conduct.md", "Code of conduct > Gifts", "You may accept gifts worth up to $100 from a vendor. Report any larger gift to the Ethics Committee within 10 days."),
+    ("conduct.md", "Code of conduct > Whistleblowing", "Report suspected fraud through the Ethics Line, which is available 24 hours a day. Reports can be made anonymously."),
+    ("parking.md", "Office > Parking", "Parking permits for the Boston office cost $40 per month. Bicycle parking in the basement is free for every employee."),
+]
+
+
+@pytest.fixture(scope="module")
+def embed():
+    """all-MiniLM-L6-v2 sentence embeddings (mean pooling, normalised), as ingestion stores them."""
+    from transformers import AutoTokenizer, BertModel
+
+    folder = minilm_folder()
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = BertModel.from_pretrained(folder, local_files_only=True, add_pooling_layer=False).eval()
+
+    def _embed(texts: list[str]) -> np.ndarray:
+        out = []
+        for i in range(0, len(texts), 64):
+            enc = tokenizer(texts[i : i + 64], padding=True, truncation=True, max_length=256, return_tensors="pt")
+            with torch.inference_mode():
+                states = model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).float()
+            vectors = (states * mask).sum(1) / mask.sum(1)
+            out.append(torch.nn.functional.normalize(vectors, dim=-1).numpy())
+        return np.concatenate(out)
+
+    return _embed
+
+
+@pytest.fixture(scope="module")
+def chunks(embed) -> list[CorpusChunk]:
+    vectors = embed([text for _, _, text in TOY])
+    return [
+        CorpusChunk(id=f"{doc}#{i}", text=text, document=doc, section=section, embedding=vectors[i])
+        for i, (doc, section, text) in enumerate(TOY)
+    ]
+
+
+TINY = EvaluatorConfig(
+    t5_layers=1,
+    t5_heads=2,
+    t5_d_ff=128,
+    max_length=128,
+    train_max_length=96,
+    train_batch_size=16,
+    freeze_minilm_layers=3,
+    lr_minilm=1e-4,
+    lr_head=2e-3,
+    max_steps=40,
+    min_steps=40,
+    similarity_prior=False,  # the test must show learning, not the embedding prior
+)
+
+
+@pytest.fixture(scope="module")
+def trained(chunks, embed, tmp_path_factory):
+    events: list[dict] = []
+    out = tmp_path_factory.mktemp("evaluators")
+    result = train_evaluator(chunks, embed, out, budget_s=45, config=TINY, seed=0, progress=events.append)
+    return result, events
+
+
+# --- weak supervision -------------------------------------------------------------------
+
+
+def test_templated_questions_ask_about_the_value():
+    sentence = "Submit your expense report within 30 calendar days after the trip ends."
+    entities = find_entities(sentence)
+    kind, start, end, wh = entities[0]
+    assert sentence[start:end] == "30 calendar days" and wh == "How many calendar days"
+    questions = {template_question(sentence, start, end, wh, random.Random(s)) for s in range(6)}
+    for q in questions:
+        assert q.startswith("How many calendar days ") and q.endswith("?")
+        assert "30" not in q and "within" not in q.split()  # the answer is not in the question
+    money = "The nightly hotel cap is $250 before taxes."
+    assert [(k, money[s:e], w) for k, s, e, w in find_entities(money)] == [("amount", "$250", "How much")]
+
+
+def test_entity_swap_changes_only_the_value():
+    text = "Reports are due within 30 calendar days. The cap is $250."
+    swapped = swap_entity(text, "30 calendar days", random.Random(0))
+    assert swapped is not None and swapped != text
+    assert re.sub(r"\d+", "N", swapped) == re.sub(r"\d+", "N", text)
+    assert swap_entity(text, "not there", random.Random(0)) is None
+    assert swap_entity("Effective January 1, 2026.", "January 1", random.Random(0)) != "Effective January 1, 2026."
+
+
+def test_weak_supervision_splits_by_chunk_and_never_uses_near_duplicates(chunks, embed):
+    duplicate = CorpusChunk("dup#0", chunks[0].text + " ", chunks[0].document, chunks[0].section, chunks[0].embedding)
+    ws = build_weak_supervision([*chunks, duplicate], embed, seed=0)
+    assert ws.train_ids.isdisjoint(ws.val_ids)
+    assert {chunks[0].id, "dup#0"} <= ws.train_ids or {chunks[0].id, "dup#0"} <= ws.val_ids
+    text_to_id = {c.text: c.id for c in [*chunks, duplicate]}
+    for pair in ws.train_pairs:
+        assert pair.chunk_id in ws.train_ids  # training never sees a held-out chunk
+    source_of = {q.text: q for q in ws.train_queries + ws.val_queries}
+    for pair in ws.train_pairs + ws.val_pairs:
+        if pair.label == 0 and pair.kind != "swap":
+            assert text_to_id[pair.passage] not in source_of[pair.question].related
+    kinds = {q.kind for q in ws.train_queries}
+    assert kinds == {"cloze", "template", "heading"}
+    pair_kinds = {p.kind for p in ws.train_pairs}
+    assert {"positive", "hard", "random"} <= pair_kinds
+    # Inverse cloze removes the sentence from the positive most of the time.
+    cloze = [q for q in ws.train_queries if q.kind == "cloze"]
+    assert sum(q.text not in q.positive_text for q in cloze) > 0.7 * len(cloze)
+    # Calibration: every question has an answer-present and an answer-absent set.
+    present = [s for s in ws.calibration_sets if s.present]
+    absent = [s for s in ws.calibration_sets if not s.present]
+    assert present and len(present) == len(absent)
+    for s in absent:
+        assert not set(s.chunk_ids) & source_of[s.question].related
+
+
+def test_weak_supervision_is_deterministic(chunks, embed):
+    a = build_weak_supervision(chunks, embed, seed=3)
+    b = build_weak_supervision(chunks, embed, seed=3)
+    assert a.train_pairs == b.train_pairs and a.val_pairs == b.val_pairs
+    assert split_sentences("One sentence here. Two sentences here!\n- a list item") == [
+        "One sentence here.",
+        "Two sentences here!",
+        "a list item",
+    ]
+
+
+# --- calibration and metrics ------------------------------------------------------------
+
+
+def test_calibration_separates_present_from_absent():
+    rng = np.random.default_rng(0)
+    present = rng.normal(0.6, 0.1, 200)
+    absent = rng.normal(-0.2, 0.1, 200)
+    t = calibrate(present, absent, [0.5, 0.6, 0.7], [-0.5, -0.4, 0.0])
+    assert -0.2 < t["upper"] < 0.6
+    assert t["lower"] <= t["upper"]
+    assert np.mean(absent < t["lower"]) >= 0.85
+    assert 0.0 < t["strip"] <= 0.5
+    assert roc_auc([0.9, 0.8, 0.1], [1, 1, 0]) == 1.0
+    assert roc_auc([0.5, 0.5], [1, 0]) == 0.5
+
+
+def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
+    cosine = CosineEvaluator(embed)
+    report = evaluate_evaluator(cosine, chunks, embed, seed=0)
+    assert report.evaluator.auc == pytest.approx(report.cosine.auc, abs=1e-6)
+    assert 0.5 < report.cosine.auc <= 1.0
+    assert report.evaluator.thresholds["lower"] <= report.evaluator.thresholds["upper"]
+    assert not report.beats_cosine  # equal is not better
+    q, passages = "How many sick days do I get?", [chunks[5].text, chunks[8].text]
+    expected = embed(passages) @ embed([q])[0]
+    assert cosine.score(q, passages) == pytest.approx(expected.tolist(), abs=1e-5)
+
+
+# --- training ---------------------------------------------------------------------------
+
+
+def test_tiny_training_learns_and_saves_a_versioned_folder(trained):
+    result, events = trained
+    assert result.steps >= TINY.min_steps
+    assert result.seconds < 60
+    assert result.evaluator.auc > 0.6, result.evaluator  # held-out pairs, no similarity prior
+    assert result.evaluator.score_std > 1e-3  # not collapsed to a constant
+    assert 0.0 <= result.cosine.auc <= 1.0 and result.cosine.n_pairs == result.n_val_pairs
+    t = result.thresholds
+    assert -1.0 <= t["lower"] <= t["upper"] <= 1.0 and t["strip"] <= t["upper"]
+    assert result.n_train_pairs > 0 and result.n_val_pairs > 0
+    phases = {e["phase"] for e in events}
+    assert {"data", "train", "calibrate", "save"} <= phases
+    losses = [e["loss"] for e in events if e["phase"] == "train"]
+    assert len(losses) == result.steps and all(np.isfinite(losses))
+    folder = Path(result.folder)
+    assert folder.name == result.version
+    for name in ("config.json", "model.safetensors", "metadata.json", "tokenizer"):
+        assert (folder / name).exists(), name
+    metadata = json.loads((folder / "metadata.json").read_text())
+    assert metadata["version"] == result.version
+    assert metadata["thresholds"] == pytest.approx(t)
+    assert set(metadata["metrics"]) == {"evaluator", "cosine"}
+    assert detect_format(folder) == "minilm_t5"
+
+
+def test_loaded_trained_evaluator_carries_its_thresholds(trained):
+    result, _ = trained
+    evaluator = load_evaluator(result.folder, threads=1)
+    assert evaluator.version == result.version
+    assert evaluator.thresholds.upper == pytest.approx(result.thresholds["upper"])
+    assert evaluator.strip_threshold == pytest.approx(result.thresholds["strip"])
+    scores = evaluator.score("How many sick days do I get?", [TOY[5][2], TOY[8][2]])
+    assert all(-1.0 <= s <= 1.0 for s in scores)
+
+
+def test_save_load_round_trip_gives_the_same_scores(tmp_path):
+    torch.manual_seed(0)
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        bundle.model.head.weight.normal_(0, 0.5)  # a non-trivial head, as after training
+    before = evaluator_from_bundle(bundle, "v1")
+    question = "How long do I have to submit my expense report?"
+    passages = [t for _, _, t in TOY[:7]] + ["Short one.", TOY[0][2] * 5]  # mixed lengths: padding
+    expected = before.score(question, passages)
+    save_evaluator(bundle, tmp_path / "v1", {"version": "v1"})
+    after = load_evaluator(tmp_path / "v1", threads=1)
+    assert after.version == "v1" and after.thresholds is None
+    assert after.score(question, passages) == pytest.approx(expected, abs=1e-5)
+    # Batching and length sorting do not change a score.
+    singles = [after.score(question, [p])[0] for p in passages]
+    assert singles == pytest.approx(expected, abs=1e-5)
+    assert len(set(np.round(expected, 4))) > 1
+
+
+def test_t5_encoder_kind_round_trips(tmp_path):
+    torch.manual_seed(0)
+    bundle = build_judge(EvaluatorConfig(kind="t5_encoder", t5_layers=1, t5_heads=2, t5_d_ff=64))
+    with torch.no_grad():
+        bundle.model.head.weight.normal_(0, 0.5, generator=torch.Generator().manual_seed(2))
+    question, passages = "What is the hotel cap?", [t for _, _, t in TOY[:4]]
+    expected = evaluator_from_bundle(bundle, "enc").score(question, passages)
+    save_evaluator(bundle, tmp_path / "enc", {"version": "enc"})
+    assert detect_format(tmp_path / "enc") == "t5_encoder"
+    assert load_evaluator(tmp_path / "enc", threads=1).score(question, passages) == pytest.approx(expected, abs=1e-5)
+    with pytest.raises(ValueError):
+        build_judge(EvaluatorConfig(kind="t5_seq_cls"))  # brought, never trained here
+
+
+def test_int8_path_runs_and_stays_close(tmp_path):
+    # Without the similarity prior: it multiplies small int8 errors in MiniLM's states by its
+    # scale, which is why int8 evaluators get thresholds of their own (checked below).
+    torch.manual_seed(0)  # the T5 block starts random: fix it
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, similarity_prior=False))
+    with torch.no_grad():
+        bundle.model.head.weight.normal_(0, 0.5, generator=torch.Generator().manual_seed(1))
+    thresholds = {"upper": 0.5, "lower": -0.5, "strip": 0.0}
+    thresholds_int8 = {"upper": 0.4, "lower": -0.6, "strip": -0.1}
+    save_evaluator(bundle, tmp_path / "v2", {"version": "v2", "thresholds": thresholds, "thresholds_int8": thresholds_int8})
+    fp32 = load_evaluator(tmp_path / "v2", threads=1)
+    int8 = load_evaluator(tmp_path / "v2", threads=1, quantize_int8=True)
+    assert int8.version == "v2+int8"  # its cache entries never mix with fp32 scores
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+
+    assert any(isinstance(m, DynamicLinear) for m in int8.model.modules())
+    question = "What is the hotel cap?"
+    passages = [t for _, _, t in TOY[:8]]
+    a, b = fp32.score(question, passages), int8.score(question, passages)
+    assert all(np.isfinite(b)) and all(-1.0 <= s <= 1.0 for s in b)
+    print("int8 vs fp32: corr", np.corrcoef(a, b)[0, 1], "mean abs diff", np.abs(np.subtract(a, b)).mean())
+    assert np.corrcoef(a, b)[0, 1] > 0.7 and np.abs(np.subtract(a, b)).mean() < 0.1
+    assert fp32.thresholds.upper == 0.5 and int8.thresholds.upper == 0.4 and int8.strip_threshold == -0.1
+
+
+# --- bring a checkpoint: the official CRAG format ------------------------------------------
+
+
+def _tiny_official_checkpoint(folder: Path) -> tuple[object, object]:
+    """A T5ForSequenceClassification (num_labels=1) with a small Unigram T5 tokenizer, no download."""
+    from transformers import T5Config, T5ForSequenceClassification, T5Tokenizer
+
+    words = sorted({w.lower() for _, _, t in TOY for w in re.findall(r"\w+|[^\w\s]", t)} | {"[", "]", "sep"})
+    vocab = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    vocab += [("▁" + w, -5.0) for w in words] + [(w, -8.0) for w in words]
+    vocab += [(c, -12.0) for c in "abcdefghijklmnopqrstuvwxyz0123456789$"]
+    tokenizer = T5Tokenizer(vocab=vocab, extra_ids=0)
+    config = T5Config(
+        vocab_size=len(tokenizer), d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2,
+        num_heads=2, num_labels=1, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    model = T5ForSequenceClassification(config).eval()
+    with torch.no_grad():
+        model.classification_head.out_proj.bias.fill_(3.0)  # raw logits land outside [-1, 1]
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return model, tokenizer
+
+
+def test_official_t5_seq_cls_checkpoint_returns_raw_logits(tmp_path):
+    model, tokenizer = _tiny_official_checkpoint(tmp_path / "crag-t5")
+    assert detect_format(tmp_path / "crag-t5") == "t5_seq_cls"
+    evaluator = load_evaluator(tmp_path / "crag-t5", threads=1)
+    question = "how many sick days do employees get"
+    passages = [TOY[5][2], TOY[0][2], "short passage", TOY[1][2] + " " + TOY[2][2]]
+    scores = evaluator.score(question, passages)
+    expected = []
+    with torch.inference_mode():
+        for p in passages:  # one pair at a time, as the official scripts do
+            enc = tokenizer(question + " [SEP] " + p, return_tensors="pt", truncation=True, max_length=512)
+            expected.append(float(model(**enc).logits.reshape(-1)[0]))
+    assert scores == pytest.approx(expected, abs=1e-4)
+    assert max(scores) > 1.0  # raw logit, not squashed
+    assert evaluator.thresholds is None  # brought checkpoints must be calibrated on this corpus
+
+
+def test_unknown_checkpoint_formats_are_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(ValueError):
+        load_evaluator(tmp_path)
+    (tmp_path / "config.json").write_text(
+        json.dumps({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]})
+    )
+    with pytest.raises(ValueError):
+        load_evaluator(tmp_path)
+
+
+# --- caching ----------------------------------------------------------------------------
+
+
+class CountingEvaluator:
+    version = "fake-1"
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def score(self, question, passages):
+        self.calls.append(list(passages))
+        return [float(len(question) + len(p)) / 100.0 for p in passages]
+
+
+def test_cache_returns_identical_scores_and_avoids_recomputation():
+    inner = CountingEvaluator()
+    cached = CachedEvaluator(inner, max_items=3)
+    first = cached.score("q", ["a", "bb", "a"])
+    assert inner.calls == [["a", "bb"]]  # a repeated passage is scored once
+    assert cached.score("q", ["bb", "a"]) == [first[1], first[0]]
+    assert len(inner.calls) == 1 and cached.hits == 2
+    cached.score("q", ["a", "ccc"])
+    assert inner.calls[-1] == ["ccc"]
+    assert cached.score("other question", ["a"]) != first[:1] and inner.calls[-1] == ["a"]
+    # Bounded: the least recently used entry ("bb") was evicted.
+    cached.score("q", ["bb"])
+    assert inner.calls[-1] == ["bb"]
+    assert cached.version == "fake-1"
+    # Keys include the version: another model never reads these scores.
+    inner.version = "fake-2"
+    cached.score("q", ["a"])
+    assert inner.calls[-1] == ["a"]
