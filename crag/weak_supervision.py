@@ -29,6 +29,9 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
+from crag import strips as refinement
+from crag.types import Passage
+
 QueryKind = Literal["cloze", "template", "heading"]
 PairKind = Literal["positive", "hard", "random", "swap"]
 Embed = Callable[[list[str]], np.ndarray]
@@ -104,7 +107,6 @@ class WeakSupervision:
 # Text helpers
 # ---------------------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 
 STOPWORDS = frozenset(
@@ -117,23 +119,15 @@ STOPWORDS = frozenset(
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of a chunk; line breaks (list items, headings) also end a sentence."""
-    out: list[str] = []
-    for line in text.splitlines():
-        line = _BULLET.sub("", line).strip().lstrip("#").strip()
-        if not line:
-            continue
-        out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
-    return out
+    """Sentences of a chunk (the pipeline's splitter), without list or heading markers."""
+    cleaned = (_BULLET.sub("", sentence).strip().lstrip("#").strip() for sentence in refinement.split_sentences(text))
+    return [sentence for sentence in cleaned if sentence]
 
 
 def split_strips(text: str, sentences_per_strip: int = 3) -> list[str]:
-    """Decompose a passage into strips of about three sentences (CRAG's refinement unit)."""
-    sentences = split_sentences(text)
-    return [
-        " ".join(sentences[i : i + sentences_per_strip])
-        for i in range(0, len(sentences), sentences_per_strip)
-    ]
+    """Strips exactly as refinement makes and scores them, so the strip threshold fits."""
+    passage = Passage(id="calibration", text=text, origin="kb", source="", document="")
+    return [refinement.strip_text_for_scoring(strip) for strip in refinement.decompose(passage, "sentences", sentences_per_strip)]
 
 
 def _words(text: str) -> list[str]:

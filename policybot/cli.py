@@ -653,9 +653,6 @@ def evaluator_eval(
 
 
 # Slack, worker and log-review commands live in their own module (serve, worker, logs, stats).
-try:
-    from policybot.cli_ops import register as _register_ops_commands
-except ImportError:  # pragma: no cover - only while the module is being written
-    _register_ops_commands = None
-if _register_ops_commands is not None:
-    _register_ops_commands(app)
+from policybot.cli_ops import register as _register_ops_commands  # noqa: E402
+
+_register_ops_commands(app)

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     strips_top_n: int = Field(default=5, ge=1, le=50, validation_alias="POLICYBOT_STRIPS_TOP_N")
     fallback_limit: int = Field(default=5, ge=1, le=50, validation_alias="POLICYBOT_FALLBACK_LIMIT")
     contact: str = Field(
-        default="Ask the People team in #ask-people or email people@example.com.",
+        default="the People team in #ask-people or people@example.com",
         validation_alias="POLICYBOT_CONTACT",
     )
     evaluator_path: Path | None = Field(default=None, validation_alias="POLICYBOT_EVALUATOR_PATH")
@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="SLACK_API_URL")
     admin_user_ids: str = Field(default="", validation_alias="POLICYBOT_ADMINS")
     ignore_bots: bool = Field(default=True, validation_alias="POLICYBOT_IGNORE_BOTS")
+    # Redis redelivers an unacked task after this long: it must exceed the longest task (ingest, 1800 s).
+    celery_visibility_timeout: int = Field(default=3600, ge=2, validation_alias="POLICYBOT_CELERY_VISIBILITY_TIMEOUT")
     max_question_chars: int = Field(default=4000, ge=100, le=40000, validation_alias="POLICYBOT_MAX_QUESTION_CHARS")
 
     @field_validator("database_url")

@@ -155,3 +155,48 @@ class EvaluatorVersion(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
+
+
+# ------------------------------------------------------------------ Slack state (migration 0002)
+
+
+class SlackMessage(Base):
+    """A Slack message the bot has claimed, so that it is handled exactly once.
+
+    Slack may deliver one message as two events (an `app_mention` and a `message`) and
+    retries each event; the (channel, ts) claim makes both cases one answer.
+    """
+
+    __tablename__ = "slack_messages"
+    __table_args__ = (UniqueConstraint("channel", "message_ts", name="uq_slack_messages_channel_ts"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    message_ts: Mapped[str] = mapped_column(String(32))
+    event_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the event that claimed it first
+    kind: Mapped[str] = mapped_column(String(16))  # question | upload | reply
+    question_id: Mapped[int | None] = mapped_column(ForeignKey("questions.id", ondelete="SET NULL"), nullable=True)
+    enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    reply_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)  # our reply, for uploads and notices
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class SlackUser(Base):
+    """Per-user Slack state: whether the app's Messages tab greeted them already."""
+
+    __tablename__ = "slack_users"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    greeted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class SlackAssistantThread(Base):
+    """A thread opened in the app's agent view (`assistant_thread_started`)."""
+
+    __tablename__ = "slack_assistant_threads"
+
+    channel: Mapped[str] = mapped_column(String(64), primary_key=True)
+    thread_ts: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    context: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

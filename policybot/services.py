@@ -207,11 +207,18 @@ def services_up(settings: Settings) -> list[ServiceStatus]:
 
 
 def services_down(settings: Settings) -> list[str]:
-    stopped = []
-    if not settings.database_url and stop_postgres(settings):
-        stopped.append("postgres")
-    if not settings.redis_url and stop_redis(settings):
-        stopped.append("redis")
+    """Stop both embedded services; a failure to stop one never leaves the other running."""
+    stopped, failures = [], []
+    for name, external, stop in (("postgres", settings.database_url, stop_postgres), ("redis", settings.redis_url, stop_redis)):
+        if external:
+            continue
+        try:
+            if stop(settings):
+                stopped.append(name)
+        except Exception as error:  # report after trying the other service
+            failures.append(f"{name}: {error}")
+    if failures:
+        raise ServiceError("could not stop " + "; ".join(failures))
     return stopped
 
 

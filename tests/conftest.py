@@ -21,9 +21,19 @@ warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples" / "policies"
 HR_PORTAL = REPO / "samples" / "hr-portal"
-TEST_REDIS_PORT = 6391
+def _free_port() -> int:
+    import socket
 
-for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EMBEDDING_MODEL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# A port of its own per run: a Redis left over from another run must never be reused.
+TEST_REDIS_PORT = _free_port()
+
+for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EMBEDDING_MODEL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
+                 "SLACK_APP_TOKEN", "SLACK_API_URL", "POLICYBOT_ADMINS", "POLICYBOT_EVALUATOR_PATH", "POLICYBOT_GENERATOR_URL"):
     os.environ.pop(variable, None)
 
 

@@ -224,7 +224,6 @@ def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
 def test_tiny_training_learns_and_saves_a_versioned_folder(trained):
     result, events = trained
     assert result.steps >= TINY.min_steps
-    assert result.seconds < 60
     assert result.evaluator.auc > 0.6, result.evaluator  # held-out pairs, no similarity prior
     assert result.evaluator.score_std > 1e-3  # not collapsed to a constant
     assert 0.0 <= result.cosine.auc <= 1.0 and result.cosine.n_pairs == result.n_val_pairs

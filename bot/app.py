@@ -1,0 +1,101 @@
+"""The Bolt app: wiring only. Listeners decide (bot/listeners.py), blocks render (bot/blocks.py)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+
+from bot import blocks
+from bot.listeners import BotIdentity, Enqueuer, Listeners
+from policybot.config import Settings
+
+log = logging.getLogger(__name__)
+
+# The events the app subscribes to (bot/manifest.yml lists the same ones).
+EVENTS = ("app_mention", "message", "app_home_opened", "assistant_thread_started", "assistant_thread_context_changed")
+
+
+class SlackConfigError(RuntimeError):
+    """A Slack setting needed for this mode is missing; the message names it."""
+
+
+def require_slack_settings(settings: Settings, *names: str) -> None:
+    """Fail clearly (naming the variables, never showing values) when Slack settings are missing."""
+    missing = [name for name in names if not getattr(settings, name.lower(), None)]
+    if missing:
+        raise SlackConfigError(
+            "missing " + ", ".join(missing) + ": set " + ("it" if len(missing) == 1 else "them")
+            + " in the environment or .env (see docs/slack.md, \"Connect to Slack\")"
+        )
+
+
+def web_client(settings: Settings) -> WebClient:
+    """The Slack Web API client for settings.slack_api_url (Slack itself, or a local fake)."""
+    return WebClient(
+        token=settings.slack_bot_token,
+        base_url=settings.slack_api_url,
+        timeout=15,
+        retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=2)],
+    )
+
+
+def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mode: bool = False) -> App:
+    """A Bolt app for one workspace (SLACK_BOT_TOKEN), verifying requests with SLACK_SIGNING_SECRET.
+
+    `auth.test` runs once here (against settings.slack_api_url), so a wrong token fails at
+    startup and the bot knows its own user ID to ignore its own messages.
+    """
+    require_slack_settings(settings, "SLACK_BOT_TOKEN", *(() if socket_mode else ("SLACK_SIGNING_SECRET",)))
+    app = App(
+        # The token travels in `client` (Bolt takes it from there); auth.test runs against slack_api_url.
+        # Socket Mode requests are not signed (Bolt skips the check for them); HTTP ones always are.
+        signing_secret=settings.slack_signing_secret or "",
+        client=web_client(settings),
+        process_before_response=False,
+        ignoring_self_events_enabled=True,
+        name="policybot",
+    )
+    listeners = Listeners(settings, enqueuer) if enqueuer is not None else Listeners(settings)
+    register(app, listeners)
+    return app
+
+
+def _identity(context: BoltContext) -> BotIdentity:
+    return BotIdentity(user_id=context.bot_user_id, bot_id=context.bot_id)
+
+
+def register(app: App, listeners: Listeners) -> None:
+    @app.event("app_mention")
+    def app_mention(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
+        listeners.on_mention(body, event, client, _identity(context))
+
+    @app.event("message")
+    def message(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
+        listeners.on_message(body, event, client, _identity(context))
+
+    @app.event("assistant_thread_started")
+    def assistant_thread_started(event: dict[str, Any], client: WebClient) -> None:
+        listeners.on_assistant_thread_started(event, client)
+
+    @app.event("assistant_thread_context_changed")
+    def assistant_thread_context_changed() -> None:
+        return None  # the channel a user looks at does not change policy answers
+
+    @app.event("app_home_opened")
+    def app_home_opened(event: dict[str, Any], client: WebClient) -> None:
+        listeners.on_app_home_opened(event, client)
+
+    @app.action(blocks.FEEDBACK_UP)
+    @app.action(blocks.FEEDBACK_DOWN)
+    def feedback(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        listeners.on_feedback(body, client)
+
+    @app.error
+    def on_error(error: Exception, body: dict[str, Any]) -> None:
+        event = body.get("event") or {}
+        log.error("listener failed for %s %s: %s", body.get("type"), event.get("type", ""), error, exc_info=error)

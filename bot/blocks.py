@@ -1,0 +1,317 @@
+"""Block Kit: the one place that renders what the bot posts.
+
+Everything the bot says in Slack is built here, within Slack's limits (3,000 characters
+per section text, 50 blocks per message, 10 elements per context block). Long answers are
+split on paragraph, then sentence, then word boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+SECTION_LIMIT = 3000
+MAX_BLOCKS = 50
+CONTEXT_ELEMENTS = 10
+FALLBACK_TEXT_LIMIT = 3000  # the notification text; Slack allows more but shows less
+
+FEEDBACK_UP = "feedback_up"
+FEEDBACK_DOWN = "feedback_down"
+FEEDBACK_BLOCK = "feedback"
+
+ACTION_EMOJI = {"correct": "✅", "ambiguous": "🔎", "incorrect": "↪️", "abstain": "🤷"}
+
+Block = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SourceView:
+    n: int
+    document: str
+    title: str = ""
+    section: str = ""
+    url: str | None = None
+    origin: str = "kb"  # kb | fallback
+    source: str = ""  # collection or fallback source name
+
+
+@dataclass(frozen=True)
+class AnswerView:
+    """What a posted answer shows; built from the action-log row."""
+
+    question_id: int
+    reference: str
+    text: str
+    action: str
+    found: bool
+    sources_used: Sequence[str] = ()
+    citations: Sequence[SourceView] = field(default_factory=tuple)
+
+    @classmethod
+    def from_row(cls, row: Any) -> "AnswerView":
+        """From a policybot.models.Question row (or anything with the same attributes)."""
+        return cls(
+            question_id=row.id,
+            reference=row.reference,
+            text=row.answer or "",
+            action=row.action or "incorrect",
+            found=bool(row.found),
+            sources_used=tuple(row.sources_used or ()),
+            citations=tuple(source_from_json(c) for c in (row.citations or ())),
+        )
+
+
+def source_from_json(citation: Mapping[str, Any]) -> SourceView:
+    return SourceView(
+        n=int(citation.get("n", 0)),
+        document=str(citation.get("document") or ""),
+        title=str(citation.get("title") or ""),
+        section=str(citation.get("section") or ""),
+        url=citation.get("url") or None,
+        origin=str(citation.get("origin") or "kb"),
+        source=str(citation.get("source") or ""),
+    )
+
+
+# ------------------------------------------------------------------ text helpers
+
+
+def escape(text: str) -> str:
+    """Slack mrkdwn control characters (https://api.slack.com/reference/surfaces/formatting)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _link_label(text: str) -> str:
+    # Inside <url|label>, '|' and '>' would end the label early.
+    return escape(text).replace("|", "¦")
+
+
+def _sentences(paragraph: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+(?=\S)", paragraph)
+    return [part for part in parts if part]
+
+
+def _hard_split(text: str, limit: int) -> list[str]:
+    pieces: list[str] = []
+    current = ""
+    for word in text.split(" "):
+        while len(word) > limit:  # a single enormous "word" (a URL, a hash)
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(word[:limit])
+            word = word[limit:]
+        candidate = f"{current} {word}" if current else word
+        if len(candidate) > limit:
+            pieces.append(current)
+            current = word
+        else:
+            current = candidate
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
+    """Split into pieces of at most `limit` characters, on paragraph, sentence, then word boundaries."""
+    text = text.strip()
+    if not text:
+        return []
+    if len(text) <= limit:
+        return [text]
+    units: list[tuple[str, str]] = []  # (piece, separator before it)
+    for index, paragraph in enumerate(p for p in re.split(r"\n\s*\n", text) if p.strip()):
+        paragraph = paragraph.strip()
+        pieces = [paragraph] if len(paragraph) <= limit else _split_long(paragraph, limit)
+        for offset, piece in enumerate(pieces):
+            units.append((piece, "\n\n" if index and not offset else " " if offset else ""))
+    chunks: list[str] = []
+    current = ""
+    for piece, separator in units:
+        candidate = f"{current}{separator}{piece}" if current else piece
+        if len(candidate) > limit:
+            chunks.append(current)
+            current = piece
+        else:
+            current = candidate
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _split_long(paragraph: str, limit: int) -> list[str]:
+    pieces: list[str] = []
+    for sentence in _sentences(paragraph):
+        pieces.extend([sentence] if len(sentence) <= limit else _hard_split(sentence, limit))
+    return pieces
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# ------------------------------------------------------------------ pieces
+
+
+def _section(text: str) -> Block:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _context(*texts: str) -> Block:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": _truncate(t, SECTION_LIMIT)} for t in texts]}
+
+
+def action_line(view: AnswerView) -> str:
+    """The chosen action, stated for people: the same words as `policybot ask`."""
+    from policybot.cli import describe_action
+
+    words = describe_action(view.action, view.found, list(view.sources_used))
+    emoji = ACTION_EMOJI["abstain" if not view.found else view.action] if view.action in ACTION_EMOJI else "ℹ️"
+    return f"{emoji} {words}"
+
+
+def origin_label(source: SourceView) -> str:
+    if source.origin == "kb":
+        return "knowledge base"
+    return f"fallback: {source.source}" if source.source else "fallback source"
+
+
+def source_line(source: SourceView) -> str:
+    """`[n] <url|Title — Section> · origin`, or the document name when there is no URL."""
+    heading = source.section.split(" > ")[-1] if source.section else ""
+    label = " — ".join(part for part in (source.title or source.document, heading) if part)
+    if source.url:
+        shown = f"<{source.url}|{_link_label(label)}>"
+    else:
+        shown = f"*{escape(source.document)}*" + (f" — {escape(label)}" if label and label != source.document else "")
+    return f"[{source.n}] {shown} · _{escape(origin_label(source))}_"
+
+
+def feedback_actions(question_id: int) -> Block:
+    value = str(question_id)
+    return {
+        "type": "actions",
+        "block_id": FEEDBACK_BLOCK,
+        "elements": [
+            {"type": "button", "action_id": FEEDBACK_UP, "value": value,
+             "text": {"type": "plain_text", "text": "👍 Helpful", "emoji": True}},
+            {"type": "button", "action_id": FEEDBACK_DOWN, "value": value,
+             "text": {"type": "plain_text", "text": "👎 Not helpful", "emoji": True}},
+        ],
+    }
+
+
+# ------------------------------------------------------------------ messages
+
+
+def answer_message(view: AnswerView) -> dict[str, Any]:
+    """`chat.postMessage` arguments (text + blocks) for an answer."""
+    tail: list[Block] = [_context(action_line(view))]
+    if view.citations:
+        tail.append(_context("*Sources*"))
+        lines = [source_line(source) for source in sorted(view.citations, key=lambda s: s.n)]
+        # One context block per citation; when there are very many, pack them so the message stays legal.
+        per_block = 1 if len(lines) <= 20 else CONTEXT_ELEMENTS
+        for start in range(0, len(lines), per_block):
+            tail.append(_context(*lines[start:start + per_block]))
+    tail.append(feedback_actions(view.question_id))
+    tail.append(_context(f"ref `{view.reference}`"))
+
+    sections = split_text(escape(view.text)) or ["_(no answer text)_"]
+    room = MAX_BLOCKS - len(tail)
+    if len(sections) > room:
+        sections = sections[: room]
+        note = f"\n\n_(answer shortened; the full text is in the log under ref {view.reference})_"
+        sections[-1] = _truncate(sections[-1], SECTION_LIMIT - len(note)) + note
+    blocks = [_section(text) for text in sections] + tail
+    assert len(blocks) <= MAX_BLOCKS
+    return {"text": _truncate(view.text, FALLBACK_TEXT_LIMIT) or "policybot answer", "blocks": blocks}
+
+
+def apology_message(reference: str) -> dict[str, Any]:
+    text = (f"Sorry, something went wrong while I was answering this. Please try again in a few minutes; "
+            f"if it keeps happening, give an admin the reference {reference}.")
+    return {"text": text, "blocks": [_section(f"⚠️ Sorry, something went wrong while I was answering this. "
+                                              f"Please try again in a few minutes; if it keeps happening, "
+                                              f"give an admin the reference *{reference}*.")]}
+
+
+def notice_message(text: str) -> dict[str, Any]:
+    """A short reply that is not an answer (empty mention, oversized message, refusals)."""
+    return {"text": text, "blocks": [_section(escape(text))]}
+
+
+def empty_question_message() -> dict[str, Any]:
+    return notice_message(
+        "Hi! Ask me a question about company policy, for example: "
+        "\"How many days of parental leave do I get?\" or \"What is the deadline for expense claims?\""
+    )
+
+
+def too_long_message(length: int, limit: int) -> dict[str, Any]:
+    return notice_message(
+        f"That message is {length:,} characters long; I can take questions of up to {limit:,} characters. "
+        "Please ask the question itself in a sentence or two (you can paste a link instead of the whole text)."
+    )
+
+
+def upload_refused_message() -> dict[str, Any]:
+    return notice_message(
+        "Thanks! Only policybot admins can add documents to the knowledge base, so I have not read this file. "
+        "Ask an admin if you think it belongs there."
+    )
+
+
+def admin_only_message() -> dict[str, Any]:
+    return notice_message("Usage statistics are available to policybot admins only.")
+
+
+def upload_received_message(names: Sequence[str]) -> dict[str, Any]:
+    listed = ", ".join(names)
+    return notice_message(f"Got it: adding {listed} to the knowledge base. I will reply here when it is searchable.")
+
+
+def upload_result_message(lines: Sequence[str], ok: bool) -> dict[str, Any]:
+    head = "📥 Ingested:" if ok else "⚠️ Some files could not be ingested:"
+    body = "\n".join(f"• {escape(line)}" for line in lines)
+    text = f"{head}\n{body}" if body else head
+    chunks = split_text(text)[: MAX_BLOCKS]
+    return {"text": _truncate(text, FALLBACK_TEXT_LIMIT), "blocks": [_section(chunk) for chunk in chunks]}
+
+
+def greeting_message() -> dict[str, Any]:
+    text = ("Hi, I'm policybot. Ask me anything about company policy (leave, expenses, travel, devices, "
+            "remote work, ...) and I'll answer with the sources I used. Mention me in a channel or write here.")
+    return {"text": text, "blocks": [_section(escape(text))]}
+
+
+SUGGESTED_PROMPTS = (
+    {"title": "Parental leave", "message": "How many weeks of parental leave do I get?"},
+    {"title": "Expense deadline", "message": "How long do I have to submit a travel expense claim?"},
+    {"title": "Remote work", "message": "Can I work remotely from another country?"},
+)
+
+
+def stats_message(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A short stats summary for admins (the numbers of `policybot stats`)."""
+    total = summary.get("questions", 0)
+    days = summary.get("days", 7)
+    if not total:
+        text = f"No questions in the last {days} days."
+        return {"text": text, "blocks": [_section(text)]}
+    rates = summary.get("action_rates", {})
+    rate_text = ", ".join(f"{name} {rates.get(name, 0.0):.0%}" for name in ("correct", "ambiguous", "incorrect"))
+    p50, p95 = summary.get("latency_p50_ms"), summary.get("latency_p95_ms")
+    latency = f"{p50 / 1000:.1f}s / {p95 / 1000:.1f}s" if p50 is not None and p95 is not None else "n/a"
+    lines = [
+        f"*Last {days} days:* {total} questions ({summary.get('answered', 0)} answered, {summary.get('failed', 0)} failed)",
+        f"*Actions:* {rate_text}",
+        f"*Abstained:* {summary.get('abstention_rate', 0.0):.0%}",
+        f"*Feedback:* 👍 {summary.get('feedback_up', 0)}  👎 {summary.get('feedback_down', 0)}",
+        f"*Latency p50 / p95:* {latency}",
+    ]
+    text = "\n".join(lines)
+    plain = text.replace("*", "")
+    return {"text": plain, "blocks": [_section(text), _context("Details: `policybot stats` and `policybot logs`")]}

@@ -1,0 +1,89 @@
+"""HTTP mode: Bolt behind Starlette, served by uvicorn, at Bolt's default path `/slack/events`.
+
+Events and interactivity (the feedback buttons) share the one endpoint. Bolt verifies the
+`X-Slack-Signature` with SLACK_SIGNING_SECRET and rejects bad or stale requests with 401
+before any listener runs. `dispatch` runs in a worker thread, so a slow Slack API call in a
+listener never blocks the event loop that acks other requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+from slack_bolt import App
+from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from policybot.config import Settings
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+
+
+def create_asgi_app(bolt: App) -> Starlette:
+    async def events(request: Request) -> Response:
+        body = await request.body()
+        bolt_response = await run_in_threadpool(bolt.dispatch, to_bolt_request(request, body))
+        return to_starlette_response(bolt_response)
+
+    async def health(_: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    return Starlette(routes=[Route(EVENTS_PATH, events, methods=["POST"]), Route("/healthz", health, methods=["GET"])])
+
+
+def build_asgi(settings: Settings) -> Starlette:
+    from bot.app import build_app
+
+    return create_asgi_app(build_app(settings))
+
+
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_level: str = "info") -> None:
+    """Run the bot in HTTP mode until interrupted."""
+    import uvicorn
+
+    uvicorn.run(build_asgi(settings), host=host, port=port, log_level=log_level, access_log=False)
+
+
+class BackgroundServer:
+    """uvicorn serving an ASGI app in a thread on a free local port (the demo and the tests)."""
+
+    def __init__(self, asgi_app, host: str = "127.0.0.1", port: int = 0) -> None:  # type: ignore[no-untyped-def]
+        import threading
+
+        import uvicorn
+
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind((host, port))
+        self.host, self.port = self._socket.getsockname()[:2]
+        config = uvicorn.Config(asgi_app, log_level="warning", access_log=False, lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
+                                        name="policybot-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout: float = 15.0) -> "BackgroundServer":
+        import time
+
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the HTTP server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()

@@ -1,0 +1,338 @@
+"""Listeners decide; they never run the pipeline.
+
+`decide_*` are pure functions from a Slack event to a `Decision`. `Listeners` carries a
+decision out with a few fast steps: claim the message (one answer per Slack message, even
+when Slack sends it twice or retries), record the question, show progress (👀 or the agent
+view's status), enqueue a Celery task holding plain IDs. The answer is posted by the worker.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot import blocks, state
+from policybot.config import Settings
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["ignore", "question", "empty", "too_long", "upload", "upload_refused", "stats", "stats_refused"]
+Surface = Literal["mention", "dm", "assistant"]
+
+# Message subtypes that are people writing; everything else (edits, deletes, joins, bot messages) is ignored.
+HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
+STATS_COMMAND = re.compile(r"^\s*stats(?:\s+(\d{1,3})\s*d?)?\s*$", re.IGNORECASE)
+PROGRESS_REACTION = "eyes"
+ASSISTANT_STATUS = "is checking the policies…"
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """The parts of a Slack message event the bot acts on."""
+
+    event_id: str | None
+    surface: Surface
+    channel: str
+    user: str
+    ts: str  # the message itself
+    thread_ts: str  # the thread the bot replies in
+    in_thread: bool  # the message was a reply inside an existing thread
+    text: str  # cleaned: bot mention removed, Slack markup undone
+    files: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: Kind
+    incoming: Incoming | None = None
+    reason: str = ""
+    days: int = 7  # for stats
+
+
+@dataclass(frozen=True)
+class BotIdentity:
+    user_id: str | None
+    bot_id: str | None
+
+
+# ----------------------------------------------------------------- decide (pure)
+
+
+def clean_text(text: str, bot_user_id: str | None) -> str:
+    """Remove the bot's mention, turn Slack markup into what people typed, collapse whitespace."""
+    if bot_user_id:
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
+    text = re.sub(r"<(?:https?|mailto):[^|>]*\|([^>]*)>", r"\1", text)  # <url|label> -> label
+    text = re.sub(r"<((?:https?|mailto):[^>]*)>", r"\1", text)  # <url> -> url
+    text = re.sub(r"<#[A-Z0-9]+\|([^>]*)>", r"#\1", text)  # <#C123|general> -> #general
+    text = html.unescape(text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _from_a_bot(event: Mapping[str, Any], me: BotIdentity, ignore_bots: bool) -> str | None:
+    """Why a message comes from a bot we should not answer (None: answer it)."""
+    user = event.get("user")
+    bot_id = event.get("bot_id")
+    if (me.user_id and user == me.user_id) or (me.bot_id and bot_id == me.bot_id):
+        return "own message"
+    if (bot_id or event.get("subtype") == "bot_message" or event.get("bot_profile")) and ignore_bots:
+        return "another bot (POLICYBOT_IGNORE_BOTS)"
+    return None
+
+
+def _incoming(event: Mapping[str, Any], event_id: str | None, surface: Surface, me: BotIdentity) -> Incoming:
+    ts = str(event.get("ts") or event.get("event_ts") or "")
+    thread_ts = event.get("thread_ts")
+    return Incoming(
+        event_id=event_id,
+        surface=surface,
+        channel=str(event.get("channel") or ""),
+        user=str(event.get("user") or event.get("bot_id") or ""),
+        ts=ts,
+        thread_ts=str(thread_ts or ts),
+        in_thread=bool(thread_ts) and thread_ts != ts,
+        text=clean_text(str(event.get("text") or ""), me.user_id),
+        files=tuple(event.get("files") or ()),
+    )
+
+
+def _question_or_notice(incoming: Incoming, settings: Settings) -> Decision:
+    if not incoming.text:
+        return Decision("empty", incoming)
+    if len(incoming.text) > settings.max_question_chars:
+        return Decision("too_long", incoming, reason=f"{len(incoming.text)} characters")
+    return Decision("question", incoming)
+
+
+def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity) -> Decision:
+    """`app_mention`: someone mentioned the bot in a channel (or a thread in one)."""
+    if event.get("subtype") not in HUMAN_SUBTYPES:
+        return Decision("ignore", reason=f"subtype {event.get('subtype')}")
+    if event.get("edited"):
+        return Decision("ignore", reason="edited message")
+    why = _from_a_bot(event, me, settings.ignore_bots)
+    if why:
+        return Decision("ignore", reason=why)
+    if not event.get("channel") or not event.get("ts"):
+        return Decision("ignore", reason="no channel or ts")
+    incoming = _incoming(event, event_id, "mention", me)
+    return _question_or_notice(incoming, settings)
+
+
+def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity,
+                   in_assistant_thread: Callable[[str, str | None], bool] = lambda channel, ts: False) -> Decision:
+    """`message`: only direct messages are ours; channel messages arrive as `app_mention`."""
+    if event.get("channel_type") != "im":
+        return Decision("ignore", reason="not a direct message (mentions arrive as app_mention)")
+    subtype = event.get("subtype")
+    if subtype not in HUMAN_SUBTYPES:
+        return Decision("ignore", reason=f"subtype {subtype}")
+    if event.get("hidden"):
+        return Decision("ignore", reason="hidden message")
+    why = _from_a_bot(event, me, settings.ignore_bots)
+    if why:
+        return Decision("ignore", reason=why)
+    if not event.get("channel") or not event.get("ts") or not (event.get("user") or event.get("bot_id")):
+        return Decision("ignore", reason="no channel, ts or user")
+    surface: Surface = "assistant" if in_assistant_thread(str(event["channel"]), event.get("thread_ts")) else "dm"
+    incoming = _incoming(event, event_id, surface, me)
+    is_admin = incoming.user in settings.admins
+    if incoming.files:
+        return Decision("upload" if is_admin else "upload_refused", incoming)
+    command = STATS_COMMAND.match(incoming.text)
+    if command:
+        if not is_admin:
+            return Decision("stats_refused", incoming)
+        return Decision("stats", incoming, days=int(command.group(1) or 7) or 7)
+    return _question_or_notice(incoming, settings)
+
+
+# ----------------------------------------------------------------- act
+
+
+class Enqueuer(Protocol):
+    def answer(self, question_id: int) -> None: ...
+
+    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str) -> None: ...
+
+
+class CeleryEnqueuer:
+    """Sends plain IDs to the Celery queues (the default)."""
+
+    def answer(self, question_id: int) -> None:
+        from workers.tasks import answer_question_task
+
+        answer_question_task.delay(question_id)
+
+    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str) -> None:
+        from workers.tasks import ingest_file_task
+
+        ingest_file_task.delay(claim_id, list(file_ids), channel, thread_ts, user)
+
+
+def show_progress(client: WebClient, surface: str, channel: str, thread_ts: str, message_ts: str) -> None:
+    """👀 on the question, or the agent view's "is thinking" status; never fatal."""
+    try:
+        if surface == "assistant":
+            client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status=ASSISTANT_STATUS)
+        else:
+            client.reactions_add(channel=channel, timestamp=message_ts, name=PROGRESS_REACTION)
+    except SlackApiError as error:
+        log.warning("could not show progress in %s: %s", channel, error.response.get("error"))
+
+
+def clear_progress(client: WebClient, surface: str, channel: str, thread_ts: str, message_ts: str | None) -> None:
+    try:
+        if surface == "assistant":
+            client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status="")
+        elif message_ts:
+            client.reactions_remove(channel=channel, timestamp=message_ts, name=PROGRESS_REACTION)
+    except SlackApiError as error:
+        log.info("could not clear progress in %s: %s", channel, error.response.get("error"))
+
+
+@dataclass
+class Listeners:
+    settings: Settings
+    enqueuer: Enqueuer = field(default_factory=CeleryEnqueuer)
+
+    # -- events
+
+    def on_mention(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
+        self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me), client)
+
+    def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
+        decision = decide_message(
+            event, body.get("event_id"), self.settings, me,
+            lambda channel, thread_ts: state.is_assistant_thread(self.settings, channel, thread_ts),
+        )
+        self.carry_out(decision, client)
+
+    def on_assistant_thread_started(self, event: Mapping[str, Any], client: WebClient) -> None:
+        thread = event.get("assistant_thread") or {}
+        channel, thread_ts = thread.get("channel_id"), thread.get("thread_ts")
+        if not channel or not thread_ts:
+            return
+        if not state.remember_assistant_thread(self.settings, channel, thread_ts, thread.get("user_id"), thread.get("context")):
+            return  # a retried delivery: greeted already
+        client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.greeting_message())
+        try:
+            client.assistant_threads_setSuggestedPrompts(channel_id=channel, thread_ts=thread_ts,
+                                                         prompts=list(blocks.SUGGESTED_PROMPTS))
+        except SlackApiError as error:
+            log.info("could not set suggested prompts: %s", error.response.get("error"))
+
+    def on_app_home_opened(self, event: Mapping[str, Any], client: WebClient) -> None:
+        if event.get("tab") != "messages" or not event.get("user") or not event.get("channel"):
+            return
+        if state.mark_greeted(self.settings, str(event["user"])):
+            client.chat_postMessage(channel=event["channel"], **blocks.greeting_message())
+
+    def on_feedback(self, body: Mapping[str, Any], client: WebClient) -> None:
+        """Called after ack(): record the vote (a second click changes it) and thank the user."""
+        from policybot.answering import record_feedback
+
+        action = (body.get("actions") or [{}])[0]
+        user = (body.get("user") or {}).get("id")
+        value = str(action.get("value") or "")
+        if not user or not value.isdigit():
+            log.warning("feedback click without user or question id")
+            return
+        vote = 1 if action.get("action_id") == blocks.FEEDBACK_UP else -1
+        try:
+            record_feedback(self.settings, int(value), user, vote)
+        except Exception:  # unknown question id (e.g. a deleted log row): say so in the log, not to the user
+            log.exception("could not record feedback for question %s", value)
+            return
+        channel = (body.get("channel") or {}).get("id")
+        message = body.get("message") or {}
+        if channel:
+            try:
+                client.chat_postEphemeral(
+                    channel=channel, user=user, thread_ts=message.get("thread_ts") or message.get("ts"),
+                    text="Thanks, your feedback is recorded." + (" 👍" if vote > 0 else " 👎"),
+                )
+            except SlackApiError as error:
+                log.info("could not thank for feedback: %s", error.response.get("error"))
+
+    # -- decisions
+
+    def carry_out(self, decision: Decision, client: WebClient) -> None:
+        incoming = decision.incoming
+        if decision.kind == "ignore" or incoming is None:
+            log.debug("ignored event: %s", decision.reason)
+            return
+        if decision.kind == "question":
+            self._question(incoming, client)
+        elif decision.kind == "upload":
+            self._upload(incoming, client)
+        else:
+            self._notice(decision, incoming, client)
+
+    def _question(self, incoming: Incoming, client: WebClient) -> None:
+        from policybot.answering import record_question
+
+        settings = self.settings
+        claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "question")
+        if not claim.new and (not claim.same_event or claim.enqueued):
+            log.info("message %s in %s is handled already (%s)", incoming.ts, incoming.channel,
+                     "retried delivery" if claim.same_event else "second event for the same message")
+            return
+        parent = state.earlier_question(settings, incoming.channel, incoming.thread_ts) if incoming.in_thread else None
+        recorded = record_question(
+            settings, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
+            thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id,
+            parent_id=parent.id if parent is not None else None,
+        )
+        state.link_question(settings, claim.id, recorded.id)
+        # Progress first, then enqueue: the worker removes what is already there.
+        show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
+        self.enqueuer.answer(recorded.id)
+        state.mark_enqueued(settings, claim.id)
+        log.info("question %s (ref %s) queued from %s", recorded.id, recorded.reference, incoming.surface)
+
+    def _upload(self, incoming: Incoming, client: WebClient) -> None:
+        settings = self.settings
+        claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "upload")
+        if not claim.new and (not claim.same_event or claim.enqueued):
+            return
+        file_ids = [str(f["id"]) for f in incoming.files if f.get("id")]
+        names = [str(f.get("name") or f.get("title") or f.get("id")) for f in incoming.files if f.get("id")]
+        if not file_ids:
+            return
+        posted = client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
+                                         **blocks.upload_received_message(names))
+        show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
+        self.enqueuer.ingest(claim.id, file_ids, incoming.channel, incoming.thread_ts, incoming.user)
+        state.mark_enqueued(settings, claim.id)
+        log.info("upload of %d file(s) by admin %s queued (ack ts %s)", len(file_ids), incoming.user, posted.get("ts"))
+
+    def _notice(self, decision: Decision, incoming: Incoming, client: WebClient) -> None:
+        settings = self.settings
+        claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "reply")
+        if not claim.new and (not claim.same_event or claim.reply_ts):
+            return
+        if decision.kind == "empty":
+            message = blocks.empty_question_message()
+        elif decision.kind == "too_long":
+            message = blocks.too_long_message(len(incoming.text), settings.max_question_chars)
+        elif decision.kind == "upload_refused":
+            message = blocks.upload_refused_message()
+        elif decision.kind == "stats_refused":
+            message = blocks.admin_only_message()
+        elif decision.kind == "stats":
+            from policybot.cli_ops import stats_summary
+
+            message = blocks.stats_message(stats_summary(settings, decision.days))
+        else:  # pragma: no cover - every kind is handled above
+            return
+        posted = client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts, **message)
+        if posted.get("ts"):
+            state.set_reply_ts(settings, claim.id, str(posted["ts"]))

@@ -1,0 +1,19 @@
+"""Socket Mode: the bot connects out to Slack over a WebSocket (no public URL needed).
+
+Needs SLACK_APP_TOKEN (xapp-..., scope connections:write) besides SLACK_BOT_TOKEN.
+"""
+
+from __future__ import annotations
+
+from policybot.config import Settings
+
+
+def serve(settings: Settings) -> None:
+    """Connect and handle events until interrupted."""
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    from bot.app import build_app, require_slack_settings
+
+    require_slack_settings(settings, "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN")
+    app = build_app(settings, socket_mode=True)
+    SocketModeHandler(app, app_token=settings.slack_app_token).start()

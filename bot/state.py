@@ -1,0 +1,109 @@
+"""Slack state kept in our own tables: message claims, greetings, agent-view threads.
+
+Small, fast statements only: the listener calls these between the ack and the enqueue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert
+
+from policybot import db
+from policybot.config import Settings
+from policybot.models import Question, SlackAssistantThread, SlackMessage, SlackUser
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: int
+    new: bool  # this event claimed the message just now
+    same_event: bool  # the claim was made by this very event (a retried delivery)
+    question_id: int | None
+    enqueued: bool
+    reply_ts: str | None
+
+
+def claim_message(settings: Settings, channel: str, message_ts: str, event_id: str | None, kind: str) -> Claim:
+    """Claim a Slack message for handling; a second event for the same message finds the claim."""
+    with db.session(settings) as session:
+        inserted = session.execute(
+            insert(SlackMessage)
+            .values(channel=channel, message_ts=message_ts, event_id=event_id, kind=kind)
+            .on_conflict_do_nothing(constraint="uq_slack_messages_channel_ts")
+            .returning(SlackMessage.id)
+        ).scalar_one_or_none()
+        if inserted is not None:
+            return Claim(inserted, True, True, None, False, None)
+        row = session.execute(
+            select(SlackMessage).where(SlackMessage.channel == channel, SlackMessage.message_ts == message_ts)
+        ).scalar_one()
+        return Claim(row.id, False, row.event_id == event_id, row.question_id, row.enqueued_at is not None, row.reply_ts)
+
+
+def link_question(settings: Settings, claim_id: int, question_id: int) -> None:
+    with db.session(settings) as session:
+        session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(question_id=question_id))
+
+
+def mark_enqueued(settings: Settings, claim_id: int) -> None:
+    with db.session(settings) as session:
+        session.execute(
+            update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=datetime.now(timezone.utc))
+        )
+
+
+def set_reply_ts(settings: Settings, claim_id: int, reply_ts: str) -> None:
+    with db.session(settings) as session:
+        session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(reply_ts=reply_ts))
+
+
+def get_claim(settings: Settings, claim_id: int) -> SlackMessage | None:
+    with db.session(settings) as session:
+        return session.get(SlackMessage, claim_id)
+
+
+def earlier_question(settings: Settings, channel: str, thread_ts: str) -> Question | None:
+    """The latest question already asked in this thread (our own log, not Slack's history)."""
+    with db.session(settings) as session:
+        return session.execute(
+            select(Question)
+            .where(Question.channel == channel, Question.thread_ts == thread_ts)
+            .order_by(Question.id.desc())
+            .limit(1)
+        ).scalar_one_or_none()
+
+
+def mark_greeted(settings: Settings, user_id: str) -> bool:
+    """True the first time for a user (then greet them), False afterwards."""
+    with db.session(settings) as session:
+        inserted = session.execute(
+            insert(SlackUser)
+            .values(user_id=user_id, greeted_at=datetime.now(timezone.utc))
+            .on_conflict_do_nothing(index_elements=["user_id"])
+            .returning(SlackUser.user_id)
+        ).scalar_one_or_none()
+        return inserted is not None
+
+
+def remember_assistant_thread(settings: Settings, channel: str, thread_ts: str, user_id: str | None,
+                              context: dict[str, Any] | None) -> bool:
+    """Record an agent-view thread; True when it is new."""
+    with db.session(settings) as session:
+        inserted = session.execute(
+            insert(SlackAssistantThread)
+            .values(channel=channel, thread_ts=thread_ts, user_id=user_id, context=context or None)
+            .on_conflict_do_nothing(index_elements=["channel", "thread_ts"])
+            .returning(SlackAssistantThread.channel)
+        ).scalar_one_or_none()
+        return inserted is not None
+
+
+def is_assistant_thread(settings: Settings, channel: str, thread_ts: str | None) -> bool:
+    if not thread_ts:
+        return False
+    with db.session(settings) as session:
+        return session.get(SlackAssistantThread, (channel, thread_ts)) is not None

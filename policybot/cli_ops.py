@@ -1,0 +1,481 @@
+"""Operating commands: run the Slack bot and the workers, review the action log.
+
+`policybot serve --http|--socket`, `policybot worker`, `policybot logs [show ID]`,
+`policybot stats`. Registered on the main CLI by `register(app)` (see policybot/cli.py).
+The log queries live here too (`query_logs`, `stats_summary`) so the bot's admin `stats`
+reply shows the same numbers as the CLI.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import sys
+from datetime import datetime, timedelta, timezone
+from typing import Annotated, Any, Optional
+
+import typer
+
+ACTIONS = ("correct", "ambiguous", "incorrect")
+QUEUES = ("answer", "ingest")
+
+
+def _cli():  # the main CLI module (imported lazily: it imports this module at its end)
+    from policybot import cli
+
+    return cli
+
+
+# ----------------------------------------------------------------- queries
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """`7d`, `12h`, `30m`, `2w`, or an ISO date/time; returns an aware UTC datetime."""
+    now = now or datetime.now(timezone.utc)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*", value.lower())
+    if match:
+        amount = float(match.group(1))
+        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+        return now - timedelta(**{unit: amount})
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"--since {value!r}: use e.g. 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
+    from sqlalchemy import case, func, select
+
+    from policybot.models import Feedback
+
+    if not question_ids:
+        return {}
+    rows = session.execute(
+        select(Feedback.question_id,
+               func.count(case((Feedback.vote > 0, 1))),
+               func.count(case((Feedback.vote < 0, 1))))
+        .where(Feedback.question_id.in_(question_ids))
+        .group_by(Feedback.question_id)
+    ).all()
+    return {qid: (int(up), int(down)) for qid, up, down in rows}
+
+
+def query_logs(settings, *, since: datetime | None = None, action: str | None = None, found: bool | None = None,  # type: ignore[no-untyped-def]
+               feedback: str | None = None, status: str | None = None, limit: int | None = 100) -> list[dict[str, Any]]:
+    """Logged questions, newest first, as plain dicts (the `logs --json` records)."""
+    from sqlalchemy import exists, select
+
+    from policybot import db
+    from policybot.models import Feedback, Question
+
+    query = select(Question).order_by(Question.id.desc())
+    if since is not None:
+        query = query.where(Question.created_at >= since)
+    if action:
+        query = query.where(Question.action == action)
+    if found is not None:
+        query = query.where(Question.found.is_(found))
+    if status:
+        query = query.where(Question.status == status)
+    if feedback == "up":
+        query = query.where(exists().where(Feedback.question_id == Question.id, Feedback.vote > 0))
+    elif feedback == "down":
+        query = query.where(exists().where(Feedback.question_id == Question.id, Feedback.vote < 0))
+    elif feedback == "none":
+        query = query.where(~exists().where(Feedback.question_id == Question.id))
+    elif feedback == "any":
+        query = query.where(exists().where(Feedback.question_id == Question.id))
+    if limit:
+        query = query.limit(limit)
+    with db.session(settings) as session:
+        rows = session.execute(query).scalars().all()
+        votes = _feedback_counts(session, [row.id for row in rows])
+    return [log_record(row, votes.get(row.id, (0, 0))) for row in rows]
+
+
+def log_record(row, votes: tuple[int, int] = (0, 0)) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    describe_action = _cli().describe_action
+    scores = row.scores or []
+    return {
+        "id": row.id,
+        "reference": row.reference,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+        "surface": row.surface,
+        "asker": row.asker,
+        "channel": row.channel,
+        "thread_ts": row.thread_ts,
+        "parent_id": row.parent_id,
+        "question": row.question,
+        "status": row.status,
+        "action": row.action,
+        "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []))
+        if row.action else None,
+        "found": row.found,
+        "top_score": max((s.get("score", 0.0) for s in scores), default=None),
+        "scores": scores,
+        "strips": row.strips or [],
+        "sources_used": row.sources_used or [],
+        "fallback_queries": row.fallback_queries or [],
+        "citations": row.citations or [],
+        "answer": row.answer,
+        "feedback": {"up": votes[0], "down": votes[1]},
+        "evaluator_version": row.evaluator_version,
+        "thresholds": {"upper": row.upper, "lower": row.lower},
+        "latency_ms": row.latency_ms,
+        "timings_ms": row.timings_ms or {},
+        "error": row.error,
+        "answer_ts": row.answer_ts,
+        "answered_at": row.answered_at.isoformat() if row.answered_at else None,
+    }
+
+
+_DAILY_SQL = """
+SELECT (q.created_at AT TIME ZONE 'UTC')::date AS day,
+       count(*) AS questions,
+       count(*) FILTER (WHERE q.status = 'answered') AS answered,
+       count(*) FILTER (WHERE q.status = 'failed') AS failed,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'correct') AS correct,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'ambiguous') AS ambiguous,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'incorrect') AS incorrect,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.found IS FALSE) AS abstained,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY q.latency_ms) AS p50,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY q.latency_ms) AS p95,
+       coalesce(sum(f.up), 0) AS up,
+       coalesce(sum(f.down), 0) AS down
+FROM questions q
+LEFT JOIN (SELECT question_id, count(*) FILTER (WHERE vote > 0) AS up, count(*) FILTER (WHERE vote < 0) AS down
+           FROM feedback GROUP BY question_id) f ON f.question_id = q.id
+WHERE q.created_at >= :since AND q.created_at < :until
+GROUP BY GROUPING SETS (((q.created_at AT TIME ZONE 'UTC')::date), ())
+ORDER BY 1 NULLS LAST
+"""
+
+
+def _rates(row: Any) -> dict[str, Any]:
+    answered = int(row.answered or 0)
+    return {
+        "questions": int(row.questions or 0),
+        "answered": answered,
+        "failed": int(row.failed or 0),
+        "actions": {name: int(getattr(row, name) or 0) for name in ACTIONS},
+        "action_rates": {name: (int(getattr(row, name) or 0) / answered if answered else 0.0) for name in ACTIONS},
+        "abstained": int(row.abstained or 0),
+        "abstention_rate": (int(row.abstained or 0) / answered) if answered else 0.0,
+        "feedback_up": int(row.up or 0),
+        "feedback_down": int(row.down or 0),
+        "latency_p50_ms": round(float(row.p50), 1) if row.p50 is not None else None,
+        "latency_p95_ms": round(float(row.p95), 1) if row.p95 is not None else None,
+    }
+
+
+def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
+    from sqlalchemy import text
+
+    from policybot import db
+
+    now = now or datetime.now(timezone.utc)
+    start = datetime.combine(now.date() - timedelta(days=days - 1), datetime.min.time(), tzinfo=timezone.utc)
+    until = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), tzinfo=timezone.utc)
+    with db.session(settings) as session:
+        rows = session.execute(text(_DAILY_SQL), {"since": start, "until": until}).all()
+    per_day = [{"day": row.day.isoformat()} | _rates(row) for row in rows if row.day is not None]
+    total_row = next((row for row in rows if row.day is None), None)
+    empty = {"questions": 0, "answered": 0, "failed": 0, "actions": {a: 0 for a in ACTIONS},
+             "action_rates": {a: 0.0 for a in ACTIONS}, "abstained": 0, "abstention_rate": 0.0, "feedback_up": 0,
+             "feedback_down": 0, "latency_p50_ms": None, "latency_p95_ms": None}
+    total = _rates(total_row) if total_row is not None and total_row.questions else empty
+    return {"days": days, "since": start.date().isoformat(), "total": total, "per_day": per_day}
+
+
+def stats_summary(settings, days: int = 7) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The totals of `daily_stats`, flat (what the bot's admin `stats` reply shows)."""
+    return {"days": days} | daily_stats(settings, days)["total"]
+
+
+# ----------------------------------------------------------------- commands
+
+
+def register(app: typer.Typer) -> None:
+    """Add serve, worker, logs and stats to the main CLI."""
+    app.command()(serve)
+    app.command()(worker)
+    logs_app = typer.Typer(help="Review the action log: questions, scores, actions, sources, answers, feedback.",
+                           invoke_without_command=True)
+    logs_app.callback(invoke_without_command=True)(logs)
+    logs_app.command("show")(logs_show)
+    app.add_typer(logs_app, name="logs")
+    app.command()(stats)
+
+
+def _require(settings, *names: str) -> None:  # type: ignore[no-untyped-def]
+    from bot.app import SlackConfigError, require_slack_settings
+
+    try:
+        require_slack_settings(settings, *names)
+    except SlackConfigError as error:
+        _cli()._fail(str(error))
+
+
+def serve(
+    http: Annotated[bool, typer.Option("--http", help="HTTP mode: Slack posts events to /slack/events (needs SLACK_SIGNING_SECRET).")] = False,
+    socket: Annotated[bool, typer.Option("--socket", help="Socket Mode: connect out to Slack (needs SLACK_APP_TOKEN).")] = False,
+    host: Annotated[str, typer.Option("--host", help="Address to bind in HTTP mode.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port in HTTP mode.")] = 3000,
+) -> None:
+    """Run the Slack bot (listeners only: answers come from `policybot worker`)."""
+    import logging
+
+    cli = _cli()
+    if http == socket:
+        cli._fail("choose one of --http or --socket", 1)
+    settings = cli._settings()
+    if http:
+        _require(settings, "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")
+    else:
+        _require(settings, "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN")
+    logging.getLogger().setLevel(logging.INFO)
+    logging.getLogger("slack_bolt").setLevel(logging.WARNING)
+    from slack_bolt.error import BoltError
+
+    try:
+        if http:
+            from bot.http import EVENTS_PATH
+            from bot.http import serve as serve_http
+
+            cli.errors.print(f"policybot: HTTP mode on http://{host}:{port}{EVENTS_PATH} (Slack API {settings.slack_api_url})",
+                             highlight=False)
+            serve_http(settings, host=host, port=port)
+        else:
+            from bot.socket import serve as serve_socket
+
+            cli.errors.print(f"policybot: Socket Mode (Slack API {settings.slack_api_url})", highlight=False)
+            serve_socket(settings)
+    except BoltError as error:
+        # e.g. auth.test rejected the token; Bolt's message names the error, never the token.
+        cli._fail(f"Slack refused to start the app: {error}")
+
+
+def worker(
+    queues: Annotated[str, typer.Option("--queues", "-Q", help="Comma-separated: answer, ingest.")] = "answer,ingest",
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", min=1, max=64,
+                                                       help="Worker processes [default: cores / POLICYBOT_TORCH_THREADS].")] = None,
+    pool: Annotated[str, typer.Option("--pool", help="prefork (time limits, crash isolation) or solo (one process).")] = "prefork",
+    loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "info",
+) -> None:
+    """Run a Celery worker for the answer and/or ingest queue (models load once per process)."""
+    cli = _cli()
+    chosen = [q.strip() for q in queues.split(",") if q.strip()]
+    unknown = sorted(set(chosen) - set(QUEUES))
+    if not chosen or unknown:
+        cli._fail(f"--queues must name some of {', '.join(QUEUES)}" + (f" (unknown: {', '.join(unknown)})" if unknown else ""), 1)
+    if pool not in ("prefork", "solo"):
+        cli._fail("--pool must be prefork or solo (models load in worker_process_init, which the threads pool skips)", 1)
+    settings = cli._settings()
+    _require(settings, "SLACK_BOT_TOKEN")
+    if concurrency is None:
+        concurrency = max(1, min(4, (os.cpu_count() or 1) // settings.evaluator_threads))
+    if pool == "solo":
+        concurrency = 1
+    from workers.celery_app import celery_app
+
+    name = f"policybot-{'-'.join(chosen)}-{os.getpid()}@%h"
+    celery_app.worker_main(["worker", "-Q", ",".join(chosen), "-c", str(concurrency), "--pool", pool,
+                            "--loglevel", loglevel, "-n", name, "--without-gossip", "--without-mingle"])
+
+
+def logs(
+    ctx: typer.Context,
+    since: Annotated[str, typer.Option("--since", help="How far back: 7d, 12h, 30m, 2w or a date.")] = "7d",
+    action: Annotated[Optional[str], typer.Option("--action", help="correct, ambiguous or incorrect.")] = None,
+    found: Annotated[Optional[str], typer.Option("--found", help="true (answered from a source) or false (abstained).")] = None,
+    feedback: Annotated[Optional[str], typer.Option("--feedback", help="up, down, any or none.")] = None,
+    status: Annotated[Optional[str], typer.Option("--status", help="answered, failed or pending.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Newest N rows.")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array with every field.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
+) -> None:
+    """Review logged actions: question, scores, action, sources, fallback queries, answer, feedback, latency."""
+    if ctx.invoked_subcommand is not None:
+        return
+    cli = _cli()
+    if as_json and as_csv:
+        cli._fail("choose one of --json or --csv", 1)
+    try:
+        since_at = parse_since(since)
+    except ValueError as error:
+        cli._fail(str(error), 1)
+    if action is not None and action not in ACTIONS:
+        cli._fail(f"--action must be one of {', '.join(ACTIONS)}", 1)
+    found_value = None
+    if found is not None:
+        if found.lower() not in ("true", "false", "yes", "no"):
+            cli._fail("--found must be true or false", 1)
+        found_value = found.lower() in ("true", "yes")
+    if feedback is not None and feedback not in ("up", "down", "any", "none"):
+        cli._fail("--feedback must be up, down, any or none", 1)
+    if status is not None and status not in ("answered", "failed", "pending"):
+        cli._fail("--status must be answered, failed or pending", 1)
+    records = query_logs(cli._settings(), since=since_at, action=action, found=found_value, feedback=feedback,
+                         status=status, limit=limit)
+    if as_json:
+        print(json.dumps(records, default=str))
+        return
+    if as_csv:
+        sys.stdout.write(records_csv(records))
+        return
+    _print_log_table(records)
+
+
+CSV_FIELDS = ("id", "reference", "created_at", "surface", "asker", "channel", "status", "action", "found", "top_score",
+              "question", "answer", "sources_used", "citations", "fallback_queries", "feedback_up", "feedback_down",
+              "latency_ms", "evaluator_version", "error")
+
+
+def records_csv(records: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for record in records:
+        flat = dict(record)
+        flat["feedback_up"], flat["feedback_down"] = record["feedback"]["up"], record["feedback"]["down"]
+        for key in ("sources_used", "citations", "fallback_queries"):
+            flat[key] = json.dumps(record[key])
+        writer.writerow(flat)
+    return out.getvalue()
+
+
+def _short(text: str | None, width: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _print_log_table(records: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    cli = _cli()
+    table = Table("id", "ref", "when (UTC)", "via", "question", "action", "found", "top", "sources", "fb", "ms", "status")
+    table.columns[4].overflow = "fold"
+    for record in records:
+        colour = {"answered": "green", "failed": "red", "pending": "yellow"}.get(record["status"], "white")
+        fb = record["feedback"]
+        top = record["top_score"]
+        table.add_row(
+            str(record["id"]), record["reference"], (record["created_at"] or "")[:16].replace("T", " "), record["surface"],
+            _short(record["question"], 60), record["action"] or "-",
+            "-" if record["found"] is None else ("yes" if record["found"] else "[yellow]no[/]"),
+            f"{top:.2f}" if top is not None else "-", _short(", ".join(record["sources_used"]), 24),
+            (f"👍{fb['up']}" if fb["up"] else "") + (f"👎{fb['down']}" if fb["down"] else ""),
+            f"{record['latency_ms']:.0f}" if record["latency_ms"] is not None else "-",
+            f"[{colour}]{record['status']}[/]",
+        )
+    cli.console.print(table)
+    cli.console.print(f"{len(records)} rows (`policybot logs show ID` for one in full)")
+
+
+def logs_show(
+    ref: Annotated[str, typer.Argument(help="Log row id, or the reference users quote (e.g. Q7K2M9).")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show one logged question in full."""
+    from sqlalchemy import func, select
+
+    from policybot import db
+    from policybot.models import Question
+
+    cli = _cli()
+    settings = cli._settings()
+    with db.session(settings) as session:
+        if ref.isdigit():
+            row = session.get(Question, int(ref))
+        else:
+            row = session.execute(select(Question).where(func.upper(Question.reference) == ref.strip().upper())
+                                  .order_by(Question.id.desc()).limit(1)).scalar_one_or_none()
+        votes = _feedback_counts(session, [row.id]) if row is not None else {}
+    if row is None:
+        cli._fail(f"no logged question {ref!r}", 1)
+    record = log_record(row, votes.get(row.id, (0, 0)))
+    if as_json:
+        print(json.dumps(record, default=str))
+        return
+    _print_record(record)
+
+
+def _print_record(record: dict[str, Any]) -> None:
+    from rich.panel import Panel
+    from rich.table import Table
+
+    console = _cli().console
+    console.print(f"[bold]#{record['id']}[/] ref {record['reference']} · {record['created_at']} · {record['surface']}"
+                  f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]",
+                  highlight=False)
+    console.print(Panel(record["question"], title="question", expand=False), markup=False)
+    if record["action"]:
+        thresholds = record["thresholds"]
+        console.print(f"action [bold]{record['action']}[/]: {record['action_text']} (evaluator {record['evaluator_version']},"
+                      f" upper {thresholds['upper']}, lower {thresholds['lower']})", highlight=False)
+    if record["scores"]:
+        table = Table("score", "origin", "document", "section", title="evaluator scores")
+        for score in sorted(record["scores"], key=lambda s: -s.get("score", 0.0)):
+            table.add_row(f"{score.get('score', 0.0):.3f}", str(score.get("origin", "")), str(score.get("document", "")),
+                          _short(score.get("section"), 60))
+        console.print(table)
+    if record["strips"]:
+        table = Table("score", "document", "kept strip", title="refined evidence")
+        table.columns[2].overflow = "fold"
+        for strip in record["strips"]:
+            table.add_row(f"{strip.get('score', 0.0):.3f}", str(strip.get("document", "")), str(strip.get("text", "")))
+        console.print(table)
+    for query in record["fallback_queries"]:
+        console.print(f"fallback query to {query.get('source')}: {query.get('query')!r}", highlight=False, markup=False)
+    if record["answer"]:
+        console.print(Panel(record["answer"], title="answer", expand=False), markup=False)
+    for citation in record["citations"]:
+        origin = "knowledge base" if citation.get("origin") == "kb" else f"fallback: {citation.get('source')}"
+        where = " — ".join(p for p in (citation.get("title"), citation.get("section")) if p)
+        console.print(f"  [{citation.get('n')}] {citation.get('document')}: {where} ({origin})"
+                      + (f" {citation['url']}" if citation.get("url") else ""), highlight=False, markup=False)
+    fb = record["feedback"]
+    timings = ", ".join(f"{k} {v:.0f} ms" for k, v in record["timings_ms"].items() if isinstance(v, (int, float)))
+    console.print(f"feedback 👍 {fb['up']} 👎 {fb['down']} · latency {record['latency_ms']} ms"
+                  + (f" ({timings})" if timings else ""), highlight=False)
+    notes = record["timings_ms"].get("notes") if isinstance(record["timings_ms"], dict) else None
+    for note in notes or []:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    if record["error"]:
+        console.print(Panel(record["error"], title="error", border_style="red", expand=False), markup=False)
+
+
+def stats(
+    days: Annotated[int, typer.Option("--days", min=1, max=366, help="Days to cover, today included.")] = 7,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Action rates, abstention rate, feedback and latency p50/p95, per day."""
+    from rich.table import Table
+
+    cli = _cli()
+    report = daily_stats(cli._settings(), days)
+    if as_json:
+        print(json.dumps(report))
+        return
+    table = Table("day", "questions", "correct", "ambiguous", "incorrect", "abstained", "failed", "👍", "👎",
+                  "p50 ms", "p95 ms", title=f"last {days} days")
+
+    def row(label: str, values: dict[str, Any]) -> list[str]:
+        rates = values["action_rates"]
+        latency = [f"{values[k]:.0f}" if values[k] is not None else "-" for k in ("latency_p50_ms", "latency_p95_ms")]
+        return [label, str(values["questions"]), *(f"{rates[a]:.0%}" for a in ACTIONS), f"{values['abstention_rate']:.0%}",
+                str(values["failed"]), str(values["feedback_up"]), str(values["feedback_down"]), *latency]
+
+    for day in report["per_day"]:
+        table.add_row(*row(day["day"], day))
+    table.add_row(*row("[bold]total[/]", report["total"]), end_section=True)
+    cli.console.print(table)
+    cli.console.print("rates are shares of answered questions; abstained = no approved source held the answer")
+
+
+__all__ = ["register", "query_logs", "daily_stats", "stats_summary", "parse_since", "log_record"]

@@ -1,0 +1,126 @@
+"""Shared pieces of the Slack tests: the local Slack, the Bolt HTTP app, a real Celery worker process.
+
+Import the fixtures into a test module (`from slack_helpers import ...`); they are module-scoped,
+so one worker process serves every test of a module.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import cli_env
+
+ADMIN = "UADMIN0001"
+FAIL_MARKER = "zzfailonpurpose"
+TEST_VISIBILITY_TIMEOUT_S = 6  # abandoned messages come back within seconds (the kill test)
+
+
+@dataclass
+class Stack:
+    fake: Any  # bot.fake_slack.FakeSlack
+    settings: Any  # Settings with the local Slack's credentials
+    server: Any  # bot.http.BackgroundServer
+    worker: Any  # workers.process.WorkerProcess (replaced by the kill test)
+    log_dir: Path
+
+    @property
+    def events_url(self) -> str:
+        return self.server.url + "/slack/events"
+
+    def worker_env(self, **extra: str) -> dict[str, str]:
+        from bot.demo import worker_env
+
+        return worker_env(self.settings, self.fake, base=cli_env(self.settings.home),
+                          POLICYBOT_ADMINS=ADMIN, POLICYBOT_TEST_FAIL_MARKER=FAIL_MARKER,
+                          POLICYBOT_CELERY_VISIBILITY_TIMEOUT=str(TEST_VISIBILITY_TIMEOUT_S), **extra)
+
+    def start_worker(self, name: str, **extra_env: str):  # -> WorkerProcess
+        from workers.process import WorkerProcess
+
+        return WorkerProcess(self.worker_env(**extra_env), self.log_dir / f"{name}.log").start()
+
+    def deliver(self, event: dict[str, Any], event_id: str | None = None, **kwargs: Any):  # -> httpx.Response
+        response = self.fake.deliver(self.events_url, self.fake.event_body(event, event_id), **kwargs)
+        return response
+
+    # events as Slack sends them
+
+    def mention(self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None) -> dict[str, Any]:
+        ts = self.fake.new_ts()
+        event = {"type": "app_mention", "user": user, "text": f"<@{self.fake.bot_user_id}> {text}".rstrip(),
+                 "ts": ts, "channel": channel, "event_ts": ts, "team": self.fake.team_id}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return event
+
+    def dm(self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None,
+           **extra: Any) -> dict[str, Any]:
+        ts = self.fake.new_ts()
+        event = {"type": "message", "channel_type": "im", "user": user, "text": text, "ts": ts,
+                 "channel": channel, "event_ts": ts, "team": self.fake.team_id, **extra}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return event
+
+
+@pytest.fixture(scope="module")
+def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    from bot.app import build_app
+    from bot.demo import slack_settings
+    from bot.fake_slack import FakeSlack
+    from bot.http import BackgroundServer, create_asgi_app
+
+    fake = FakeSlack().start()
+    local = slack_settings(settings, fake, admin_user_ids=ADMIN)
+    server = BackgroundServer(create_asgi_app(build_app(local))).start()
+    log_dir = tmp_path_factory.mktemp("slack-workers")
+    built = Stack(fake, local, server, None, log_dir)
+    built.worker = built.start_worker("worker-main")
+    try:
+        built.worker.wait_ready(timeout=240)
+        yield built
+    finally:
+        built.worker.stop()
+        server.stop()
+        fake.stop()
+
+
+def question_for(settings, channel: str, message_ts: str):  # type: ignore[no-untyped-def]
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import Question
+
+    with db.session(settings) as session:
+        return session.execute(
+            select(Question).where(Question.channel == channel, Question.message_ts == message_ts)
+        ).scalars().all()
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 60.0, what: str = "condition", step: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(step)
+
+
+def section_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
+    return [b["text"]["text"] for b in post["blocks"] if b["type"] == "section"]
+
+
+def context_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e["text"] for b in post["blocks"] if b["type"] == "context" for e in b["elements"]]
+
+
+def buttons(post) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    return [e for b in post["blocks"] if b["type"] == "actions" for e in b["elements"]]

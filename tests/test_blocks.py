@@ -1,0 +1,198 @@
+"""Block Kit rendering within Slack's limits, and the listeners' decisions (pure functions)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot import blocks
+from bot.fake_slack import block_problems, sign
+from bot.listeners import BotIdentity, clean_text, decide_mention, decide_message
+
+ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
+
+
+def view(text: str, citations=(), action: str = "correct", found: bool = True, sources=("knowledge base",)) -> blocks.AnswerView:
+    return blocks.AnswerView(question_id=42, reference="Q7K2M9", text=text, action=action, found=found,
+                             sources_used=tuple(sources), citations=tuple(citations))
+
+
+def source(n: int, **kw) -> blocks.SourceView:  # type: ignore[no-untyped-def]
+    values = dict(document="leave-policy.md", title="Leave Policy", section="Leave Policy > 4. Parental Leave > 4.2 Duration and pay")
+    values.update(kw)
+    return blocks.SourceView(n=n, **values)
+
+
+def test_answer_has_text_action_sources_buttons_and_reference() -> None:
+    from policybot.cli import describe_action
+
+    message = blocks.answer_message(view("Primary caregivers receive 16 weeks at full pay. [1]", [source(1)]))
+    kinds = [b["type"] for b in message["blocks"]]
+    assert kinds == ["section", "context", "context", "context", "actions", "context"]
+    assert message["blocks"][0]["text"]["text"].endswith("[1]")
+    assert describe_action("correct", True, ["knowledge base"]) in message["blocks"][1]["elements"][0]["text"]
+    line = message["blocks"][3]["elements"][0]["text"]
+    assert line.startswith("[1] *leave-policy.md* — Leave Policy — 4.2 Duration and pay") and "knowledge base" in line
+    actions = message["blocks"][4]["elements"]
+    assert [(a["action_id"], a["value"]) for a in actions] == [("feedback_up", "42"), ("feedback_down", "42")]
+    assert "Q7K2M9" in message["blocks"][5]["elements"][0]["text"]
+    assert message["text"].startswith("Primary caregivers")
+    assert block_problems(message["blocks"]) == []
+
+
+def test_source_with_url_is_a_link_and_fallback_origin_is_named() -> None:
+    line = blocks.source_line(source(2, document="Payroll calendar", title="Payroll <calendar> | 2026", section="Dates",
+                                     url="https://hr.example.com/payroll", origin="fallback", source="HR portal"))
+    assert line == "[2] <https://hr.example.com/payroll|Payroll &lt;calendar&gt; ¦ 2026 — Dates> · _fallback: HR portal_"
+
+
+@pytest.mark.parametrize("action,found,sources,expected", [
+    ("correct", True, ["knowledge base"], "Answered from the policy knowledge base"),
+    ("ambiguous", True, ["knowledge base", "HR portal"], "Knowledge base was inconclusive, also checked HR portal"),
+    ("incorrect", True, ["HR portal"], "Not in the knowledge base, answered from HR portal"),
+    ("incorrect", False, [], "Not found in approved sources"),
+])
+def test_action_is_stated_for_people(action: str, found: bool, sources: list[str], expected: str) -> None:
+    assert expected in blocks.action_line(view("x", action=action, found=found, sources=sources))
+
+
+def test_long_answer_is_split_on_boundaries_within_limits() -> None:
+    sentence = "Employees accrue one and a half days of vacation per month of service. "
+    paragraph = sentence * 30  # ~2,100 characters
+    text = "\n\n".join([paragraph.strip()] * 6) + " " + "y" * 7000  # and one enormous "word"
+    message = blocks.answer_message(view(text, [source(n) for n in range(1, 6)]))
+    sections = [b["text"]["text"] for b in message["blocks"] if b["type"] == "section"]
+    assert len(sections) > 4 and all(len(s) <= blocks.SECTION_LIMIT for s in sections)
+    assert all(s.endswith(".") for s in sections[:5])  # paragraph / sentence boundaries, not mid-word
+    assert "".join(sections).replace(" ", "").replace("\n", "") == text.replace(" ", "").replace("\n", "")
+    assert block_problems(message["blocks"]) == []
+
+
+def test_enormous_answer_and_many_citations_stay_within_50_blocks() -> None:
+    text = " ".join(f"Rule {i} says something specific about expenses." for i in range(4000))  # ~200k characters
+    message = blocks.answer_message(view(text, [source(n) for n in range(1, 31)]))
+    assert len(message["blocks"]) <= blocks.MAX_BLOCKS
+    assert block_problems(message["blocks"]) == []
+    assert "shortened" in [b for b in message["blocks"] if b["type"] == "section"][-1]["text"]["text"]
+    listed = " ".join(e["text"] for b in message["blocks"] if b["type"] == "context" for e in b["elements"])
+    assert all(f"[{n}]" in listed for n in range(1, 31))
+    assert len(message["text"]) <= blocks.FALLBACK_TEXT_LIMIT
+
+
+def test_answer_text_is_escaped_for_mrkdwn() -> None:
+    message = blocks.answer_message(view("Use <script> & co [1]"))
+    assert message["blocks"][0]["text"]["text"] == "Use &lt;script&gt; &amp; co [1]"
+
+
+def test_notices_and_apology_carry_what_users_need() -> None:
+    apology = blocks.apology_message("Q7K2M9")
+    assert "Q7K2M9" in apology["text"] and block_problems(apology["blocks"]) == []
+    assert "40,000" in blocks.too_long_message(40_000, 4000)["text"]
+    stats = blocks.stats_message({"days": 7, "questions": 10, "answered": 9, "failed": 1,
+                                  "action_rates": {"correct": 0.5, "ambiguous": 0.3, "incorrect": 0.2},
+                                  "abstention_rate": 0.1, "feedback_up": 3, "feedback_down": 1,
+                                  "latency_p50_ms": 1200.0, "latency_p95_ms": 2500.0})
+    assert "10 questions" in stats["text"] and "correct 50%" in stats["text"] and "1.2s / 2.5s" in stats["text"]
+
+
+def test_signature_is_slacks_v0_hmac() -> None:
+    # The example from Slack's "Verifying requests" documentation.
+    body = ("token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&"
+            "channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&"
+            "response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
+            "trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c")
+    assert sign("8f742231b10e8888abcd99yyyzzz85a5", 1531420618, body) == \
+        "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+
+
+# ---------------------------------------------------------------- decisions
+
+
+@pytest.fixture(scope="module")
+def slack_settings():  # -> Settings (no services needed)
+    from policybot.config import Settings
+
+    return Settings().model_copy(update={"admin_user_ids": "UADMIN0001,UADMIN0002", "max_question_chars": 4000})
+
+
+def test_clean_text_removes_the_bot_mention_and_slack_markup() -> None:
+    text = "<@UPOLICYBOT>  What does <https://hr.example.com/p|the policy> say about <#C123|travel> &amp; <@U999>?"
+    assert clean_text(text, "UPOLICYBOT") == "What does the policy say about #travel & <@U999>?"
+
+
+def test_mentions_become_questions_or_notices(slack_settings) -> None:
+    base = {"type": "app_mention", "user": "U1", "channel": "C1", "ts": "1.2"}
+    assert decide_mention(base | {"text": "<@UPOLICYBOT> How much leave?"}, "Ev1", slack_settings, ME).kind == "question"
+    assert decide_mention(base | {"text": "<@UPOLICYBOT>"}, "Ev1", slack_settings, ME).kind == "empty"
+    assert decide_mention(base | {"text": "<@UPOLICYBOT> " + "x" * 40_000}, "Ev1", slack_settings, ME).kind == "too_long"
+    decision = decide_mention(base | {"text": "<@UPOLICYBOT> and after that?", "thread_ts": "1.0"}, "Ev1", slack_settings, ME)
+    assert decision.incoming.in_thread and decision.incoming.thread_ts == "1.0"
+    top = decide_mention(base | {"text": "<@UPOLICYBOT> hi there"}, "Ev1", slack_settings, ME).incoming
+    assert not top.in_thread and top.thread_ts == "1.2"
+
+
+@pytest.mark.parametrize("extra,reason", [
+    ({"user": "UPOLICYBOT"}, "own message"),
+    ({"bot_id": "BPOLICYBOT"}, "own message"),
+    ({"bot_id": "BOTHER", "user": "UOTHER"}, "another bot"),
+    ({"subtype": "message_changed"}, "subtype"),
+    ({"subtype": "message_deleted"}, "subtype"),
+    ({"subtype": "bot_message", "bot_id": "BOTHER"}, "subtype"),
+    ({"channel_type": "channel"}, "not a direct message"),
+    ({"hidden": True}, "hidden"),
+])
+def test_messages_that_are_ignored(slack_settings, extra, reason) -> None:  # type: ignore[no-untyped-def]
+    event = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": "1.2", "text": "hello"} | extra
+    decision = decide_message(event, "Ev1", slack_settings, ME)
+    assert decision.kind == "ignore" and reason in decision.reason
+
+
+def test_other_bots_are_answered_when_configured(slack_settings) -> None:
+    permissive = slack_settings.model_copy(update={"ignore_bots": False})
+    event = {"type": "message", "channel_type": "im", "bot_id": "BOTHER", "user": "UOTHER", "channel": "D1", "ts": "1.2",
+             "text": "How much leave?"}
+    assert decide_message(event, "Ev1", permissive, ME).kind == "question"
+    assert decide_message(event, "Ev1", slack_settings, ME).kind == "ignore"
+    own = dict(event, bot_id="BPOLICYBOT")
+    assert decide_message(own, "Ev1", permissive, ME).kind == "ignore"
+
+
+def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
+    upload = {"type": "message", "channel_type": "im", "subtype": "file_share", "channel": "D1", "ts": "1.2", "text": "",
+              "files": [{"id": "F1", "name": "a.md"}]}
+    assert decide_message(upload | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
+    assert decide_message(upload | {"user": "UNOBODY"}, "Ev1", slack_settings, ME).kind == "upload_refused"
+    stats = {"type": "message", "channel_type": "im", "channel": "D1", "ts": "1.2"}
+    decision = decide_message(stats | {"user": "UADMIN0001", "text": "Stats 30d"}, "Ev1", slack_settings, ME)
+    assert decision.kind == "stats" and decision.days == 30
+    assert decide_message(stats | {"user": "UNOBODY", "text": "stats"}, "Ev1", slack_settings, ME).kind == "stats_refused"
+    assert decide_message(stats | {"user": "UADMIN0001", "text": "stats about leave?"}, "Ev1", slack_settings, ME).kind == "question"
+
+
+def test_assistant_thread_messages_are_marked(slack_settings) -> None:
+    event = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": "1.3", "thread_ts": "1.0",
+             "text": "How much leave?"}
+    decision = decide_message(event, "Ev1", slack_settings, ME, lambda channel, ts: (channel, ts) == ("D1", "1.0"))
+    assert decision.incoming.surface == "assistant"
+    assert decide_message(event, "Ev1", slack_settings, ME).incoming.surface == "dm"
+
+
+def test_manifest_subscribes_to_what_the_app_handles() -> None:
+    from bot.app import EVENTS
+
+    for name in ("manifest.yml", "manifest.socket.yml"):
+        manifest = yaml.safe_load((Path(blocks.__file__).parent / name).read_text())
+        events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
+        assert events == {"app_mention", "message.im", "app_home_opened", "assistant_thread_started",
+                          "assistant_thread_context_changed"}
+        assert {e.split(".")[0] for e in events} <= set(EVENTS)
+        scopes = set(manifest["oauth_config"]["scopes"]["bot"])
+        assert {"app_mentions:read", "chat:write", "im:history", "reactions:write", "files:read", "assistant:write"} <= scopes
+        assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
+        assert manifest["settings"]["interactivity"]["is_enabled"] is True
+        socket_mode = manifest["settings"]["socket_mode_enabled"]
+        assert socket_mode is (name == "manifest.socket.yml")
+        if not socket_mode:
+            assert manifest["settings"]["event_subscriptions"]["request_url"].endswith("/slack/events")

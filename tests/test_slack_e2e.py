@@ -1,0 +1,350 @@
+"""Slack, end to end, with real processes: signed events over HTTP to the Bolt app (uvicorn),
+a real Celery worker process on the test Redis, the test PostgreSQL, and the local Slack
+Web API fake recording every call. Nothing we own is mocked.
+
+One worker serves the module; the kill test (last) replaces it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import select
+
+from slack_helpers import ADMIN, FAIL_MARKER, buttons, context_texts, question_for, section_texts, stack, wait_until  # noqa: F401
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _settle(seconds: float = 1.5) -> None:
+    """Give a would-be duplicate time to show up before counting."""
+    time.sleep(seconds)
+
+
+def _answer_post(stack, channel: str, ts: str, timeout: float = 60):  # type: ignore[no-untyped-def]
+    posts = stack.fake.wait_for_posts(channel, ts, timeout=timeout)
+    return posts[0]
+
+
+# ---------------------------------------------------------------- answers
+
+
+def test_mention_gets_one_cited_answer_in_its_thread(stack) -> None:
+    from policybot.cli import describe_action
+
+    channel = "CMAIN00001"
+    event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
+    response = stack.deliver(event)
+    assert response.status_code == 200
+    assert response.elapsed.total_seconds() < 3  # acked well within Slack's 3 s
+
+    post = _answer_post(stack, channel, event["ts"])
+    _settle()
+    assert len(stack.fake.posts(channel, event["ts"])) == 1
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert row.status == "answered" and row.surface == "mention" and row.answer_ts == post.response["ts"]
+    assert row.question == "How many weeks of parental leave do primary caregivers get?"  # mention removed
+
+    text = "\n".join(section_texts(post))
+    assert "[1]" in text and "16 weeks" in text
+    contexts = context_texts(post)
+    assert any(describe_action(row.action, row.found, row.sources_used) in c for c in contexts)
+    assert any(c.startswith("[1] ") and "leave-policy.md" in c and "knowledge base" in c for c in contexts)
+    assert [(b["action_id"], b["value"]) for b in buttons(post)] == [("feedback_up", str(row.id)), ("feedback_down", str(row.id))]
+    assert post.headers["authorization"] == f"Bearer {stack.fake.bot_token}"
+
+    # progress shown on the question, then removed when the answer is posted
+    added = stack.fake.calls_to("reactions.add", channel=channel, timestamp=event["ts"])
+    removed = stack.fake.calls_to("reactions.remove", channel=channel, timestamp=event["ts"])
+    assert [c["name"] for c in added] == ["eyes"] and [c["name"] for c in removed] == ["eyes"]
+    assert added[0].at < removed[0].at and removed[0].at >= post.at
+
+
+def test_thread_follow_up_is_answered_in_the_same_thread_with_context(stack) -> None:
+    channel = "CTHREAD001"
+    first = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
+    stack.deliver(first)
+    _answer_post(stack, channel, first["ts"])
+    follow_up = stack.mention("and is it at full pay?", channel, thread_ts=first["ts"])
+    assert stack.deliver(follow_up).status_code == 200
+
+    posts = stack.fake.wait_for_posts(channel, first["ts"], count=2)
+    _settle()
+    assert len(stack.fake.posts(channel, first["ts"])) == 2
+    [parent] = question_for(stack.settings, channel, first["ts"])
+    [child] = question_for(stack.settings, channel, follow_up["ts"])
+    assert child.parent_id == parent.id and child.thread_ts == first["ts"]
+    assert child.question == "and is it at full pay?"  # the log keeps the question as asked
+    # the pipeline saw the earlier question too, so the evidence is about parental leave
+    assert any(c["document"] == "leave-policy.md" for c in child.citations)
+    assert posts[1]["thread_ts"] == first["ts"]
+
+
+def test_direct_message_gets_one_answer_in_thread(stack) -> None:
+    channel = "DUSER00001"
+    event = stack.dm("What is the deadline for submitting travel expense reports?", channel)
+    assert stack.deliver(event).status_code == 200
+    post = _answer_post(stack, channel, event["ts"])
+    _settle()
+    assert len(stack.fake.posts(channel)) == 1
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert row.surface == "dm" and row.status == "answered"
+    assert "30 calendar days" in "\n".join(section_texts(post))
+    assert any("travel-expenses.md" in c for c in context_texts(post))
+    assert len(buttons(post)) == 2
+
+
+def test_agent_view_thread_greets_then_answers_with_status(stack) -> None:
+    channel, thread_ts = "DAGENT0001", stack.fake.new_ts()
+    started = {"type": "assistant_thread_started", "event_ts": thread_ts,
+               "assistant_thread": {"user_id": "UAGENTUSER", "channel_id": channel, "thread_ts": thread_ts, "context": {}}}
+    assert stack.deliver(started).status_code == 200
+    greeting = stack.fake.wait_for_posts(channel, thread_ts)[0]
+    assert "policybot" in greeting["text"]
+    assert stack.fake.wait_for(lambda: stack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id=channel))
+
+    event = stack.dm("How long do I have to submit a travel expense report?", channel, user="UAGENTUSER",
+                     thread_ts=thread_ts)
+    stack.deliver(event)
+    posts = stack.fake.wait_for_posts(channel, thread_ts, count=2)
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert row.surface == "assistant" and row.status == "answered"
+    # "is checking…" while working, cleared once the answer is posted
+    cleared = stack.fake.wait_for(lambda: stack.fake.calls_to("assistant.threads.setStatus", channel_id=channel, status=""))
+    statuses = stack.fake.calls_to("assistant.threads.setStatus", channel_id=channel)
+    assert statuses[0]["status"] and statuses[0].at < posts[1].at <= cleared[0].at
+    assert not stack.fake.calls_to("reactions.add", channel=channel)
+    assert len(buttons(posts[1])) == 2
+
+
+def test_messages_tab_greets_once(stack) -> None:
+    channel = "DHOME00001"
+    opened = {"type": "app_home_opened", "user": "UHOMEUSER1", "channel": channel, "tab": "messages",
+              "event_ts": stack.fake.new_ts()}
+    stack.deliver(opened)
+    stack.fake.wait_for(lambda: stack.fake.posts(channel), what="greeting")
+    stack.deliver(dict(opened, event_ts=stack.fake.new_ts()))
+    stack.deliver(dict(opened, event_ts=stack.fake.new_ts(), tab="home"))
+    _settle()
+    assert len(stack.fake.posts(channel)) == 1
+
+
+# ---------------------------------------------------------------- delivery
+
+
+def test_same_event_three_times_is_answered_once(stack) -> None:
+    channel = "CRETRY0001"
+    event = stack.mention("How many days of bereavement leave do I get?", channel)
+    event_id = stack.fake.new_event_id()
+    for retry in (None, 1, 2):
+        assert stack.deliver(event, event_id=event_id, retry_num=retry).status_code == 200
+    _answer_post(stack, channel, event["ts"])
+    _settle(2.5)
+    assert len(stack.fake.posts(channel, event["ts"])) == 1
+    assert len(question_for(stack.settings, channel, event["ts"])) == 1
+    assert len(stack.fake.calls_to("reactions.add", channel=channel)) == 1
+
+
+def test_retry_whose_first_delivery_never_arrived_is_answered(stack) -> None:
+    channel = "CRETRY0002"
+    event = stack.mention("Can I carry over unused vacation days?", channel)
+    assert stack.deliver(event, retry_num=1, retry_reason="http_error").status_code == 200
+    _answer_post(stack, channel, event["ts"])
+    assert question_for(stack.settings, channel, event["ts"])[0].status == "answered"
+
+
+def test_mention_and_message_events_for_one_dm_message_are_answered_once(stack) -> None:
+    channel = "DTWIN00001"
+    message = stack.dm(f"<@{stack.fake.bot_user_id}> How many weeks of parental leave do secondary caregivers get?", channel)
+    mention = {"type": "app_mention", "user": message["user"], "text": message["text"], "ts": message["ts"],
+               "channel": channel, "event_ts": message["ts"]}
+    assert stack.deliver(message).status_code == 200
+    assert stack.deliver(mention).status_code == 200
+    _answer_post(stack, channel, message["ts"])
+    _settle(2.5)
+    assert len(stack.fake.posts(channel)) == 1
+    assert len(question_for(stack.settings, channel, message["ts"])) == 1
+
+
+def test_bad_or_stale_signature_is_rejected_and_nothing_is_enqueued(stack) -> None:
+    import redis
+
+    from policybot import services
+
+    channel = "CSIGNED001"
+    broker = redis.Redis.from_url(services.redis_url(stack.settings))
+    calls_before = len(stack.fake.calls)
+    cases = {
+        "wrong secret": dict(secret="not-the-signing-secret"),
+        "stale": dict(timestamp=int(time.time()) - 600),  # Bolt allows 5 minutes
+        "garbled": dict(signature="v0=" + "0" * 64),
+    }
+    for name, options in cases.items():
+        event = stack.mention(f"Am I allowed to expense a gym membership? ({name})", channel)
+        response = stack.deliver(event, **options)
+        assert response.status_code == 401, name
+        assert question_for(stack.settings, channel, event["ts"]) == [], name
+        assert broker.llen("answer") == 0
+    unsigned = stack.fake.event_body(stack.mention("unsigned", channel))
+    import httpx
+
+    assert httpx.post(stack.events_url, json=unsigned).status_code == 401
+    _settle()
+    assert len(stack.fake.calls) == calls_before  # no reaction, no reply, nothing
+
+
+def test_ignored_events_get_no_reply(stack) -> None:
+    channel = "DIGNORE001"
+    own = stack.dm("I am the bot", channel, user=stack.fake.bot_user_id, bot_id=stack.fake.bot_id)
+    other_bot = stack.dm("beep, I am another bot", channel, user="UOTHERBOT1", bot_id="BOTHERBOT1")
+    edited = stack.dm("", channel, subtype="message_changed",
+                      message={"type": "message", "user": "UEMPLOYEE1", "text": "edited text", "ts": "1.1"})
+    deleted = stack.dm("", channel, subtype="message_deleted", deleted_ts="1.1")
+    joined = stack.dm("joined", channel, subtype="channel_join")
+    in_channel = dict(stack.dm("What is the travel policy?", "CCHANNEL01"), channel_type="channel")
+    for event in (own, other_bot, edited, deleted, joined, in_channel):
+        assert stack.deliver(event).status_code == 200
+    _settle(2.0)
+    assert not stack.fake.posts(channel) and not stack.fake.posts("CCHANNEL01")
+    for event in (own, other_bot, edited, deleted, joined):
+        assert question_for(stack.settings, channel, event["ts"]) == []
+
+
+def test_empty_mention_and_oversized_message_get_a_clear_reply(stack) -> None:
+    channel = "CNOTICE001"
+    empty = stack.mention("", channel)
+    assert stack.deliver(empty).status_code == 200
+    reply = stack.fake.wait_for_posts(channel, empty["ts"])[0]
+    assert "Ask me a question" in reply["text"]
+
+    dm_channel = "DNOTICE001"
+    huge = stack.dm("Please summarise this for me. " + "x" * 40_000, dm_channel)
+    response = stack.deliver(huge)
+    assert response.status_code == 200
+    reply = stack.fake.wait_for_posts(dm_channel, huge["ts"])[0]
+    assert "characters" in reply["text"] and f"{stack.settings.max_question_chars:,}" in reply["text"]
+    _settle()
+    for ch, event in ((channel, empty), (dm_channel, huge)):
+        assert question_for(stack.settings, ch, event["ts"]) == []  # never sent to the pipeline
+        assert len(stack.fake.posts(ch, event["ts"])) == 1
+
+
+# ---------------------------------------------------------------- feedback, failures
+
+
+def test_feedback_click_is_recorded_once_and_can_change(stack) -> None:
+    from policybot import db
+    from policybot.models import Feedback
+
+    channel = "CFEEDBK001"
+    event = stack.mention("What is the deadline for submitting travel expense reports?", channel)
+    stack.deliver(event)
+    post = _answer_post(stack, channel, event["ts"])
+    message = post.response["message"]
+    [row] = question_for(stack.settings, channel, event["ts"])
+
+    def votes() -> list[int]:
+        with db.session(stack.settings) as session:
+            return list(session.execute(select(Feedback.vote).where(Feedback.question_id == row.id)).scalars())
+
+    for action_id, expected in (("feedback_up", [1]), ("feedback_up", [1]), ("feedback_down", [-1])):
+        response = stack.fake.click(stack.events_url, action_id=action_id, value=str(row.id), user="UVOTER0001",
+                                    channel=channel, message=message)
+        assert response.status_code == 200 and response.elapsed.total_seconds() < 3
+        wait_until(lambda: votes() == expected, 10, f"votes {expected}")
+    stack.fake.wait_for(lambda: len(stack.fake.calls_to("chat.postEphemeral", channel=channel)) == 3)
+    assert votes() == [-1]
+
+
+def test_pipeline_failure_posts_an_apology_with_the_reference(stack) -> None:
+    channel = "CFAILED001"
+    event = stack.mention(f"What is the parental leave policy? {FAIL_MARKER}", channel)
+    stack.deliver(event)
+    post = _answer_post(stack, channel, event["ts"], timeout=90)
+    _settle()
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert row.status == "failed" and "failing on purpose" in (row.error or "")
+    assert row.reference in post["text"] and "Sorry" in post["text"]
+    assert row.answer_ts == post.response["ts"]
+    assert len(stack.fake.posts(channel, event["ts"])) == 1
+    assert stack.fake.calls_to("reactions.remove", channel=channel)
+    assert stack.worker.log_text().count(f"answering question {row.id} ") == 3  # retried twice, then gave up
+
+
+# ---------------------------------------------------------------- admin
+
+
+BIKE_POLICY = b"""# Bicycle Parking Policy
+
+## Bike room
+
+Employees may park bicycles in the basement bike room of the Zurich office. The bike room
+is open from 6:00 to 22:00 on weekdays, and every bicycle needs a green Northwind tag.
+"""
+
+
+def test_admin_upload_is_ingested_then_answerable(stack) -> None:
+    channel = "DADMIN0001"
+    file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
+    upload = stack.dm("", channel, user=ADMIN, subtype="file_share", files=[file])
+    assert stack.deliver(upload).status_code == 200
+    posts = stack.fake.wait_for_posts(channel, upload["ts"], count=2, timeout=90)
+    assert "bike-parking.md" in posts[0]["text"]  # "got it"
+    assert "bike-parking.md: added" in posts[1]["text"]
+    assert stack.fake.calls_to("files.info", file=file["id"])
+
+    question = stack.dm("Where can I park my bicycle at the Zurich office?", channel, user=ADMIN)
+    stack.deliver(question)
+    answer = _answer_post(stack, channel, question["ts"])
+    assert any("bike-parking.md" in c for c in context_texts(answer))
+    assert "bike room" in "\n".join(section_texts(answer))
+
+
+def test_non_admin_upload_is_refused(stack) -> None:
+    from policybot import db
+    from policybot.models import Document
+
+    channel = "DNONADMIN1"
+    file = stack.fake.add_file("secret-plans.md", b"# Plans\n\nWe will take over the world.\n", user="UNOTADMIN1")
+    upload = stack.dm("please add this", channel, user="UNOTADMIN1", subtype="file_share", files=[file])
+    stack.deliver(upload)
+    reply = stack.fake.wait_for_posts(channel, upload["ts"])[0]
+    assert "Only policybot admins" in reply["text"]
+    _settle()
+    assert not stack.fake.calls_to("files.info", file=file["id"])
+    with db.session(stack.settings) as session:
+        assert not session.execute(select(Document).where(Document.name == "secret-plans.md")).first()
+
+
+def test_admin_stats_in_dm(stack) -> None:
+    admin_channel, other_channel = "DSTATS0001", "DSTATS0002"
+    asked = stack.dm("stats", admin_channel, user=ADMIN)
+    stack.deliver(asked)
+    reply = stack.fake.wait_for_posts(admin_channel, asked["ts"])[0]
+    assert "questions" in reply["text"] and "Abstained" in reply["text"]
+    refused = stack.dm("stats", other_channel, user="UEMPLOYEE2")
+    stack.deliver(refused)
+    assert "admins only" in stack.fake.wait_for_posts(other_channel, refused["ts"])[0]["text"]
+
+
+# ---------------------------------------------------------------- crash (last: replaces the worker)
+
+
+def test_worker_killed_mid_task_is_answered_once_by_a_new_worker(stack) -> None:
+    stack.worker.stop()
+    slow = stack.start_worker("worker-slow", POLICYBOT_TEST_TASK_DELAY_S="120").wait_ready(timeout=240)
+    channel = "CKILLED001"
+    event = stack.mention("How many weeks of parental leave do secondary caregivers get?", channel)
+    stack.deliver(event)
+    row = wait_until(lambda: (rows := question_for(stack.settings, channel, event["ts"])) and rows[0], 20, "question row")
+    slow.wait_for_log(rf"answering question {row.id} ", timeout=60)
+    slow.kill()  # SIGKILL to the worker and its pool child, mid-task
+    assert not stack.fake.posts(channel, event["ts"])
+
+    stack.worker = stack.start_worker("worker-after-kill").wait_ready(timeout=240)
+    post = _answer_post(stack, channel, event["ts"], timeout=120)
+    _settle(3)
+    assert len(stack.fake.posts(channel, event["ts"])) == 1
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert row.status == "answered" and row.answer_ts == post.response["ts"]

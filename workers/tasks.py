@@ -1,0 +1,309 @@
+"""Celery tasks: answer a recorded question in its Slack thread; ingest an admin's upload; train the evaluator.
+
+Tasks take plain IDs and are idempotent, because delivery is at least once (acks_late):
+
+- `answer_question_task(question_id)` does nothing when the question already has an
+  `answer_ts` (the posted reply's Slack ts). A per-question PostgreSQL advisory lock keeps
+  two deliveries of the same question from answering at once (the lock dies with a killed
+  worker's connection). An answer that was logged but not posted is posted from the log
+  without running the pipeline again.
+- After the last retry fails, the user gets a short apology carrying the question's
+  reference ID, the log row says `failed` with the error, and the apology's ts is stored
+  as `answer_ts`, so a redelivery never apologises twice.
+
+Test-only hooks (never set them in production; they exist so the end-to-end tests can make
+a worker slow or failing deterministically):
+
+- POLICYBOT_TEST_TASK_DELAY_S: sleep this long at the start of every answer attempt;
+- POLICYBOT_TEST_FAIL_MARKER: an answer attempt raises when the question contains this text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from workers.celery_app import (
+    ANSWER_HARD_LIMIT_S,
+    ANSWER_SOFT_LIMIT_S,
+    INGEST_HARD_LIMIT_S,
+    INGEST_SOFT_LIMIT_S,
+    celery_app,
+)
+
+log = logging.getLogger(__name__)
+
+TEST_DELAY_ENV = "POLICYBOT_TEST_TASK_DELAY_S"
+TEST_FAIL_ENV = "POLICYBOT_TEST_FAIL_MARKER"
+ANSWER_RETRIES = 2  # three attempts in all
+RETRY_COUNTDOWNS_S = (1, 3, 6)
+BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
+LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
+
+
+def _settings():  # -> Settings
+    from policybot.config import get_settings
+
+    return get_settings()
+
+
+@contextmanager
+def question_lock(settings, question_id: int) -> Iterator[bool]:  # type: ignore[no-untyped-def]
+    """A session-level advisory lock on one question; yields whether it was acquired."""
+    from sqlalchemy import text
+
+    from policybot import db
+
+    with db.engine(settings).connect() as connection:
+        got = bool(connection.execute(text("SELECT pg_try_advisory_lock(:a, :b)"),
+                                      {"a": LOCK_NAMESPACE, "b": question_id}).scalar())
+        connection.commit()
+        try:
+            yield got
+        finally:
+            if got:
+                connection.execute(text("SELECT pg_advisory_unlock(:a, :b)"), {"a": LOCK_NAMESPACE, "b": question_id})
+                connection.commit()
+
+
+def _test_hooks(question: str) -> None:
+    delay = os.environ.get(TEST_DELAY_ENV)
+    if delay:
+        log.warning("%s=%s: sleeping before answering (test hook)", TEST_DELAY_ENV, delay)
+        time.sleep(float(delay))
+    marker = os.environ.get(TEST_FAIL_ENV)
+    if marker and marker in question:
+        raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
+
+
+def pipeline_question_for(settings, row) -> str | None:  # type: ignore[no-untyped-def]
+    """A thread follow-up is asked together with the thread's earlier question."""
+    from policybot.answering import get_question
+
+    if row.parent_id is None:
+        return None
+    parent = get_question(settings, row.parent_id)
+    if parent is None:
+        return None
+    return f"{parent.question} {row.question}"
+
+
+@celery_app.task(bind=True, name="policybot.answer_question", max_retries=ANSWER_RETRIES,
+                 soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
+def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Answer a recorded question through CRAG and post it in the question's Slack thread."""
+    from slack_sdk.errors import SlackApiError
+
+    from bot import blocks
+    from bot.app import web_client
+    from bot.listeners import clear_progress
+    from policybot.answering import answer_question, get_question, mark_failed, mark_posted
+
+    settings = _settings()
+    row = get_question(settings, question_id)
+    if row is None:
+        log.warning("question %s does not exist; nothing to answer", question_id)
+        return "missing"
+    if row.answer_ts:
+        return "already posted"
+    with question_lock(settings, question_id) as locked:
+        if not locked:
+            log.info("question %s is being answered by another delivery; checking again in %ss", question_id, BUSY_RECHECK_S)
+            answer_question_task.apply_async((question_id,), countdown=BUSY_RECHECK_S)
+            return "busy"
+        row = get_question(settings, question_id)
+        if row is None or row.answer_ts:
+            return "already posted"
+        client = web_client(settings)
+        attempt = self.request.retries + 1
+        try:
+            if row.status != "answered":
+                log.info("answering question %s (ref %s), attempt %s", question_id, row.reference, attempt)
+                _test_hooks(row.question)
+                answer_question(settings, question_id, pipeline_question=pipeline_question_for(settings, row))
+                row = get_question(settings, question_id)
+                assert row is not None
+            message = blocks.answer_message(blocks.AnswerView.from_row(row))
+            posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
+                                             unfurl_links=False, unfurl_media=False, **message)
+        except Exception as error:
+            if self.request.retries < self.max_retries:
+                countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
+                log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
+                            question_id, row.reference, attempt, countdown, _describe(error))
+                raise self.retry(exc=error, countdown=countdown) from None
+            log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
+                      _describe(error), exc_info=not isinstance(error, SlackApiError))
+            mark_failed(settings, question_id, error)
+            _apologise(client, settings, row)
+            return "failed"
+        mark_posted(settings, question_id, str(posted["ts"]))
+        clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
+        log.info("question %s (ref %s) answered in %s, ts %s", question_id, row.reference, row.channel, posted["ts"])
+        return "posted"
+
+
+def _describe(error: BaseException) -> str:
+    from slack_sdk.errors import SlackApiError
+
+    if isinstance(error, SlackApiError):
+        return f"Slack API error {error.response.get('error')}"  # never the request (it holds the token)
+    return f"{type(error).__name__}: {error}"
+
+
+def _apologise(client, settings, row) -> None:  # type: ignore[no-untyped-def]
+    """Never leave the user without a reply: a short apology with the reference ID."""
+    from bot import blocks
+    from bot.listeners import clear_progress
+    from policybot.answering import mark_posted
+
+    if not row.channel:
+        return  # a question from the CLI: nobody to tell in Slack
+    try:
+        posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference))
+    except Exception as error:
+        log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, _describe(error))
+        return
+    mark_posted(settings, row.id, str(posted["ts"]))
+    clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
+
+
+# --------------------------------------------------------------------- ingest
+
+
+class DownloadError(RuntimeError):
+    pass
+
+
+def _safe_name(name: str) -> str:
+    name = Path(name).name.strip() or "upload"
+    return re.sub(r"[^A-Za-z0-9._ -]+", "_", name)[:200].lstrip(".") or "upload"
+
+
+def _trusted_file_url(settings, url: str) -> bool:  # type: ignore[no-untyped-def]
+    """Only send the bot token to Slack's own file hosts (or to the configured API host: a local fake)."""
+    host = (urlsplit(url).hostname or "").lower()
+    api_host = (urlsplit(settings.slack_api_url).hostname or "").lower()
+    return urlsplit(url).scheme in ("https", "http") and (
+        host == api_host or host == "slack.com" or host.endswith(".slack.com") or host.endswith(".slack-edge.com")
+    )
+
+
+def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type: ignore[no-untyped-def]
+    """Fetch an uploaded file with the bot token into `folder` (same name: a re-upload updates the document)."""
+    import httpx
+
+    from ingestion.loaders import SUPPORTED_SUFFIXES
+
+    info: dict[str, Any] = client.files_info(file=file_id)["file"]
+    name = _safe_name(str(info.get("name") or info.get("title") or file_id))
+    if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
+        raise DownloadError(f"{name}: unsupported file type (supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")
+    limit = int(settings.max_file_mb * 1024 * 1024)
+    if int(info.get("size") or 0) > limit:
+        raise DownloadError(f"{name}: larger than {settings.max_file_mb:g} MB (POLICYBOT_MAX_FILE_MB)")
+    url = str(info.get("url_private_download") or info.get("url_private") or "")
+    if not url or not _trusted_file_url(settings, url):
+        raise DownloadError(f"{name}: Slack gave no downloadable URL on a Slack host")
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    partial = folder / f".{name}.part"
+    with httpx.stream("GET", url, headers={"Authorization": f"Bearer {settings.slack_bot_token}"},
+                      follow_redirects=True, timeout=60) as response:
+        if response.status_code != 200:
+            raise DownloadError(f"{name}: download failed with HTTP {response.status_code}")
+        if "text/html" in response.headers.get("content-type", "") and target.suffix.lower() not in (".html", ".htm"):
+            raise DownloadError(f"{name}: Slack returned a sign-in page; does the app have the files:read scope?")
+        size = 0
+        with partial.open("wb") as out:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise DownloadError(f"{name}: larger than {settings.max_file_mb:g} MB (POLICYBOT_MAX_FILE_MB)")
+                out.write(chunk)
+    partial.replace(target)
+    return target
+
+
+@celery_app.task(bind=True, name="policybot.ingest_files", max_retries=2,
+                 soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S)
+def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str,  # type: ignore[no-untyped-def]
+                     user: str) -> str:
+    """Ingest files an admin sent the bot in a DM, then say in the DM what happened."""
+    from bot import blocks, state
+    from bot.app import web_client
+    from bot.listeners import clear_progress
+
+    settings = _settings()
+    claim = state.get_claim(settings, claim_id)
+    if claim is not None and claim.reply_ts:
+        return "already replied"
+    client = web_client(settings)
+    if user not in settings.admins:  # checked by the listener too; the worker does not trust the queue
+        client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_refused_message())
+        return "refused"
+    try:
+        lines, ok = _ingest_uploads(client, settings, file_ids)
+    except Exception as error:
+        if self.request.retries < self.max_retries:
+            raise self.retry(exc=error, countdown=RETRY_COUNTDOWNS_S[self.request.retries]) from None
+        log.error("ingesting upload %s failed: %s", claim_id, _describe(error), exc_info=True)
+        lines, ok = [f"ingestion failed: {_describe(error)}"], False
+    posted = client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_result_message(lines, ok))
+    state.set_reply_ts(settings, claim_id, str(posted["ts"]))
+    message_ts = claim.message_ts if claim is not None else None
+    clear_progress(client, "assistant" if state.is_assistant_thread(settings, channel, thread_ts) else "dm",
+                   channel, thread_ts, message_ts)
+    return "ingested" if ok else "failed"
+
+
+def _ingest_uploads(client, settings, file_ids: Sequence[str]) -> tuple[list[str], bool]:  # type: ignore[no-untyped-def]
+    from ingestion.ingest import ingest_paths
+
+    collection = settings.default_collection
+    folder = settings.home / "uploads" / collection
+    paths: list[Path] = []
+    lines: list[str] = []
+    for file_id in file_ids:
+        try:
+            paths.append(download_file(client, settings, file_id, folder))
+        except DownloadError as error:
+            lines.append(str(error))
+    ok = not lines
+    if paths:
+        report = ingest_paths(settings, paths, collection=collection)
+        for item in report.files:
+            if item.status == "failed":
+                ok = False
+                lines.append(f"{item.document}: {item.error}")
+            else:
+                lines.append(f"{item.document}: {item.status}, {item.chunks} chunks in collection {collection}")
+        if report.count("added") or report.count("updated"):
+            lines.append("New questions are answered from it right away.")
+    return lines, ok
+
+
+# --------------------------------------------------------------------- train
+
+
+@celery_app.task(name="policybot.train_evaluator", queue="ingest", soft_time_limit=INGEST_SOFT_LIMIT_S,
+                 time_limit=INGEST_HARD_LIMIT_S)
+def train_evaluator_task(minutes: float | None = None, activate: str = "if_better") -> dict[str, Any]:
+    """Train an evaluator on the ingest queue (activated only if it beats cosine, unless told otherwise).
+
+    Answer workers load the active evaluator when their process starts: restart them
+    (or run `policybot worker` again) to use a newly activated version.
+    """
+    from policybot.evaluators import train_and_register
+
+    settings = _settings()
+    budget_minutes = min(minutes or settings.train_minutes, (INGEST_SOFT_LIMIT_S - 60) / 60)
+    result = train_and_register(settings, budget_s=budget_minutes * 60, activate=activate)  # type: ignore[arg-type]
+    return {"version": result.version, "beats_cosine": result.beats_cosine, "thresholds": result.thresholds}
