@@ -281,7 +281,7 @@ class Listeners:
 
         settings = self.settings
         claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "question")
-        if not claim.new and (not claim.same_event or claim.enqueued):
+        if claim.handled_elsewhere:
             log.info("message %s in %s is handled already (%s)", incoming.ts, incoming.channel,
                      "retried delivery" if claim.same_event else "second event for the same message")
             return
@@ -301,7 +301,7 @@ class Listeners:
     def _upload(self, incoming: Incoming, client: WebClient) -> None:
         settings = self.settings
         claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "upload")
-        if not claim.new and (not claim.same_event or claim.enqueued):
+        if claim.handled_elsewhere:
             return
         file_ids = [str(f["id"]) for f in incoming.files if f.get("id")]
         names = [str(f.get("name") or f.get("title") or f.get("id")) for f in incoming.files if f.get("id")]

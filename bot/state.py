@@ -6,7 +6,7 @@ Small, fast statements only: the listener calls these between the ack and the en
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sqlalchemy import select, update
@@ -17,6 +17,11 @@ from policybot.config import Settings
 from policybot.models import Question, SlackAssistantThread, SlackMessage, SlackUser
 
 
+# Slack retries an unacknowledged event after about 1 s, 1 min and 5 min: a claim younger
+# than this belongs to a delivery that is still being handled.
+CLAIM_LEASE_S = 30
+
+
 @dataclass(frozen=True)
 class Claim:
     id: int
@@ -25,6 +30,14 @@ class Claim:
     question_id: int | None
     enqueued: bool
     reply_ts: str | None
+    in_progress: bool = False  # claimed moments ago and not yet enqueued: another delivery is handling it
+
+    @property
+    def handled_elsewhere(self) -> bool:
+        """True when this event must do nothing: another event owns the message, or this
+        event's earlier delivery finished or is still working. Only a delivery whose first
+        attempt died (claim older than the lease, never enqueued) takes over."""
+        return not self.new and (not self.same_event or self.enqueued or self.in_progress)
 
 
 def claim_message(settings: Settings, channel: str, message_ts: str, event_id: str | None, kind: str) -> Claim:
@@ -41,7 +54,10 @@ def claim_message(settings: Settings, channel: str, message_ts: str, event_id: s
         row = session.execute(
             select(SlackMessage).where(SlackMessage.channel == channel, SlackMessage.message_ts == message_ts)
         ).scalar_one()
-        return Claim(row.id, False, row.event_id == event_id, row.question_id, row.enqueued_at is not None, row.reply_ts)
+        fresh = row.created_at > datetime.now(timezone.utc) - timedelta(seconds=CLAIM_LEASE_S)
+        enqueued = row.enqueued_at is not None
+        return Claim(row.id, False, row.event_id == event_id, row.question_id, enqueued, row.reply_ts,
+                     in_progress=fresh and not enqueued)
 
 
 def link_question(settings: Settings, claim_id: int, question_id: int) -> None:

@@ -15,7 +15,7 @@ CITATION_KEYS = {"n", "origin", "source", "document", "title", "section", "url",
 
 QUESTIONS = {
     "kb": "How many weeks of parental leave does a primary caregiver get?",
-    "fallback": "When does open enrollment for benefits start?",
+    "fallback": "When do payslips show up in Workday?",
     "none": "Can I bring my dog to the office?",
 }
 

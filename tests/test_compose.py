@@ -8,25 +8,11 @@ from crag.compose import abstention_text, compose_extractive, content_words, tid
 from crag.strips import decompose, refine
 from crag.types import Citation, Passage, Strip
 
-QUESTION = "How many days do I have to submit travel expenses?"
-SCOPE = "This rule covers domestic travel in 2026."
-DEADLINE = "Submit your expense report within 30 calendar days after the trip."
-NEGATION = "Receipts are not required for amounts under $25."
+from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT
 
 DOMESTIC = Passage(
     id="travel-1",
-    text=" ".join(
-        [
-            SCOPE,
-            "The travel desk is open Monday to Friday.",
-            "Book flights through the booking portal.",
-            "Hotel stays are arranged by the desk.",
-            "The booking system is down for maintenance every Sunday.",
-            DEADLINE,
-            NEGATION,
-            "Approved reports are paid within 5 business days.",
-        ]
-    ),
+    text=TRAVEL_TEXT,
     origin="kb",
     source="policies",
     document="travel.md",
