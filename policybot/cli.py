@@ -324,7 +324,7 @@ SAMPLES_DIR = Path(__file__).resolve().parent.parent / "samples"
 
 DEMO_QUESTIONS = [
     "How long do I have to submit my expense report after a domestic business trip?",
-    "When is the next open enrollment window for health benefits?",
+    "When do payslips show up in Workday?",
     "Can I bring my dog to the office?",
 ]
 
@@ -355,10 +355,13 @@ def demo(
     docs_list(collection=None, include_deleted=False, as_json=False)
     console.rule("[bold]5. T5 retrieval evaluator")
     active = evaluators.active_version(settings)
-    if active is None:
-        evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
-    else:
+    if active is not None:
         console.print(f"reusing active evaluator {active.version} (`policybot evaluator train` makes a new one)")
+    elif evaluators.list_versions(settings):
+        console.print("an evaluator was trained before but did not beat cosine similarity, so answers use cosine "
+                      "(`policybot evaluator train --minutes 10` for a longer run)")
+    else:
+        evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
     if slack:
         from bot.demo import run_local_slack_loop
 
