@@ -16,6 +16,8 @@ import pytest
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+# A background training run would occupy the single test worker for minutes.
+os.environ["POLICYBOT_AUTO_TRAIN"] = "false"
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
 
 REPO = Path(__file__).resolve().parent.parent

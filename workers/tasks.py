@@ -287,7 +287,22 @@ def _ingest_uploads(client, settings, file_ids: Sequence[str]) -> tuple[list[str
                 lines.append(f"{item.document}: {item.status}, {item.chunks} chunks in collection {collection}")
         if report.count("added") or report.count("updated"):
             lines.append("New questions are answered from it right away.")
+            if _start_first_training(settings):
+                lines.append("No evaluator is trained yet: training one in the background "
+                             "(answers use cosine similarity until it is ready).")
     return lines, ok
+
+
+def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
+    """After the first ingestion, train an evaluator on the ingest queue (POLICYBOT_AUTO_TRAIN)."""
+    from policybot import evaluators
+
+    if not settings.auto_train or evaluators.list_versions(settings):
+        return False
+    if len(evaluators.corpus_chunks(settings)) < evaluators.MIN_CHUNKS:
+        return False
+    train_evaluator_task.delay()
+    return True
 
 
 # --------------------------------------------------------------------- train
