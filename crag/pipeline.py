@@ -87,19 +87,19 @@ class CragPipeline:
             question_class=classify_question(question, config.policy_keywords),
         )
 
-        # 4. Refine internal knowledge (Correct, Ambiguous): only passages that are not clearly irrelevant.
-        kept: list[Strip] = []
-        with _timer(timings, "refine"):
-            if action in (Action.CORRECT, Action.AMBIGUOUS):
-                relevant = [s.passage for s in scored if s.score >= config.thresholds.lower]
-                kept = self._refine(question, relevant)
-                if kept:
-                    answer.sources_used.append("knowledge base")
-
-        # 5. Fall back (Ambiguous, Incorrect) to allow-listed sources that the policy permits.
+        # 4. Fall back (Ambiguous, Incorrect) to allow-listed sources that the policy permits.
+        fallback: list[ScoredPassage] = []
         with _timer(timings, "fallback"):
             if action in (Action.AMBIGUOUS, Action.INCORRECT):
-                kept += self._fall_back(question, context, answer)
+                fallback = self._fall_back(question, context, answer)
+
+        # 5. Refine the evidence the action calls for into the strips that matter.
+        with _timer(timings, "refine"):
+            evidence = choose_evidence(action, scored, fallback, config.thresholds)
+            kept = self._refine(question, [s.passage for s in evidence])
+            answer.sources_used += sorted(
+                {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
+            )
 
         # 6. Compose a cited answer, or 7. abstain.
         with _timer(timings, "compose"):
@@ -128,7 +128,7 @@ class CragPipeline:
             mode=self.config.strip_mode,
         )
 
-    def _fall_back(self, question: str, context: AskContext, answer: Answer) -> list[Strip]:
+    def _fall_back(self, question: str, context: AskContext, answer: Answer) -> list[ScoredPassage]:
         config = self.config
         sources = config.policy.permitted_sources(answer.question_class, self.fallback_sources)
         if not sources:
@@ -150,13 +150,11 @@ class CragPipeline:
                 answer.notes.append(f"fallback source {source.name} failed: {error}")
         if not results:
             return []
-        # Fallback results pass the same gate as internal candidates: one evaluator, one bar.
+        # Fallback results are judged by the same evaluator against the original question.
         result_scores = self.evaluator.score(question, [p.text for p in results])
-        answer.scores += [ScoredPassage(p, float(s)) for p, s in zip(results, result_scores, strict=True)]
-        relevant = [p for p, s in zip(results, result_scores, strict=True) if s >= config.thresholds.upper]
-        strips = self._refine(question, relevant)
-        answer.sources_used += sorted({strip.passage.source for strip in strips})
-        return strips
+        scored = [ScoredPassage(p, float(s)) for p, s in zip(results, result_scores, strict=True)]
+        answer.scores += scored
+        return scored
 
     def _generate(self, question: str, strips: Sequence[Strip], answer: Answer) -> str | None:
         assert self.generator is not None
@@ -166,6 +164,28 @@ class CragPipeline:
             log.warning("generator failed, using the extractive answer: %s", error)
             answer.notes.append(f"generator failed: {error}")
             return None
+
+
+def choose_evidence(
+    action: Action, internal: Sequence[ScoredPassage], fallback: Sequence[ScoredPassage], thresholds: Thresholds
+) -> list[ScoredPassage]:
+    """Which passages an answer may draw on.
+
+    - Correct: the internal passages that are not clearly irrelevant (>= lower).
+    - Incorrect: fallback results that are themselves Correct (>= upper).
+    - Ambiguous: the paper mixes both; for policy, mixing a half-relevant internal rule with
+      a fallback page cites the wrong source. Use whichever side holds the stronger
+      passage, and only if it clears the middle of the ambiguous band; otherwise abstain.
+    """
+    if action == Action.CORRECT:
+        return [s for s in internal if s.score >= thresholds.lower]
+    if action == Action.INCORRECT:
+        return [s for s in fallback if s.score >= thresholds.upper]
+    bar = (thresholds.upper + thresholds.lower) / 2
+    best_internal = max((s.score for s in internal), default=float("-inf"))
+    best_fallback = max((s.score for s in fallback), default=float("-inf"))
+    side = fallback if best_fallback > best_internal else internal
+    return [s for s in side if s.score >= bar]
 
 
 def _document_order(strips: Sequence[Strip]) -> list[Strip]:

@@ -45,3 +45,36 @@ def test_equal_thresholds() -> None:
     same = Thresholds(upper=0.0, lower=0.0)
     assert decide([0.0], same) is Action.CORRECT
     assert decide([-0.1], same) is Action.INCORRECT
+
+
+# --- which evidence an action may answer from (crag.pipeline.choose_evidence) ----------
+
+from crag.pipeline import choose_evidence  # noqa: E402
+from crag.types import Passage, ScoredPassage  # noqa: E402
+
+BAND = Thresholds(upper=0.6, lower=-0.2)  # middle of the ambiguous band: 0.2
+
+
+def _scored(origin: str, *scores: float) -> list[ScoredPassage]:
+    return [
+        ScoredPassage(Passage(id=f"{origin}{i}", text="t", origin=origin, source=origin, document="d"), score)  # type: ignore[arg-type]
+        for i, score in enumerate(scores)
+    ]
+
+
+def test_correct_answers_from_internal_passages_above_lower():
+    chosen = choose_evidence(Action.CORRECT, _scored("kb", 0.7, 0.0, -0.5), _scored("fallback", 0.9), BAND)
+    assert [s.passage.id for s in chosen] == ["kb0", "kb1"]
+
+
+def test_incorrect_answers_only_from_fallback_that_is_itself_correct():
+    assert [s.passage.id for s in choose_evidence(Action.INCORRECT, _scored("kb", -0.5), _scored("fallback", 0.61, 0.59), BAND)] == ["fallback0"]
+    assert choose_evidence(Action.INCORRECT, _scored("kb", -0.5), [], BAND) == []
+
+
+def test_ambiguous_uses_the_stronger_side_above_the_middle_of_the_band():
+    stronger_fallback = choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.3), _scored("fallback", 0.5, 0.1), BAND)
+    assert [s.passage.id for s in stronger_fallback] == ["fallback0"]
+    stronger_internal = choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.5, 0.25), _scored("fallback", 0.3), BAND)
+    assert [s.passage.id for s in stronger_internal] == ["kb0", "kb1"]
+    assert choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.15), _scored("fallback", 0.1), BAND) == []
