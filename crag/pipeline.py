@@ -1,7 +1,7 @@
 """The CRAG pipeline, top to bottom like the method:
 
-retrieve → evaluate → decide → refine (Correct, Ambiguous) → fall back (Ambiguous,
-Incorrect) → compose a cited answer, or abstain.
+retrieve → evaluate → decide → fall back (Ambiguous, Incorrect) → choose the evidence
+the action calls for → refine it into strips → compose a cited answer, or abstain.
 
 Every piece is passed in (retriever, evaluator, fallback sources, policy), so the
 pipeline runs the same in a CLI, a Celery worker or a test.
