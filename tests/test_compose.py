@@ -8,17 +8,9 @@ from crag.compose import abstention_text, compose_extractive, content_words, tid
 from crag.strips import decompose, refine
 from crag.types import Citation, Passage, Strip
 
-from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT
+from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage
 
-DOMESTIC = Passage(
-    id="travel-1",
-    text=TRAVEL_TEXT,
-    origin="kb",
-    source="policies",
-    document="travel.md",
-    title="Travel policy",
-    section="Travel > Domestic travel",
-)
+DOMESTIC = travel_passage()
 
 INTERNATIONAL = Passage(
     id="travel-2",

@@ -15,21 +15,8 @@ from crag.strips import (
 )
 from crag.types import Passage, Strip
 
-from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT
+from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT, travel_passage
 
-
-def travel_passage(**overrides: object) -> Passage:
-    fields: dict[str, object] = dict(
-        id="travel-1",
-        text=TRAVEL_TEXT,
-        origin="kb",
-        source="policies",
-        document="travel.md",
-        title="Travel policy",
-        section="Travel > Domestic travel",
-    )
-    fields.update(overrides)
-    return Passage(**fields)  # type: ignore[arg-type]
 
 
 _STOPWORDS = {"how", "many", "do", "i", "have", "to", "the", "a", "in", "is", "are", "for", "my", "what"}

@@ -17,3 +17,20 @@ TRAVEL_TEXT = " ".join(
         "Approved reports are paid within 5 business days.",
     ]
 )
+
+
+def travel_passage(**overrides: object):  # -> crag.types.Passage
+    """The example as a retrieved knowledge-base chunk; fields can be overridden."""
+    from crag.types import Passage
+
+    fields: dict[str, object] = dict(
+        id="travel-1",
+        text=TRAVEL_TEXT,
+        origin="kb",
+        source="policies",
+        document="travel.md",
+        title="Travel policy",
+        section="Travel > Domestic travel",
+    )
+    fields.update(overrides)
+    return Passage(**fields)  # type: ignore[arg-type]
