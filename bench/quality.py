@@ -1,6 +1,6 @@
 """Answer quality, side by side in one run: plain RAG, CRAG with cosine, CRAG with the T5 evaluator.
 
-    .venv/bin/python -m bench.quality [--minutes 10] [--retrain] [--home DIR] [--write docs/quality.md]
+    .venv/bin/python -m bench.quality [--minutes 10] [--retrain] [--home DIR] [--write docs/quality.md] [--dump FILE]
 
 Runs on its own POLICYBOT_HOME (default ./.policybot-bench): ingests samples/policies as
 the knowledge base and samples/hr-portal as an allow-listed fallback collection, trains
@@ -102,7 +102,27 @@ def plain_rag(settings, question: str, top_k: int):  # type: ignore[no-untyped-d
     return passages[0].text, True, [(passages[0].document, "kb")], "correct"
 
 
-def run(minutes: float, retrain: bool, home: Path, write: Path | None) -> int:
+def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:  # type: ignore[no-untyped-def]
+    """One question's internals under one system, for reading misses (--dump)."""
+    return {
+        "id": item["id"],
+        "category": item["category"],
+        "system": system,
+        "expected_document": item.get("expected_document"),
+        "action": outcome.action,
+        "found": outcome.found,
+        "right": outcome.right,
+        "thresholds": None if answer.thresholds is None else {"upper": answer.thresholds.upper, "lower": answer.thresholds.lower},
+        "scores": [
+            {"origin": s.passage.origin, "document": s.passage.document, "section": s.passage.section, "score": round(s.score, 4)}
+            for s in answer.scores
+        ],
+        "strips": [{"document": s.passage.document, "score": round(s.score or 0.0, 4), "text": s.text} for s in answer.strips],
+        "answer": answer.text,
+    }
+
+
+def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Path | None = None) -> int:
     os.environ["POLICYBOT_HOME"] = str(home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -121,6 +141,7 @@ def run(minutes: float, retrain: bool, home: Path, write: Path | None) -> int:
     }
     results = {name: SystemResult(name) for name in systems}
     wrong_examples: dict[str, list[str]] = {name: [] for name in systems}
+    dumped: list[dict] = []
     for item in items:
         for name, runtime in systems.items():
             started = time.perf_counter()
@@ -132,6 +153,8 @@ def run(minutes: float, retrain: bool, home: Path, write: Path | None) -> int:
                 cites = [(c.document, c.origin) for c in answer.citations]
             outcome = Outcome(found, judge(item, text, found, cites), action, time.perf_counter() - started)
             results[name].outcomes[item["category"]].append(outcome)
+            if runtime is not None and dump is not None:
+                dumped.append(dump_record(item, name, answer, outcome))
             failed = (item["category"] == "none" and found) or (item["category"] != "none" and not outcome.right)
             if failed:
                 wrong_examples[name].append(f"{item['id']} ({action}, found={found})")
@@ -158,6 +181,11 @@ def run(minutes: float, retrain: bool, home: Path, write: Path | None) -> int:
     lines += [f"- {name}: {', '.join(missed) or 'none'}" for name, missed in wrong_examples.items()]
     report = "\n".join(lines)
     print(report)
+    if dump is not None:
+        import json
+
+        dump.parent.mkdir(parents=True, exist_ok=True)
+        dump.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in dumped))
     if write is not None:
         write.parent.mkdir(parents=True, exist_ok=True)
         write.write_text(
@@ -173,8 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retrain", action="store_true", help="train a new evaluator even if one is active")
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME for the benchmark")
     parser.add_argument("--write", type=Path, default=None, help="also write the table to this Markdown file")
+    parser.add_argument("--dump", type=Path, default=None, help="write every CRAG answer's scores and strips as JSONL")
     args = parser.parse_args(argv)
-    return run(args.minutes, args.retrain, args.home, args.write)
+    return run(args.minutes, args.retrain, args.home, args.write, args.dump)
 
 
 if __name__ == "__main__":
