@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 
 
-def create_asgi_app(bolt: App) -> Starlette:
+def create_asgi_app(bolt: App, console_settings: Settings | None = None) -> Starlette:
+    """Bolt at /slack/events, /healthz, and (given settings) the admin console under /admin."""
     async def events(request: Request) -> Response:
         body = await request.body()
         bolt_response = await run_in_threadpool(bolt.dispatch, to_bolt_request(request, body))
@@ -35,13 +36,18 @@ def create_asgi_app(bolt: App) -> Starlette:
     async def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    return Starlette(routes=[Route(EVENTS_PATH, events, methods=["POST"]), Route("/healthz", health, methods=["GET"])])
+    routes: list = [Route(EVENTS_PATH, events, methods=["POST"]), Route("/healthz", health, methods=["GET"])]
+    if console_settings is not None:
+        from console.app import console_routes
+
+        routes += console_routes(console_settings)
+    return Starlette(routes=routes)
 
 
 def build_asgi(settings: Settings) -> Starlette:
     from bot.app import build_app
 
-    return create_asgi_app(build_app(settings))
+    return create_asgi_app(build_app(settings), console_settings=settings if settings.console_accounts else None)
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_level: str = "info") -> None:

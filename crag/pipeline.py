@@ -51,6 +51,29 @@ class AskContext:
 Generator = Callable[[str, Sequence[Strip], Sequence[Citation]], str | None]
 
 
+@dataclass(frozen=True)
+class FallbackPlan:
+    """What a fallback step would send, and where: the admin console's "test query" shows this."""
+
+    question_class: str
+    redacted: str
+    keywords: str  # the only text that ever leaves the knowledge base
+    sources: Sequence[FallbackSource]  # the registered sources the action policy permits, in order
+
+
+def plan_fallback(question: str, context: AskContext, sources: Sequence[FallbackSource],
+                  config: PipelineConfig) -> FallbackPlan:
+    """Classify, pick the permitted sources, then redact and rewrite the question into keywords.
+
+    Only the redacted keyword rewrite ever leaves the knowledge base; the evaluator still
+    scores what comes back against the user's original question.
+    """
+    question_class = classify_question(question, config.policy_keywords)
+    redacted = redact(question, context.asker_names)
+    return FallbackPlan(question_class, redacted, keyword_query(redacted, config.max_keywords),
+                        config.policy.permitted_sources(question_class, sources))
+
+
 @dataclass
 class CragPipeline:
     retriever_for: Callable[[AskContext], Retriever]
@@ -130,18 +153,16 @@ class CragPipeline:
 
     def _fall_back(self, question: str, context: AskContext, answer: Answer) -> list[ScoredPassage]:
         config = self.config
-        sources = config.policy.permitted_sources(answer.question_class, self.fallback_sources)
-        if not sources:
+        plan = plan_fallback(question, context, self.fallback_sources, config)
+        if not plan.sources:
             answer.notes.append("no fallback source is permitted for this question")
             return []
-        # Only a redacted keyword rewrite ever leaves the knowledge base; the evaluator
-        # still scores what comes back against the user's original question.
-        keywords = keyword_query(redact(question, context.asker_names), config.max_keywords)
+        keywords = plan.keywords
         if not keywords:
             answer.notes.append("nothing left to send to fallback sources after redaction")
             return []
         results: list[Passage] = []
-        for source in sources:
+        for source in plan.sources:
             answer.fallback_queries.append({"source": source.name, "query": keywords})
             try:
                 results += source.search(keywords, config.fallback_limit)

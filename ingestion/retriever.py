@@ -27,7 +27,7 @@ from policybot.config import Settings
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant
 _SAFE_COLLECTION = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-_SAFE_CHANNEL = re.compile(r"[A-Z0-9]{1,24}")
+SAFE_CHANNEL = re.compile(r"[A-Z0-9]{1,24}")
 
 
 _vector_stores: dict[str, object] = {}
@@ -57,7 +57,7 @@ def access_filters(collections: Sequence[str], channel: str | None) -> MetadataF
             raise ValueError(f"invalid collection name {name!r}")
     visible = [store.PUBLIC_ACL]
     if channel:
-        if not _SAFE_CHANNEL.fullmatch(channel):
+        if not SAFE_CHANNEL.fullmatch(channel):
             raise ValueError(f"invalid Slack channel ID {channel!r}")
         visible.append(channel)
     return MetadataFilters(

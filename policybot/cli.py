@@ -195,19 +195,9 @@ def docs_list(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List ingested documents with their chunk counts."""
-    from sqlalchemy import select
+    from policybot.manage import list_documents
 
-    from policybot import db
-    from policybot.models import Document
-
-    settings = _settings()
-    with db.session(settings) as session:
-        query = select(Document).order_by(Document.collection, Document.name)
-        if collection:
-            query = query.where(Document.collection == collection)
-        if not include_deleted:
-            query = query.where(Document.deleted.is_(False))
-        documents = session.execute(query).scalars().all()
+    documents = list_documents(_settings(), collection, include_deleted)
     if as_json:
         print(json.dumps([_document_json(d) for d in documents]))
         return
@@ -224,18 +214,9 @@ def docs_list(
 
 
 def _document_json(document) -> dict:  # type: ignore[no-untyped-def]
-    return {
-        "id": document.id,
-        "document": document.name,
-        "collection": document.collection,
-        "title": document.title,
-        "source": document.source,
-        "chunks": document.chunk_count,
-        "version": document.version,
-        "ingested_at": document.ingested_at.isoformat(),
-        "deleted": document.deleted,
-        "access_channels": document.access_channels,
-    }
+    from policybot.manage import document_json
+
+    return document_json(document)
 
 
 def _find_document(session, ref: str, collection: Optional[str]):  # type: ignore[no-untyped-def]
@@ -305,15 +286,17 @@ def docs_access(
     collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
 ) -> None:
     """Restrict a document to askers in the given Slack channels."""
-    from ingestion import store
     from policybot import db
+    from policybot.manage import ManageError, parse_channels, set_document_access
 
     settings = _settings()
-    allowed = [part.strip() for part in channels.split(",") if part.strip()]
-    with db.session(settings) as session:
-        document = _find_document(session, ref, collection)
-        document.access_channels = allowed or None
-        store.set_chunk_acl(session, document)
+    try:
+        allowed = parse_channels(channels)
+        with db.session(settings) as session:
+            document = _find_document(session, ref, collection)
+        document = set_document_access(settings, document.id, allowed)
+    except ManageError as error:
+        _fail(str(error), 1)
     console.print(f"{document.name}: " + (f"only {', '.join(allowed)}" if allowed else "everyone"))
 
 
@@ -457,60 +440,25 @@ def fallback_add(
     open_web: Annotated[bool, typer.Option("--open-web", help="Mark as an open-web source (never used for policy questions).")] = False,
 ) -> None:
     """Allow-list a fallback source: a collection or an HTTP search API."""
-    from sqlalchemy import select
+    from policybot.manage import ManageError, add_fallback_source
 
-    from crag.fallback import FieldMap
-    from policybot import db
-    from policybot.models import FallbackSourceRow
-
-    settings = _settings()
-    if (collection is None) == (url is None):
-        _fail("give exactly one of --collection or --url", 1)
-    config: dict = {}
-    if url is not None:
-        if field_map:
-            try:
-                mapping = dict(part.split("=", 1) for part in field_map.split(","))
-                FieldMap.from_mapping(mapping)
-            except ValueError as error:
-                _fail(f"bad --field-map: {error}", 1)
-            config["field_map"] = mapping
-        if query_template:
-            config["query_template"] = query_template
-        if allowed_hosts:
-            from urllib.parse import urlsplit
-
-            config["allowed_hosts"] = [urlsplit(url).hostname or ""] + [h.strip() for h in allowed_hosts.split(",") if h.strip()]
-        config.update(allow_private=allow_private, timeout_s=timeout, max_bytes=max_bytes)
-    row = FallbackSourceRow(name=name, kind="collection" if collection else "http", collection=collection, url=url,
-                            config=config, open_web=open_web)
-    if url is not None:
-        from policybot.runtime import http_source_config
-
-        try:
-            http_source_config(row)  # validates URL, template and options now, not at question time
-        except (ValueError, TypeError) as error:
-            _fail(str(error), 1)
-    with db.session(settings) as session:
-        if session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == name)).scalar_one_or_none():
-            _fail(f"a fallback source named {name!r} exists; remove it first", 1)
-        session.add(row)
+    try:
+        add_fallback_source(_settings(), name, collection=collection, url=url, field_map=field_map,
+                            query_template=query_template, allowed_hosts=allowed_hosts, allow_private=allow_private,
+                            timeout=timeout, max_bytes=max_bytes, open_web=open_web)
+    except ManageError as error:
+        _fail(str(error), 1)
     console.print(f"allow-listed {name!r}: " + (f"collection {collection}" if collection else f"{url}"))
 
 
 @fallback_app.command("list")
 def fallback_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List the allow-listed fallback sources."""
-    from sqlalchemy import select
+    from policybot.manage import fallback_source_json, list_fallback_sources
 
-    from policybot import db
-    from policybot.models import FallbackSourceRow
-
-    with db.session(_settings()) as session:
-        rows = session.execute(select(FallbackSourceRow).order_by(FallbackSourceRow.id)).scalars().all()
+    rows = list_fallback_sources(_settings())
     if as_json:
-        print(json.dumps([{"name": r.name, "kind": r.kind, "collection": r.collection, "url": r.url,
-                           "open_web": r.open_web, "config": r.config} for r in rows]))
+        print(json.dumps([fallback_source_json(r) for r in rows]))
         return
     table = Table("name", "kind", "target", "open web")
     for row in rows:
@@ -521,15 +469,12 @@ def fallback_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> N
 @fallback_app.command("remove")
 def fallback_remove(name: Annotated[str, typer.Argument()]) -> None:
     """Remove a fallback source from the allow-list."""
-    from sqlalchemy import delete
+    from policybot.manage import ManageError, remove_fallback_source
 
-    from policybot import db
-    from policybot.models import FallbackSourceRow
-
-    with db.session(_settings()) as session:
-        removed = session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == name)).rowcount
-    if not removed:
-        _fail(f"no fallback source named {name!r}", 1)
+    try:
+        remove_fallback_source(_settings(), name)
+    except ManageError as error:
+        _fail(str(error), 1)
     console.print(f"removed {name!r}")
 
 
@@ -659,3 +604,8 @@ def evaluator_eval(
 from policybot.cli_ops import register as _register_ops_commands  # noqa: E402
 
 _register_ops_commands(app)
+
+# The admin web console (`policybot console`).
+from console.cli import register as _register_console_commands  # noqa: E402
+
+_register_console_commands(app)

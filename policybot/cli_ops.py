@@ -2,24 +2,32 @@
 
 `policybot serve --http|--socket`, `policybot worker`, `policybot logs [show ID]`,
 `policybot stats`. Registered on the main CLI by `register(app)` (see policybot/cli.py).
-The log queries live here too (`query_logs`, `stats_summary`) so the bot's admin `stats`
-reply shows the same numbers as the CLI.
+The log queries live in policybot/review.py, shared with the bot's admin `stats` reply and
+the admin console, so all three show the same numbers (re-exported here).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
-import re
 import sys
-from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Optional
 
 import typer
 
-ACTIONS = ("correct", "ambiguous", "incorrect")
+from policybot.review import (
+    ACTIONS,
+    FEEDBACK_CHOICES,
+    STATUSES,
+    daily_stats,
+    find_record,
+    log_record,
+    parse_since,
+    query_logs,
+    records_csv,
+    stats_summary,
+)
+
 QUEUES = ("answer", "ingest")
 
 
@@ -27,174 +35,6 @@ def _cli():  # the main CLI module (imported lazily: it imports this module at i
     from policybot import cli
 
     return cli
-
-
-# ----------------------------------------------------------------- queries
-
-
-def parse_since(value: str, now: datetime | None = None) -> datetime:
-    """`7d`, `12h`, `30m`, `2w`, or an ISO date/time; returns an aware UTC datetime."""
-    now = now or datetime.now(timezone.utc)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*", value.lower())
-    if match:
-        amount = float(match.group(1))
-        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
-        return now - timedelta(**{unit: amount})
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(f"--since {value!r}: use e.g. 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
-def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
-    from sqlalchemy import case, func, select
-
-    from policybot.models import Feedback
-
-    if not question_ids:
-        return {}
-    rows = session.execute(
-        select(Feedback.question_id,
-               func.count(case((Feedback.vote > 0, 1))),
-               func.count(case((Feedback.vote < 0, 1))))
-        .where(Feedback.question_id.in_(question_ids))
-        .group_by(Feedback.question_id)
-    ).all()
-    return {qid: (int(up), int(down)) for qid, up, down in rows}
-
-
-def query_logs(settings, *, since: datetime | None = None, action: str | None = None, found: bool | None = None,  # type: ignore[no-untyped-def]
-               feedback: str | None = None, status: str | None = None, limit: int | None = 100) -> list[dict[str, Any]]:
-    """Logged questions, newest first, as plain dicts (the `logs --json` records)."""
-    from sqlalchemy import exists, select
-
-    from policybot import db
-    from policybot.models import Feedback, Question
-
-    query = select(Question).order_by(Question.id.desc())
-    if since is not None:
-        query = query.where(Question.created_at >= since)
-    if action:
-        query = query.where(Question.action == action)
-    if found is not None:
-        query = query.where(Question.found.is_(found))
-    if status:
-        query = query.where(Question.status == status)
-    if feedback == "up":
-        query = query.where(exists().where(Feedback.question_id == Question.id, Feedback.vote > 0))
-    elif feedback == "down":
-        query = query.where(exists().where(Feedback.question_id == Question.id, Feedback.vote < 0))
-    elif feedback == "none":
-        query = query.where(~exists().where(Feedback.question_id == Question.id))
-    elif feedback == "any":
-        query = query.where(exists().where(Feedback.question_id == Question.id))
-    if limit:
-        query = query.limit(limit)
-    with db.session(settings) as session:
-        rows = session.execute(query).scalars().all()
-        votes = _feedback_counts(session, [row.id for row in rows])
-    return [log_record(row, votes.get(row.id, (0, 0))) for row in rows]
-
-
-def log_record(row, votes: tuple[int, int] = (0, 0)) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    describe_action = _cli().describe_action
-    scores = row.scores or []
-    return {
-        "id": row.id,
-        "reference": row.reference,
-        "created_at": row.created_at.isoformat() if row.created_at else None,
-        "surface": row.surface,
-        "asker": row.asker,
-        "channel": row.channel,
-        "thread_ts": row.thread_ts,
-        "parent_id": row.parent_id,
-        "question": row.question,
-        "status": row.status,
-        "action": row.action,
-        "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []))
-        if row.action else None,
-        "found": row.found,
-        "top_score": max((s.get("score", 0.0) for s in scores), default=None),
-        "scores": scores,
-        "strips": row.strips or [],
-        "sources_used": row.sources_used or [],
-        "fallback_queries": row.fallback_queries or [],
-        "citations": row.citations or [],
-        "answer": row.answer,
-        "feedback": {"up": votes[0], "down": votes[1]},
-        "evaluator_version": row.evaluator_version,
-        "thresholds": {"upper": row.upper, "lower": row.lower},
-        "latency_ms": row.latency_ms,
-        "timings_ms": row.timings_ms or {},
-        "error": row.error,
-        "answer_ts": row.answer_ts,
-        "answered_at": row.answered_at.isoformat() if row.answered_at else None,
-    }
-
-
-_DAILY_SQL = """
-SELECT (q.created_at AT TIME ZONE 'UTC')::date AS day,
-       count(*) AS questions,
-       count(*) FILTER (WHERE q.status = 'answered') AS answered,
-       count(*) FILTER (WHERE q.status = 'failed') AS failed,
-       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'correct') AS correct,
-       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'ambiguous') AS ambiguous,
-       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'incorrect') AS incorrect,
-       count(*) FILTER (WHERE q.status = 'answered' AND q.found IS FALSE) AS abstained,
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY q.latency_ms) AS p50,
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY q.latency_ms) AS p95,
-       coalesce(sum(f.up), 0) AS up,
-       coalesce(sum(f.down), 0) AS down
-FROM questions q
-LEFT JOIN (SELECT question_id, count(*) FILTER (WHERE vote > 0) AS up, count(*) FILTER (WHERE vote < 0) AS down
-           FROM feedback GROUP BY question_id) f ON f.question_id = q.id
-WHERE q.created_at >= :since AND q.created_at < :until
-GROUP BY GROUPING SETS (((q.created_at AT TIME ZONE 'UTC')::date), ())
-ORDER BY 1 NULLS LAST
-"""
-
-
-def _rates(row: Any) -> dict[str, Any]:
-    answered = int(row.answered or 0)
-    return {
-        "questions": int(row.questions or 0),
-        "answered": answered,
-        "failed": int(row.failed or 0),
-        "actions": {name: int(getattr(row, name) or 0) for name in ACTIONS},
-        "action_rates": {name: (int(getattr(row, name) or 0) / answered if answered else 0.0) for name in ACTIONS},
-        "abstained": int(row.abstained or 0),
-        "abstention_rate": (int(row.abstained or 0) / answered) if answered else 0.0,
-        "feedback_up": int(row.up or 0),
-        "feedback_down": int(row.down or 0),
-        "latency_p50_ms": round(float(row.p50), 1) if row.p50 is not None else None,
-        "latency_p95_ms": round(float(row.p95), 1) if row.p95 is not None else None,
-    }
-
-
-def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
-    from sqlalchemy import text
-
-    from policybot import db
-
-    now = now or datetime.now(timezone.utc)
-    start = datetime.combine(now.date() - timedelta(days=days - 1), datetime.min.time(), tzinfo=timezone.utc)
-    until = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), tzinfo=timezone.utc)
-    with db.session(settings) as session:
-        rows = session.execute(text(_DAILY_SQL), {"since": start, "until": until}).all()
-    per_day = [{"day": row.day.isoformat()} | _rates(row) for row in rows if row.day is not None]
-    total_row = next((row for row in rows if row.day is None), None)
-    empty = {"questions": 0, "answered": 0, "failed": 0, "actions": {a: 0 for a in ACTIONS},
-             "action_rates": {a: 0.0 for a in ACTIONS}, "abstained": 0, "abstention_rate": 0.0, "feedback_up": 0,
-             "feedback_down": 0, "latency_p50_ms": None, "latency_p95_ms": None}
-    total = _rates(total_row) if total_row is not None and total_row.questions else empty
-    return {"days": days, "since": start.date().isoformat(), "total": total, "per_day": per_day}
-
-
-def stats_summary(settings, days: int = 7) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """The totals of `daily_stats`, flat (what the bot's admin `stats` reply shows)."""
-    return {"days": days} | daily_stats(settings, days)["total"]
 
 
 # ----------------------------------------------------------------- commands
@@ -316,9 +156,9 @@ def logs(
         if found.lower() not in ("true", "false", "yes", "no"):
             cli._fail("--found must be true or false", 1)
         found_value = found.lower() in ("true", "yes")
-    if feedback is not None and feedback not in ("up", "down", "any", "none"):
+    if feedback is not None and feedback not in FEEDBACK_CHOICES:
         cli._fail("--feedback must be up, down, any or none", 1)
-    if status is not None and status not in ("answered", "failed", "pending"):
+    if status is not None and status not in STATUSES:
         cli._fail("--status must be answered, failed or pending", 1)
     records = query_logs(cli._settings(), since=since_at, action=action, found=found_value, feedback=feedback,
                          status=status, limit=limit)
@@ -329,24 +169,6 @@ def logs(
         sys.stdout.write(records_csv(records))
         return
     _print_log_table(records)
-
-
-CSV_FIELDS = ("id", "reference", "created_at", "surface", "asker", "channel", "status", "action", "found", "top_score",
-              "question", "answer", "sources_used", "citations", "fallback_queries", "feedback_up", "feedback_down",
-              "latency_ms", "evaluator_version", "error")
-
-
-def records_csv(records: list[dict[str, Any]]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    for record in records:
-        flat = dict(record)
-        flat["feedback_up"], flat["feedback_down"] = record["feedback"]["up"], record["feedback"]["down"]
-        for key in ("sources_used", "citations", "fallback_queries"):
-            flat[key] = json.dumps(record[key])
-        writer.writerow(flat)
-    return out.getvalue()
 
 
 def _short(text: str | None, width: int) -> str:
@@ -382,23 +204,10 @@ def logs_show(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Show one logged question in full."""
-    from sqlalchemy import func, select
-
-    from policybot import db
-    from policybot.models import Question
-
     cli = _cli()
-    settings = cli._settings()
-    with db.session(settings) as session:
-        if ref.isdigit():
-            row = session.get(Question, int(ref))
-        else:
-            row = session.execute(select(Question).where(func.upper(Question.reference) == ref.strip().upper())
-                                  .order_by(Question.id.desc()).limit(1)).scalar_one_or_none()
-        votes = _feedback_counts(session, [row.id]) if row is not None else {}
-    if row is None:
+    record = find_record(cli._settings(), ref)
+    if record is None:
         cli._fail(f"no logged question {ref!r}", 1)
-    record = log_record(row, votes.get(row.id, (0, 0)))
     if as_json:
         print(json.dumps(record, default=str))
         return

@@ -76,6 +76,26 @@ class Settings(BaseSettings):
     celery_visibility_timeout: int = Field(default=3600, ge=2, validation_alias="POLICYBOT_CELERY_VISIBILITY_TIMEOUT")
     max_question_chars: int = Field(default=4000, ge=100, le=40000, validation_alias="POLICYBOT_MAX_QUESTION_CHARS")
 
+    # Admin console (`policybot console`, or /admin in HTTP mode).
+    # "name:hash" pairs, comma-separated; hashes from `policybot console hash-password`.
+    console_users: str = Field(default="", validation_alias="POLICYBOT_CONSOLE_USERS", repr=False)
+    console_secret: str | None = Field(default=None, validation_alias="POLICYBOT_CONSOLE_SECRET", repr=False)
+    console_secure_cookie: Literal["auto", "true", "false"] = Field(default="auto",
+                                                                     validation_alias="POLICYBOT_CONSOLE_SECURE_COOKIE")
+    console_session_hours: float = Field(default=12.0, gt=0, le=24 * 30, validation_alias="POLICYBOT_CONSOLE_SESSION_HOURS")
+    # Dashboard alert: Incorrect share of the last 7 days above the previous 28 days' by more than this.
+    alert_margin: float = Field(default=0.10, ge=0, le=1, validation_alias="POLICYBOT_ALERT_MARGIN")
+    slack_workspace_url: str | None = Field(default=None, validation_alias="POLICYBOT_SLACK_WORKSPACE_URL")
+
+    @field_validator("console_users")
+    @classmethod
+    def _check_console_users(cls, value: str) -> str:
+        for entry in (part.strip() for part in value.split(",") if part.strip()):
+            name, _, hashed = entry.partition(":")
+            if not name.strip() or not hashed.startswith("scrypt$"):
+                raise ValueError("use name:hash pairs separated by commas; make a hash with `policybot console hash-password`")
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str | None) -> str | None:
@@ -110,6 +130,15 @@ class Settings(BaseSettings):
         return self.home / "evaluators"
 
     @property
+    def console_accounts(self) -> dict[str, str]:
+        """Console sign-in names and their password hashes."""
+        accounts = {}
+        for entry in (part.strip() for part in self.console_users.split(",") if part.strip()):
+            name, _, hashed = entry.partition(":")
+            accounts[name.strip()] = hashed.strip()
+        return accounts
+
+    @property
     def admins(self) -> set[str]:
         return {part.strip() for part in self.admin_user_ids.split(",") if part.strip()}
 
@@ -118,7 +147,7 @@ def _describe(error: ValidationError) -> str:
     lines = []
     for problem in error.errors():
         name = ".".join(str(part) for part in problem["loc"]) or "settings"
-        secret = any(word in name.lower() for word in ("token", "secret", "key", "url"))
+        secret = any(word in name.lower() for word in ("token", "secret", "key", "url", "users", "password"))
         shown = "<hidden>" if secret else repr(problem.get("input"))
         lines.append(f"{name}: {problem['msg']} (got {shown})")
     return "invalid configuration:\n  " + "\n  ".join(lines)

@@ -200,3 +200,40 @@ class SlackAssistantThread(Base):
     user_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     context: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+# ------------------------------------------------------------------ admin console (migration 0003)
+
+
+class Review(Base):
+    """An admin's label on a logged question: was the action/answer right, and which document should have answered."""
+
+    __tablename__ = "reviews"
+    __table_args__ = (UniqueConstraint("question_id", "reviewer", name="uq_reviews_question_reviewer"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
+    reviewer: Mapped[str] = mapped_column(String(100))
+    verdict: Mapped[str] = mapped_column(String(8))  # right | wrong
+    expected_document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"), nullable=True)
+    expected_document: Mapped[str | None] = mapped_column(String(300), nullable=True)  # its name when labelled
+    note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Job(Base):
+    """Background work started from the console (ingestion, evaluator training), with its progress."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))  # ingest | train
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued | running | done | failed
+    params: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    progress: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_by: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from sqlalchemy import select
 
 from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator
 from crag.fallback import HttpFallbackSource, HttpSourceConfig
-from crag.pipeline import AskContext, CragPipeline, PipelineConfig
+from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding
 from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
@@ -164,17 +165,32 @@ class Runtime:
         def retriever_for(context: AskContext) -> Retriever:
             return ChunkRetriever(settings, kb, channel=context.channel)
 
-        config = PipelineConfig(
-            thresholds=self.loaded.thresholds,
-            strip_threshold=self.loaded.strip_threshold,
-            top_k=settings.top_k,
-            strip_mode=settings.strip_mode,
-            strips_top_n=settings.strips_top_n,
-            fallback_limit=settings.fallback_limit,
-            contact=settings.contact,
-        )
+        config = pipeline_config(settings, self.loaded.thresholds, self.loaded.strip_threshold)
         return CragPipeline(retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config,
                             generator=self.generator)
+
+
+def pipeline_config(settings: Settings, thresholds: Thresholds, strip_threshold: float) -> PipelineConfig:
+    return PipelineConfig(
+        thresholds=thresholds,
+        strip_threshold=strip_threshold,
+        top_k=settings.top_k,
+        strip_mode=settings.strip_mode,
+        strips_top_n=settings.strips_top_n,
+        fallback_limit=settings.fallback_limit,
+        contact=settings.contact,
+    )
+
+
+def fallback_preview(settings: Settings, question: str, asker_names: Sequence[str] = (),
+                     channel: str | None = None) -> FallbackPlan:
+    """Exactly what the pipeline's fallback step would send for this question, and to which sources.
+
+    Loads no model: classification, redaction and the keyword rewrite need none.
+    """
+    config = pipeline_config(settings, COSINE_THRESHOLDS, COSINE_STRIP_THRESHOLD)  # thresholds play no part
+    return plan_fallback(question, AskContext(asker_names=tuple(asker_names), channel=channel),
+                         fallback_sources(settings, channel), config)
 
 
 _runtime: Runtime | None = None

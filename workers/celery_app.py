@@ -69,6 +69,8 @@ celery_app.conf.update(
     task_routes={
         "policybot.answer_question": {"queue": ANSWER_QUEUE},
         "policybot.ingest_files": {"queue": INGEST_QUEUE},
+        "policybot.ingest_job": {"queue": INGEST_QUEUE},
+        "policybot.train_evaluator": {"queue": INGEST_QUEUE},
     },
     task_serializer="json",
     accept_content=["json"],

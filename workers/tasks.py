@@ -310,15 +310,88 @@ def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
 
 @celery_app.task(name="policybot.train_evaluator", queue="ingest", soft_time_limit=INGEST_SOFT_LIMIT_S,
                  time_limit=INGEST_HARD_LIMIT_S)
-def train_evaluator_task(minutes: float | None = None, activate: str = "if_better") -> dict[str, Any]:
+def train_evaluator_task(minutes: float | None = None, activate: str = "if_better", job_id: int | None = None) -> dict[str, Any]:
     """Train an evaluator on the ingest queue (activated only if it beats cosine, unless told otherwise).
 
+    With a `job_id` (the admin console), progress and the outcome are written to that job.
     Answer workers load the active evaluator when their process starts: restart them
     (or run `policybot worker` again) to use a newly activated version.
     """
-    from policybot.evaluators import train_and_register
+    from policybot import jobs
+    from policybot.errors import UserError
+    from policybot.evaluators import active_version, train_and_register
 
     settings = _settings()
     budget_minutes = min(minutes or settings.train_minutes, (INGEST_SOFT_LIMIT_S - 60) / 60)
-    result = train_and_register(settings, budget_s=budget_minutes * 60, activate=activate)  # type: ignore[arg-type]
-    return {"version": result.version, "beats_cosine": result.beats_cosine, "thresholds": result.thresholds}
+    progress = None
+    if job_id is not None:
+        jobs.update_job(settings, job_id, status="running", progress={"phase": "preparing"})
+        report = jobs.progress_reporter(settings, job_id)
+
+        def progress(event: dict) -> None:
+            report({"phase": event.get("phase", ""), "done": event.get("step", 0), "total": event.get("total"),
+                    "loss": event.get("loss")})
+    try:
+        result = train_and_register(settings, budget_s=budget_minutes * 60, activate=activate,  # type: ignore[arg-type]
+                                    progress=progress)
+    except Exception as error:
+        if job_id is not None:
+            jobs.fail_job(settings, job_id, str(error) if isinstance(error, UserError) else _describe(error))
+        if isinstance(error, UserError):
+            log.warning("training refused: %s", error)
+            return {"error": str(error)}
+        raise
+    active = active_version(settings)
+    outcome = {"version": result.version, "beats_cosine": result.beats_cosine, "thresholds": result.thresholds,
+               "activated": active is not None and active.version == result.version,
+               "auc": result.evaluator.auc, "cosine_auc": result.cosine.auc}
+    if job_id is not None:
+        jobs.update_job(settings, job_id, status="done", result=outcome)
+    return outcome
+
+
+# ----------------------------------------------------------- console ingest
+
+
+@celery_app.task(bind=True, name="policybot.ingest_job", queue="ingest", max_retries=0,
+                 soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S)
+def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Ingest the files of a console job (uploads or a re-ingest), reporting progress per file."""
+    from ingestion.ingest import ingest_paths
+    from policybot import jobs
+    from policybot.errors import UserError
+
+    settings = _settings()
+    job = jobs.get_job(settings, job_id)
+    if job is None:
+        log.warning("ingest job %s does not exist", job_id)
+        return "missing"
+    if job["status"] in ("done", "failed"):
+        return "already finished"  # a redelivery after the job completed
+    params = job["params"]
+    paths = [Path(p) for p in params.get("paths", [])]
+    total = len(paths)
+    jobs.update_job(settings, job_id, status="running", progress={"done": 0, "total": total, "files": []})
+    report_progress = jobs.progress_reporter(settings, job_id, every_s=0.5)
+    files: list[dict[str, Any]] = []
+
+    def show(step) -> None:  # type: ignore[no-untyped-def]
+        files.append({"document": step.result.document, "status": step.result.status, "chunks": step.result.chunks,
+                      "error": step.result.error})
+        report_progress({"done": step.done, "total": step.total, "files": list(files)})
+
+    try:
+        report = ingest_paths(settings, paths, collection=params.get("collection"),
+                              access_channels=params.get("channels"), on_progress=show)
+    except Exception as error:
+        message = str(error) if isinstance(error, UserError) else _describe(error)
+        log.error("ingest job %s failed: %s", job_id, message, exc_info=not isinstance(error, UserError))
+        jobs.fail_job(settings, job_id, message)
+        return "failed"
+    result = report.as_json() | {"collection": report.collection, "seconds": round(report.seconds, 1)}
+    if report.failed:
+        jobs.update_job(settings, job_id, status="failed", result=result,
+                        error="; ".join(f"{Path(item.path).name}: {item.error}" for item in report.failed))
+        return "failed"
+    jobs.update_job(settings, job_id, status="done", result=result)
+    return "ingested"

@@ -1,0 +1,168 @@
+"""Console sign-in: scrypt password hashes, signed session cookies, CSRF tokens.
+
+- Passwords are stored only as `scrypt$N$r$p$salt$hash` (stdlib `hashlib.scrypt`), made by
+  `policybot console hash-password`; verification is constant-time.
+- The session is a cookie holding {user, csrf token, issue time}, HMAC-SHA256-signed with
+  POLICYBOT_CONSOLE_SECRET (or a random secret kept in POLICYBOT_HOME/console-secret, mode
+  0600). HttpOnly, SameSite=Strict, Secure over HTTPS (POLICYBOT_CONSOLE_SECURE_COOKIE),
+  expiring after POLICYBOT_CONSOLE_SESSION_HOURS. A session whose user is no longer
+  configured is treated as signed out.
+- Every POST carries the session's CSRF token (a form field or the X-CSRF-Token header).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policybot.config import Settings
+
+COOKIE_NAME = "policybot_console"
+SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**14, 8, 1, 32
+LOGIN_WINDOW_S, LOGIN_MAX_FAILURES = 300, 10
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def hash_password(password: str) -> str:
+    if len(password) < 8:
+        raise ValueError("use a password of at least 8 characters")
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_LEN)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = encoded.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = _unb64(digest)
+        actual = hashlib.scrypt(password.encode(), salt=_unb64(salt), n=int(n), r=int(r), p=int(p),
+                                dklen=len(expected), maxmem=2**27)
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(actual, expected)
+
+
+# A well-formed hash of a random password: unknown names cost as much as known ones.
+_DUMMY_HASH = hash_password(secrets.token_urlsafe(16))
+
+
+def check_credentials(settings: Settings, user: str, password: str) -> bool:
+    encoded = settings.console_accounts.get(user)
+    ok = verify_password(password, encoded or _DUMMY_HASH)
+    return ok and encoded is not None
+
+
+def session_secret(settings: Settings) -> bytes:
+    if settings.console_secret:
+        return settings.console_secret.encode()
+    path = settings.home / "console-secret"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+    return Path(path).read_text().strip().encode()
+
+
+@dataclass
+class Session:
+    user: str | None = None
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    issued: float = field(default_factory=time.time)
+    flash: list[list[str]] = field(default_factory=list)  # [level, text] shown on the next page
+    changed: bool = False
+
+    def payload(self) -> dict[str, Any]:
+        return {"u": self.user, "c": self.csrf, "t": self.issued, "f": self.flash}
+
+    def sign_in(self, user: str) -> None:
+        self.user, self.csrf, self.issued, self.changed = user, secrets.token_urlsafe(32), time.time(), True
+
+    def sign_out(self) -> None:
+        self.user, self.csrf, self.issued, self.flash, self.changed = None, secrets.token_urlsafe(32), time.time(), [], True
+
+    def add_flash(self, level: str, text: str) -> None:
+        self.flash.append([level, text])
+        self.changed = True
+
+    def pop_flash(self) -> list[list[str]]:
+        shown, self.flash = self.flash, []
+        if shown:
+            self.changed = True
+        return shown
+
+    def csrf_ok(self, token: str | None) -> bool:
+        return bool(token) and hmac.compare_digest(str(token), self.csrf)
+
+
+def encode_session(session: Session, secret: bytes) -> str:
+    body = _b64(json.dumps(session.payload(), separators=(",", ":")).encode())
+    return body + "." + _b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())
+
+
+def decode_session(value: str | None, secret: bytes, settings: Settings) -> Session:
+    """The cookie's session, or a fresh anonymous one if it is missing, forged, expired or for a removed user."""
+    if value and "." in value:
+        body, _, signature = value.rpartition(".")
+        expected = _b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())
+        if hmac.compare_digest(signature, expected):
+            try:
+                data = json.loads(_unb64(body))
+                session = Session(user=data.get("u"), csrf=str(data["c"]), issued=float(data["t"]),
+                                  flash=list(data.get("f") or []))
+            except (ValueError, KeyError, TypeError):
+                return Session(changed=True)
+            if time.time() - session.issued > settings.console_session_hours * 3600:
+                return Session(changed=True)
+            if session.user is not None and session.user not in settings.console_accounts:
+                return Session(changed=True)
+            return session
+    return Session(changed=True)
+
+
+def secure_cookie(settings: Settings, scheme: str) -> bool:
+    mode = settings.console_secure_cookie
+    return mode == "true" or (mode == "auto" and scheme == "https")
+
+
+class LoginThrottle:
+    """At most LOGIN_MAX_FAILURES failed sign-ins per client address per LOGIN_WINDOW_S."""
+
+    def __init__(self) -> None:
+        self._failures: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, client: str, now: float) -> list[float]:
+        kept = [t for t in self._failures.get(client, []) if now - t < LOGIN_WINDOW_S]
+        self._failures[client] = kept
+        return kept
+
+    def blocked(self, client: str) -> bool:
+        with self._lock:
+            return len(self._recent(client, time.monotonic())) >= LOGIN_MAX_FAILURES
+
+    def failed(self, client: str) -> None:
+        with self._lock:
+            self._recent(client, time.monotonic()).append(time.monotonic())
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._failures.pop(client, None)

@@ -1,0 +1,437 @@
+"""Reviewing the action log: the queries behind `policybot logs|stats`, the bot's admin `stats`
+reply and the admin console, so all three show the same rows and the same numbers.
+
+- `LogFilters` + `query_logs` / `count_logs`: logged questions, newest first, filtered;
+- `log_record`: one row as the plain dict of `logs --json` (and the console's record view);
+- `daily_stats` / `stats_summary`: per-day action rates, abstention, feedback, latency;
+- `records_csv` / `records_jsonl`: exports;
+- `set_review` / `reviews_for`: admins' right/wrong labels (later evaluator training data);
+- `incorrect_alert`, `miss_documents`, `miss_topics`: the health gauges of the knowledge base.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+ACTIONS = ("correct", "ambiguous", "incorrect")
+STATUSES = ("answered", "failed", "pending")
+FEEDBACK_CHOICES = ("up", "down", "any", "none")
+VERDICTS = ("right", "wrong")
+
+
+def parse_since(value: str, now: datetime | None = None) -> datetime:
+    """`7d`, `12h`, `30m`, `2w`, or an ISO date/time; returns an aware UTC datetime."""
+    now = now or datetime.now(timezone.utc)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*", value.lower())
+    if match:
+        amount = float(match.group(1))
+        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+        return now - timedelta(**{unit: amount})
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"--since {value!r}: use e.g. 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class LogFilters:
+    """What to show of the action log; every field optional (None: no filter)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    action: str | None = None
+    found: bool | None = None
+    feedback: str | None = None  # up | down | any | none
+    status: str | None = None
+    channel: str | None = None
+    evaluator_version: str | None = None
+    text: str | None = None  # case-insensitive substring of the question
+    reviewed: str | None = None  # right | wrong | any | none
+
+    def apply(self, query):  # type: ignore[no-untyped-def]
+        from sqlalchemy import exists
+
+        from policybot.models import Feedback, Question, Review
+
+        if self.since is not None:
+            query = query.where(Question.created_at >= self.since)
+        if self.until is not None:
+            query = query.where(Question.created_at < self.until)
+        if self.action:
+            query = query.where(Question.action == self.action)
+        if self.found is not None:
+            query = query.where(Question.found.is_(self.found))
+        if self.status:
+            query = query.where(Question.status == self.status)
+        if self.channel:
+            query = query.where(Question.channel == self.channel)
+        if self.evaluator_version:
+            query = query.where(Question.evaluator_version == self.evaluator_version)
+        if self.text:
+            escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            query = query.where(Question.question.ilike(f"%{escaped}%", escape="\\"))
+        votes = {"up": Feedback.vote > 0, "down": Feedback.vote < 0, "any": True}
+        if self.feedback in votes:
+            query = query.where(exists().where(Feedback.question_id == Question.id, votes[self.feedback]))
+        elif self.feedback == "none":
+            query = query.where(~exists().where(Feedback.question_id == Question.id))
+        if self.reviewed in VERDICTS:
+            query = query.where(exists().where(Review.question_id == Question.id, Review.verdict == self.reviewed))
+        elif self.reviewed == "any":
+            query = query.where(exists().where(Review.question_id == Question.id))
+        elif self.reviewed == "none":
+            query = query.where(~exists().where(Review.question_id == Question.id))
+        return query
+
+
+def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
+    from sqlalchemy import case, func, select
+
+    from policybot.models import Feedback
+
+    if not question_ids:
+        return {}
+    rows = session.execute(
+        select(Feedback.question_id,
+               func.count(case((Feedback.vote > 0, 1))),
+               func.count(case((Feedback.vote < 0, 1))))
+        .where(Feedback.question_id.in_(question_ids))
+        .group_by(Feedback.question_id)
+    ).all()
+    return {qid: (int(up), int(down)) for qid, up, down in rows}
+
+
+def _latest_reviews(session, question_ids: list[int]) -> dict[int, dict[str, Any]]:  # type: ignore[no-untyped-def]
+    from sqlalchemy import select
+
+    from policybot.models import Review
+
+    if not question_ids:
+        return {}
+    rows = session.execute(select(Review).where(Review.question_id.in_(question_ids))
+                           .order_by(Review.updated_at)).scalars().all()
+    return {row.question_id: review_json(row) for row in rows}  # the latest one wins
+
+
+def query_logs(settings, filters: LogFilters | None = None, *, limit: int | None = 100, offset: int = 0,  # type: ignore[no-untyped-def]
+               **legacy: Any) -> list[dict[str, Any]]:
+    """Logged questions, newest first, as plain dicts (the `logs --json` records).
+
+    Keyword filters (`since=`, `action=`, ...) are accepted as well as a `LogFilters`.
+    """
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import Question
+
+    filters = filters or LogFilters(**legacy)
+    query = filters.apply(select(Question)).order_by(Question.id.desc())
+    if limit:
+        query = query.limit(limit)
+    if offset:
+        query = query.offset(offset)
+    with db.session(settings) as session:
+        rows = session.execute(query).scalars().all()
+        ids = [row.id for row in rows]
+        votes = _feedback_counts(session, ids)
+        reviews = _latest_reviews(session, ids)
+    return [log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id)) for row in rows]
+
+
+def count_logs(settings, filters: LogFilters) -> int:  # type: ignore[no-untyped-def]
+    from sqlalchemy import func, select
+
+    from policybot import db
+    from policybot.models import Question
+
+    with db.session(settings) as session:
+        return int(session.execute(filters.apply(select(func.count()).select_from(Question))).scalar_one())
+
+
+def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no-untyped-def]
+    """One logged question by row id or by the reference users quote (e.g. Q7K2M9)."""
+    from sqlalchemy import func, select
+
+    from policybot import db
+    from policybot.models import Question
+
+    ref = ref.strip()
+    with db.session(settings) as session:
+        if ref.isdigit():
+            row = session.get(Question, int(ref)) if int(ref) < 2**31 else None
+        else:
+            row = session.execute(select(Question).where(func.upper(Question.reference) == ref.upper())
+                                  .order_by(Question.id.desc()).limit(1)).scalar_one_or_none()
+        if row is None:
+            return None
+        votes = _feedback_counts(session, [row.id])
+        reviews = _latest_reviews(session, [row.id])
+    return log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id))
+
+
+def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    from policybot.cli import describe_action
+
+    scores = row.scores or []
+    return {
+        "id": row.id,
+        "reference": row.reference,
+        "created_at": row.created_at.isoformat() if row.created_at else None,
+        "surface": row.surface,
+        "asker": row.asker,
+        "channel": row.channel,
+        "thread_ts": row.thread_ts,
+        "parent_id": row.parent_id,
+        "question": row.question,
+        "status": row.status,
+        "action": row.action,
+        "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []))
+        if row.action else None,
+        "found": row.found,
+        "top_score": max((s.get("score", 0.0) for s in scores), default=None),
+        "scores": scores,
+        "strips": row.strips or [],
+        "sources_used": row.sources_used or [],
+        "fallback_queries": row.fallback_queries or [],
+        "citations": row.citations or [],
+        "answer": row.answer,
+        "feedback": {"up": votes[0], "down": votes[1]},
+        "evaluator_version": row.evaluator_version,
+        "thresholds": {"upper": row.upper, "lower": row.lower},
+        "latency_ms": row.latency_ms,
+        "timings_ms": row.timings_ms or {},
+        "error": row.error,
+        "answer_ts": row.answer_ts,
+        "answered_at": row.answered_at.isoformat() if row.answered_at else None,
+        "review": review,
+    }
+
+
+# ------------------------------------------------------------------ exports
+
+CSV_FIELDS = ("id", "reference", "created_at", "surface", "asker", "channel", "status", "action", "found", "top_score",
+              "question", "answer", "sources_used", "citations", "fallback_queries", "feedback_up", "feedback_down",
+              "latency_ms", "evaluator_version", "error", "review")
+
+
+def records_csv(records: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    writer.writeheader()
+    for record in records:
+        flat = dict(record)
+        flat["feedback_up"], flat["feedback_down"] = record["feedback"]["up"], record["feedback"]["down"]
+        flat["review"] = (record.get("review") or {}).get("verdict", "")
+        for key in ("sources_used", "citations", "fallback_queries"):
+            flat[key] = json.dumps(record[key])
+        writer.writerow(flat)
+    return out.getvalue()
+
+
+def records_jsonl(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(record, default=str) + "\n" for record in records)
+
+
+# ------------------------------------------------------------------ reviews
+
+
+def review_json(row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return {"verdict": row.verdict, "expected_document_id": row.expected_document_id,
+            "expected_document": row.expected_document, "note": row.note, "reviewer": row.reviewer,
+            "updated_at": row.updated_at.isoformat() if row.updated_at else None}
+
+
+class ReviewError(ValueError):
+    pass
+
+
+def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type: ignore[no-untyped-def]
+               expected_document_id: int | None = None, note: str | None = None) -> dict[str, Any]:
+    """Store (or replace) one reviewer's label for a logged question."""
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import Document, Question, Review
+
+    if verdict not in VERDICTS:
+        raise ReviewError(f"verdict must be one of {', '.join(VERDICTS)}")
+    note = (note or "").strip()[:2000] or None
+    with db.session(settings) as session:
+        if session.get(Question, question_id) is None:
+            raise ReviewError(f"no logged question {question_id}")
+        expected_name = None
+        if expected_document_id is not None:
+            document = session.get(Document, expected_document_id)
+            if document is None:
+                raise ReviewError(f"no document {expected_document_id}")
+            expected_name = document.name
+        row = session.execute(select(Review).where(Review.question_id == question_id, Review.reviewer == reviewer)
+                              ).scalar_one_or_none()
+        if row is None:
+            row = Review(question_id=question_id, reviewer=reviewer)
+            session.add(row)
+        row.verdict = verdict
+        row.expected_document_id = expected_document_id
+        row.expected_document = expected_name
+        row.note = note
+        row.updated_at = datetime.now(timezone.utc)
+        session.flush()
+        return review_json(row)
+
+
+def reviews_for(settings, question_id: int) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import Review
+
+    with db.session(settings) as session:
+        rows = session.execute(select(Review).where(Review.question_id == question_id)
+                               .order_by(Review.updated_at.desc())).scalars().all()
+        return [review_json(row) for row in rows]
+
+
+# ------------------------------------------------------------------ stats
+
+_DAILY_SQL = """
+SELECT (q.created_at AT TIME ZONE 'UTC')::date AS day,
+       count(*) AS questions,
+       count(*) FILTER (WHERE q.status = 'answered') AS answered,
+       count(*) FILTER (WHERE q.status = 'failed') AS failed,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'correct') AS correct,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'ambiguous') AS ambiguous,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.action = 'incorrect') AS incorrect,
+       count(*) FILTER (WHERE q.status = 'answered' AND q.found IS FALSE) AS abstained,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY q.latency_ms) AS p50,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY q.latency_ms) AS p95,
+       coalesce(sum(f.up), 0) AS up,
+       coalesce(sum(f.down), 0) AS down
+FROM questions q
+LEFT JOIN (SELECT question_id, count(*) FILTER (WHERE vote > 0) AS up, count(*) FILTER (WHERE vote < 0) AS down
+           FROM feedback GROUP BY question_id) f ON f.question_id = q.id
+WHERE q.created_at >= :since AND q.created_at < :until
+GROUP BY GROUPING SETS (((q.created_at AT TIME ZONE 'UTC')::date), ())
+ORDER BY 1 NULLS LAST
+"""
+
+
+def _rates(row: Any) -> dict[str, Any]:
+    answered = int(row.answered or 0)
+    return {
+        "questions": int(row.questions or 0),
+        "answered": answered,
+        "failed": int(row.failed or 0),
+        "actions": {name: int(getattr(row, name) or 0) for name in ACTIONS},
+        "action_rates": {name: (int(getattr(row, name) or 0) / answered if answered else 0.0) for name in ACTIONS},
+        "abstained": int(row.abstained or 0),
+        "abstention_rate": (int(row.abstained or 0) / answered) if answered else 0.0,
+        "feedback_up": int(row.up or 0),
+        "feedback_down": int(row.down or 0),
+        "latency_p50_ms": round(float(row.p50), 1) if row.p50 is not None else None,
+        "latency_p95_ms": round(float(row.p95), 1) if row.p95 is not None else None,
+    }
+
+
+def _day_start(day) -> datetime:  # type: ignore[no-untyped-def]
+    return datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
+
+
+def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
+    from sqlalchemy import text
+
+    from policybot import db
+
+    now = now or datetime.now(timezone.utc)
+    start = _day_start(now.date() - timedelta(days=days - 1))
+    until = _day_start(now.date() + timedelta(days=1))
+    with db.session(settings) as session:
+        rows = session.execute(text(_DAILY_SQL), {"since": start, "until": until}).all()
+    per_day = [{"day": row.day.isoformat()} | _rates(row) for row in rows if row.day is not None]
+    total_row = next((row for row in rows if row.day is None), None)
+    empty = {"questions": 0, "answered": 0, "failed": 0, "actions": {a: 0 for a in ACTIONS},
+             "action_rates": {a: 0.0 for a in ACTIONS}, "abstained": 0, "abstention_rate": 0.0, "feedback_up": 0,
+             "feedback_down": 0, "latency_p50_ms": None, "latency_p95_ms": None}
+    total = _rates(total_row) if total_row is not None and total_row.questions else empty
+    return {"days": days, "since": start.date().isoformat(), "total": total, "per_day": per_day}
+
+
+def stats_summary(settings, days: int = 7) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The totals of `daily_stats`, flat (what the bot's admin `stats` reply shows)."""
+    return {"days": days} | daily_stats(settings, days)["total"]
+
+
+# ------------------------------------------------------------------ health
+
+ALERT_MIN_RECENT = 5  # answered questions in the last 7 days before the alert can fire
+
+
+def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    from sqlalchemy import text
+
+    row = session.execute(text(
+        "SELECT count(*) AS answered, count(*) FILTER (WHERE action = 'incorrect') AS incorrect FROM questions "
+        "WHERE status = 'answered' AND created_at >= :since AND created_at < :until"),
+        {"since": since, "until": until}).one()
+    return int(row.incorrect), int(row.answered)
+
+
+def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Incorrect share of the last 7 days against the 28 days before them; `alert` when it rose by > margin."""
+    from policybot import db
+
+    now = now or datetime.now(timezone.utc)
+    recent_start, prior_start = now - timedelta(days=7), now - timedelta(days=35)
+    with db.session(settings) as session:
+        recent = _incorrect_share(session, recent_start, now)
+        prior = _incorrect_share(session, prior_start, recent_start)
+    recent_share = recent[0] / recent[1] if recent[1] else 0.0
+    prior_share = prior[0] / prior[1] if prior[1] else 0.0
+    return {
+        "recent_share": recent_share, "recent_incorrect": recent[0], "recent_answered": recent[1],
+        "prior_share": prior_share, "prior_incorrect": prior[0], "prior_answered": prior[1], "margin": margin,
+        "alert": recent[1] >= ALERT_MIN_RECENT and recent_share > prior_share + margin,
+    }
+
+
+def _misses(settings, since: datetime) -> list[Any]:  # type: ignore[no-untyped-def]
+    from sqlalchemy import or_, select
+
+    from policybot import db
+    from policybot.models import Question
+
+    with db.session(settings) as session:
+        return session.execute(
+            select(Question.question, Question.scores).where(
+                Question.status == "answered", Question.created_at >= since,
+                or_(Question.action == "incorrect", Question.found.is_(False)))
+        ).all()
+
+
+def miss_documents(settings, since: datetime, limit: int = 10) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    """Knowledge-base documents that ranked first for Incorrect/abstained questions: likely stale."""
+    counts: Counter[str] = Counter()
+    for _, scores in _misses(settings, since):
+        kb = [s for s in scores or [] if s.get("origin", "kb") == "kb" and s.get("document")]
+        if kb:
+            counts[max(kb, key=lambda s: s.get("score", 0.0))["document"]] += 1
+    return counts.most_common(limit)
+
+
+def miss_topics(settings, since: datetime, limit: int = 10) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+    """Topics (the keywords a fallback would be sent, redacted) of Incorrect/abstained questions."""
+    from crag.redaction import keyword_query, redact
+
+    counts: Counter[str] = Counter()
+    for question, _ in _misses(settings, since):
+        for word in set(keyword_query(redact(question)).split()):
+            counts[word] += 1
+    return counts.most_common(limit)
