@@ -263,8 +263,10 @@ class Console:
                                                .where(Question.evaluator_version.is_not(None))).scalars()]
 
     async def export(self, request: Request) -> Response:
-        filters, _ = self._filters(request)
         kind = request.path_params["kind"]
+        if kind not in ("csv", "jsonl"):
+            raise BadRequest("export as .csv or .jsonl", 404)
+        filters, _ = self._filters(request)
         records = await self._call(review.query_logs, self.settings, filters, limit=EXPORT_LIMIT)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         if kind == "csv":

@@ -19,7 +19,7 @@ WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 720, 220, 44, 28, 12, 12
 def _svg(body: list[str], title: str, width: int = WIDTH, height: int = HEIGHT) -> Markup:
     label = escape(title)
     return Markup(
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
         f'aria-label="{label}" xmlns="http://www.w3.org/2000/svg"><title>{label}</title>' + "".join(body) + "</svg>"
     )
 
@@ -27,7 +27,7 @@ def _svg(body: list[str], title: str, width: int = WIDTH, height: int = HEIGHT) 
 def _nice_max(value: float) -> float:
     if value <= 0:
         return 1.0
-    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000):
+    for step in (1, 2, 4, 6, 10, 20, 40, 60, 100, 200, 400, 600, 1000, 2000, 4000, 6000, 10000, 20000, 40000, 60000, 100000):
         if value <= step:
             return float(step)
     return float(value)

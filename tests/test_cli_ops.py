@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from conftest import cli_env
+from log_helpers import question_row as _question
 
 SECRET_TOKEN = "xoxb-1111-2222-thisisasecretvalue"
 
@@ -23,16 +24,6 @@ SECRET_TOKEN = "xoxb-1111-2222-thisisasecretvalue"
 def policybot(home: Path, *args: str, env_extra: dict[str, str] | None = None, drop: tuple[str, ...] = ()):
     env = {k: v for k, v in (cli_env(home) | (env_extra or {})).items() if k not in drop}
     return subprocess.run([sys.executable, "-m", "policybot", *args], capture_output=True, text=True, env=env, timeout=300)
-
-
-def _question(**values):  # type: ignore[no-untyped-def]
-    from policybot.answering import new_reference
-    from policybot.models import Question
-
-    defaults = dict(surface="mention", asker="UCLIOPS", channel="CCLIOPS01", reference=new_reference(), status="answered",
-                    found=True, sources_used=["knowledge base"], scores=[], strips=[], citations=[], fallback_queries=[],
-                    evaluator_version="cosine", upper=0.55, lower=0.30, timings_ms={"total": 10.0})
-    return Question(**(defaults | values))
 
 
 @pytest.fixture(scope="module")

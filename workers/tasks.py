@@ -308,7 +308,7 @@ def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
 # --------------------------------------------------------------------- train
 
 
-@celery_app.task(name="policybot.train_evaluator", queue="ingest", soft_time_limit=INGEST_SOFT_LIMIT_S,
+@celery_app.task(name="policybot.train_evaluator", soft_time_limit=INGEST_SOFT_LIMIT_S,
                  time_limit=INGEST_HARD_LIMIT_S)
 def train_evaluator_task(minutes: float | None = None, activate: str = "if_better", job_id: int | None = None) -> dict[str, Any]:
     """Train an evaluator on the ingest queue (activated only if it beats cosine, unless told otherwise).
@@ -353,7 +353,7 @@ def train_evaluator_task(minutes: float | None = None, activate: str = "if_bette
 # ----------------------------------------------------------- console ingest
 
 
-@celery_app.task(bind=True, name="policybot.ingest_job", queue="ingest", max_retries=0,
+@celery_app.task(bind=True, name="policybot.ingest_job", max_retries=0,
                  soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S)
 def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     """Ingest the files of a console job (uploads or a re-ingest), reporting progress per file."""

@@ -1,0 +1,378 @@
+"""The admin console's views and auth, through Starlette's TestClient against the real test database.
+
+Nothing of ours is mocked: sessions, CSRF, queries, reviews, documents, sources and jobs all
+hit the embedded PostgreSQL (and Redis, for queued jobs).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import cli_env
+from console_helpers import ADMIN_PASSWORD, ADMIN_USER, CHANNEL, DOG, PARENTAL, console_settings, csrf_of, seeded_log  # noqa: F401
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def csettings(settings):  # type: ignore[no-untyped-def]
+    return console_settings(settings)
+
+
+def _client(csettings):  # type: ignore[no-untyped-def]
+    from starlette.testclient import TestClient
+
+    from console.app import create_standalone_app
+
+    return TestClient(create_standalone_app(csettings))
+
+
+def _sign_in(client, password: str = ADMIN_PASSWORD):  # type: ignore[no-untyped-def]
+    page = client.get("/admin/login")
+    return client.post("/admin/login", data={"username": ADMIN_USER, "password": password, "csrf_token": csrf_of(page.text)},
+                       follow_redirects=False)
+
+
+@pytest.fixture()
+def admin(csettings):  # type: ignore[no-untyped-def]
+    client = _client(csettings)
+    response = _sign_in(client)
+    assert response.status_code == 303 and response.headers["location"] == "/admin/activity"
+    return client
+
+
+def _csrf(client, path: str = "/admin/activity") -> str:  # type: ignore[no-untyped-def]
+    return csrf_of(client.get(path).text)
+
+
+# ------------------------------------------------------------------ auth
+
+
+def test_hash_password_command_makes_a_hash_that_signs_in(policybot_home) -> None:
+    from console.auth import verify_password
+
+    result = subprocess.run([sys.executable, "-m", "policybot", "console", "hash-password", "--user", "grace"],
+                            input="s3cret-enough\n", capture_output=True, text=True, env=cli_env(policybot_home), timeout=120)
+    assert result.returncode == 0, result.stderr
+    user, _, hashed = result.stdout.strip().partition(":")
+    assert user == "grace" and hashed.startswith("scrypt$") and "s3cret" not in result.stdout
+    assert verify_password("s3cret-enough", hashed) and not verify_password("s3cret-enougH", hashed)
+    short = subprocess.run([sys.executable, "-m", "policybot", "console", "hash-password"], input="short\n",
+                           capture_output=True, text=True, env=cli_env(policybot_home), timeout=120)
+    assert short.returncode == 1 and "at least 8" in short.stderr
+
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: {"kind": "csv", "ref": "1"}.get(m.group(1), "1"), path)
+
+
+def test_every_route_refuses_the_signed_out(csettings) -> None:
+    from starlette.routing import Mount, Route
+
+    from console.app import create_console_app
+
+    client = _client(csettings)
+    checked = 0
+    for route in create_console_app(csettings).routes:
+        if isinstance(route, Mount) or route.path == "/login":
+            continue  # static CSS/JS, and the sign-in page itself
+        assert isinstance(route, Route)
+        path = "/admin" + _concrete(route.path)
+        for method in sorted(route.methods - {"HEAD"}):
+            response = client.request(method, path, follow_redirects=False)
+            if method == "GET" and not (path.startswith("/admin/api/") or path.startswith("/admin/activity.")):
+                assert response.status_code == 303, (method, path)
+                assert response.headers["location"].startswith("/admin/login?next=")
+            else:
+                assert response.status_code == 401, (method, path)
+                assert response.json() == {"error": "sign in first"}
+            assert "Primary caregivers" not in response.text
+            checked += 1
+    assert checked >= 20
+    client.cookies.set("policybot_console", "eyJ1IjoiYWRhIn0.forged")
+    assert client.get("/admin/api/stats").status_code == 401
+
+
+def test_sign_in_sets_a_hardened_cookie_and_logout_ends_it(csettings) -> None:
+    client = _client(csettings)
+    wrong = _sign_in(client, "not the password")
+    assert wrong.status_code == 401 and "wrong user name or password" in wrong.text
+    assert client.get("/admin/api/stats").status_code == 401
+    response = _sign_in(client)
+    cookie = response.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Secure" not in cookie  # plain http test server
+    assert ADMIN_PASSWORD not in cookie
+    assert client.get("/admin/api/stats").status_code == 200
+    page = client.get("/admin/activity")
+    assert page.headers["x-frame-options"] == "DENY" and "script-src 'self'" in page.headers["content-security-policy"]
+    out = client.post("/admin/logout", data={"csrf_token": csrf_of(page.text)}, follow_redirects=False)
+    assert out.status_code == 303 and out.headers["location"] == "/admin/login"
+    assert client.get("/admin/api/stats").status_code == 401
+
+    secure = _client(console_settings(csettings, console_secure_cookie="true"))
+    assert "Secure" in _sign_in(secure).headers["set-cookie"]
+
+
+def test_a_user_removed_from_config_is_signed_out(csettings, admin) -> None:
+    from starlette.testclient import TestClient
+
+    from console.app import create_standalone_app
+
+    other = TestClient(create_standalone_app(csettings.model_copy(update={"console_users": ""})))
+    other.cookies = admin.cookies
+    assert other.get("/admin/api/stats").status_code == 401
+
+
+def test_post_without_csrf_token_is_refused(csettings, admin, seeded_log) -> None:
+    from policybot.review import reviews_for
+
+    qid = seeded_log["dog"]
+    for data in ({"verdict": "wrong"}, {"verdict": "wrong", "csrf_token": "forged-token"}):
+        response = admin.post(f"/admin/activity/{qid}/review", data=data, follow_redirects=False)
+        assert response.status_code == 403 and "CSRF" in response.text
+    assert reviews_for(csettings, qid) == []
+    login = _client(csettings).post("/admin/login", data={"username": ADMIN_USER, "password": ADMIN_PASSWORD})
+    assert login.status_code == 403  # the sign-in form carries a token too
+
+
+# ------------------------------------------------------------------ activity
+
+
+def _ids(html: str) -> list[int]:
+    return [int(i) for i in re.findall(r'<tr class="row-link" data-id="(\d+)"', html)]
+
+
+def test_activity_filters_paginates_and_refuses_bad_filters(admin, seeded_log) -> None:
+    ours = set(seeded_log.values())
+    page = admin.get("/admin/activity", params={"channel": CHANNEL})
+    assert page.status_code == 200
+    total = int(re.search(r'id="result-count">(\d+)<', page.text).group(1))
+    assert total == len(seeded_log)
+    first = _ids(page.text)
+    assert len(first) == 50 and first == sorted(first, reverse=True)  # newest first, one page
+    second = _ids(admin.get("/admin/activity", params={"channel": CHANNEL, "page": 2}).text)
+    assert set(first) | set(second) == ours and not set(first) & set(second)
+
+    def ids(**params: str) -> set[int]:
+        return set(_ids(admin.get("/admin/activity", params={"channel": CHANNEL} | params).text))
+
+    assert ids(q="bring my DOG") == {seeded_log["dog"]}
+    assert ids(found="false", range="24h") == {seeded_log["dog"]}
+    assert ids(feedback="up") == {seeded_log["parental"]}
+    assert ids(evaluator="t5-console-test") == {seeded_log["parental"]}
+    assert ids(action="incorrect", range="7d") == {v for k, v in seeded_log.items() if k.startswith("recent") or k == "dog"}
+    assert ids(q="100%_") == set()  # LIKE wildcards are literal
+    for bad in ({"action": "sideways"}, {"since": "last tuesday"}, {"range": "forever"}, {"page": "0"}):
+        response = admin.get("/admin/activity", params=bad)
+        assert response.status_code == 400, bad
+        assert "error-message" in response.text
+
+
+def test_exports_carry_the_filtered_rows(admin, seeded_log) -> None:
+    params = {"channel": CHANNEL, "action": "incorrect", "range": "24h"}
+    exported = admin.get("/admin/activity.csv", params=params)
+    assert exported.status_code == 200 and exported.headers["content-type"].startswith("text/csv")
+    assert "attachment" in exported.headers["content-disposition"]
+    rows = list(csv.DictReader(io.StringIO(exported.text)))
+    assert [int(r["id"]) for r in rows] == [seeded_log["dog"]] and rows[0]["question"] == DOG
+    lines = admin.get("/admin/activity.jsonl", params={"channel": CHANNEL, "q": "parental"}).text.splitlines()
+    [record] = [json.loads(line) for line in lines]
+    assert record["id"] == seeded_log["parental"] and record["citations"][0]["document"] == "leave-policy.md"
+    assert admin.get("/admin/activity.xml").status_code == 404
+
+
+def test_record_view_shows_the_whole_decision(admin, seeded_log) -> None:
+    page = admin.get(f"/admin/activity/{seeded_log['parental']}")
+    assert page.status_code == 200
+    html = page.text
+    for expected in (PARENTAL, "Primary caregivers receive 16 weeks of paid leave.", "t5-console-test",
+                     "upper 0.500", "lower -0.100", "leave-policy.md", "4.2 Duration and pay", "👍 1",
+                     "Answered from the policy knowledge base", "evaluate", "300 ms", "slack.com/app_redirect?channel="):
+        assert expected in html, expected
+    svg = html[html.index('<svg class="chart"'):html.index("</svg>")]
+    assert svg.count('class="score ') == 3 and 'class="threshold threshold-upper"' in svg and "threshold-lower" in svg
+    dog = admin.get(f"/admin/activity/{seeded_log['dog']}").text
+    assert "dog office" in dog and "HR portal" in dog and "Not found in approved sources" in dog
+    assert admin.get("/admin/activity/987654").status_code == 404
+    assert admin.get("/admin/activity/99999999999").status_code == 404
+    api = admin.get(f"/admin/api/records/{seeded_log['dog']}")
+    assert api.status_code == 200 and api.json()["fallback_queries"] == [{"source": "HR portal", "query": "dog office"}]
+
+
+def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_samples) -> None:
+    from policybot.manage import list_documents
+    from policybot.review import reviews_for
+
+    qid = seeded_log["dog"]
+    leave = next(d for d in list_documents(csettings) if d.name == "leave-policy.md")
+    token = _csrf(admin)
+    response = admin.post(f"/admin/activity/{qid}/review", data={
+        "csrf_token": token, "verdict": "wrong", "expected_document": str(leave.id), "note": "pets are in the leave doc?"},
+        follow_redirects=False)
+    assert response.status_code == 303
+    [label] = reviews_for(csettings, qid)
+    assert label["verdict"] == "wrong" and label["reviewer"] == ADMIN_USER
+    assert label["expected_document_id"] == leave.id and label["expected_document"] == "leave-policy.md"
+    page = admin.get(response.headers["location"]).text
+    assert "review saved: wrong" in page and "should have answered: leave-policy.md" in page
+    assert set(_ids(admin.get("/admin/activity", params={"channel": CHANNEL, "reviewed": "wrong"}).text)) == {qid}
+    # relabelling replaces this reviewer's label instead of adding one
+    admin.post(f"/admin/activity/{qid}/review", data={"csrf_token": token, "verdict": "right"})
+    assert [r["verdict"] for r in reviews_for(csettings, qid)] == ["right"]
+    for bad, status in (({"verdict": "maybe"}, 400), ({"verdict": "right", "expected_document": "999999"}, 400),
+                        ({"verdict": "right", "expected_document": "leave"}, 400)):
+        assert admin.post(f"/admin/activity/{qid}/review", data={"csrf_token": token} | bad).status_code == status
+    assert admin.post("/admin/activity/987654/review", data={"csrf_token": token, "verdict": "right"}).status_code == 404
+
+
+# ------------------------------------------------------------------ dashboard
+
+
+def test_dashboard_charts_alert_and_misses(csettings, admin, seeded_log) -> None:
+    from policybot.review import incorrect_alert
+
+    alert = incorrect_alert(csettings, csettings.alert_margin)
+    assert alert["alert"] and alert["recent_share"] > alert["prior_share"] + csettings.alert_margin
+    page = admin.get("/admin/dashboard")
+    assert page.status_code == 200
+    html = page.text
+    assert 'id="incorrect-alert"' in html
+    assert html.count('<svg class="chart"') == 4
+    assert html.count('class="bar bar-incorrect"') >= 6 and 'class="bar bar-correct"' in html
+    misses = html[html.index('id="miss-documents"'):]
+    assert "travel-expenses.md" in misses[: misses.index("</table>")]
+    topics = html[html.index('id="miss-topics"'):]
+    assert "minibar" in topics[: topics.index("</table>")]
+    quiet = admin.get("/admin/dashboard", params={"days": "7"})
+    assert quiet.status_code == 200 and admin.get("/admin/dashboard", params={"days": "0"}).status_code == 400
+    no_alert = _client(console_settings(csettings, alert_margin=1.0))
+    _sign_in(no_alert)
+    assert 'id="incorrect-alert"' not in no_alert.get("/admin/dashboard").text
+    stats = admin.get("/admin/api/stats", params={"days": "30"}).json()
+    assert stats["total"]["questions"] >= len(seeded_log) and stats["alert"]["alert"] is True
+
+
+# ------------------------------------------------------------------ documents
+
+
+def test_documents_access_remove_and_upload_errors(csettings, admin, ingested_samples, tmp_path) -> None:
+    from sqlalchemy import text
+
+    from ingestion.ingest import ingest_paths
+    from policybot import db
+    from policybot.manage import get_document, list_documents
+
+    scratch = tmp_path / "console-scratch.md"
+    scratch.write_text("# Scratch Policy\n\nThe scratch rule says visitors sign in at reception before 9 am.\n")
+    report = ingest_paths(csettings, [scratch], collection="console-scratch")
+    assert not report.failed
+    doc = next(d for d in list_documents(csettings, "console-scratch"))
+    page = admin.get("/admin/documents").text
+    assert "console-scratch.md" in page and "leave-policy.md" in page and 'data-collection="policies"' in page
+    token = csrf_of(page)
+
+    ok = admin.post(f"/admin/documents/{doc.id}/access", data={"csrf_token": token, "channels": "CSAFE01, CSAFE02"})
+    assert ok.status_code == 200 and "visible to CSAFE01, CSAFE02" in ok.text
+    assert get_document(csettings, doc.id).access_channels == ["CSAFE01", "CSAFE02"]
+    with db.session(csettings) as session:
+        acl = session.execute(text("SELECT DISTINCT metadata_->'acl' FROM data_chunks WHERE metadata_->>'doc_id' = :d"),
+                              {"d": str(doc.id)}).scalars().all()
+    assert acl == [["CSAFE01", "CSAFE02"]]  # the chunks searched carry the new access list at once
+    bad = admin.post(f"/admin/documents/{doc.id}/access", data={"csrf_token": token, "channels": "C1' OR 1=1"})
+    assert bad.status_code == 400 and "not a Slack channel ID" in bad.text
+    assert get_document(csettings, doc.id).access_channels == ["CSAFE01", "CSAFE02"]
+
+    unsupported = admin.post("/admin/documents/upload", data={"csrf_token": token},
+                             files={"files": ("payload.exe", b"MZ\x90", "application/octet-stream")})
+    assert unsupported.status_code == 415 and "unsupported file type" in unsupported.text
+    empty = admin.post("/admin/documents/upload", data={"csrf_token": token}, files={"files": ("empty.md", b"", "text/markdown")})
+    assert empty.status_code == 400 and "empty" in empty.text
+    none = admin.post("/admin/documents/upload", data={"csrf_token": token})
+    assert none.status_code == 400 and "choose at least one file" in none.text
+    bad_collection = admin.post("/admin/documents/upload", data={"csrf_token": token, "collection": "Bad Name!"},
+                                files={"files": ("a.md", b"# A\n\ntext", "text/markdown")})
+    assert bad_collection.status_code == 400 and "invalid collection name" in bad_collection.text
+    small = _client(console_settings(csettings, max_file_mb=0.001))
+    _sign_in(small)
+    big = small.post("/admin/documents/upload", data={"csrf_token": _csrf(small, "/admin/documents")},
+                     files={"files": ("big.md", b"# Big\n\n" + b"word " * 400, "text/markdown")})
+    assert big.status_code == 413 and "larger than" in big.text
+
+    scratch.unlink()
+    gone = admin.post(f"/admin/documents/{doc.id}/reingest", data={"csrf_token": token})
+    assert gone.status_code == 409 and "is gone" in gone.text
+    removed = admin.post(f"/admin/documents/{doc.id}/remove", data={"csrf_token": token})
+    assert removed.status_code == 200 and "removed console-scratch.md" in removed.text
+    assert get_document(csettings, doc.id) is None
+    assert admin.post(f"/admin/documents/{doc.id}/remove", data={"csrf_token": token}).status_code == 404
+    assert admin.get("/admin/api/jobs/987654").status_code == 404
+
+
+# ------------------------------------------------------------------ sources and evaluators
+
+
+def test_sources_add_test_query_and_remove(csettings, admin, knowledge_base) -> None:
+    from policybot.manage import list_fallback_sources
+
+    token = _csrf(admin, "/admin/sources")
+    added = admin.post("/admin/sources/add", data={
+        "csrf_token": token, "name": "Console wiki", "kind": "http", "url": "https://wiki.example.com/api/search",
+        "timeout": "2", "max_bytes": "50000"})
+    assert added.status_code == 200 and "allow-listed &#39;Console wiki&#39;" in added.text
+    assert any(s.name == "Console wiki" and s.kind == "http" for s in list_fallback_sources(csettings))
+    duplicate = admin.post("/admin/sources/add", data={"csrf_token": token, "name": "Console wiki", "kind": "collection",
+                                                       "collection": "hr-portal"})
+    assert duplicate.status_code == 400 and "exists" in duplicate.text
+    bad_url = admin.post("/admin/sources/add", data={"csrf_token": token, "name": "Bad", "kind": "http", "url": "ftp://x"})
+    assert bad_url.status_code == 400 and "http(s)" in bad_url.text
+
+    tested = admin.post("/admin/sources/test", data={
+        "csrf_token": token, "question": "Jane Roe here (jane.roe@example.com, EMP-12345): how do I claim dental insurance?",
+        "asker_names": "Jane Roe"})
+    assert tested.status_code == 200
+    html = tested.text
+    redacted = re.search(r'id="redacted">([^<]*)<', html).group(1)
+    keywords = re.search(r'id="keywords">([^<]*)<', html).group(1)
+    assert "jane" not in redacted.lower() and "example.com" not in redacted and "12345" not in redacted
+    from crag.redaction import keyword_query, redact
+
+    question = "Jane Roe here (jane.roe@example.com, EMP-12345): how do I claim dental insurance?"
+    assert keywords == keyword_query(redact(question, ["Jane Roe"]))
+    assert "GET https://wiki.example.com/api/search?q=" + keywords.replace(" ", "+") in html
+    assert "HR portal" in html  # the collection source is permitted too
+
+    removed = admin.post("/admin/sources/remove", data={"csrf_token": token, "name": "Console wiki"})
+    assert removed.status_code == 200 and not any(s.name == "Console wiki" for s in list_fallback_sources(csettings))
+    assert admin.post("/admin/sources/remove", data={"csrf_token": token, "name": "Console wiki"}).status_code == 404
+
+
+def test_evaluators_page_activation_errors_and_queued_training(csettings, admin, ingested_samples) -> None:
+    from policybot import jobs
+    from workers.celery_app import INGEST_QUEUE, celery_app
+
+    page = admin.get("/admin/evaluators")
+    assert page.status_code == 200 and 'id="versions"' in page.text
+    token = csrf_of(page.text)
+    missing = admin.post("/admin/evaluators/activate", data={"csrf_token": token, "version": "no-such-version"})
+    assert missing.status_code == 404 and "no evaluator version" in missing.text
+    for bad in ({"minutes": "-1"}, {"minutes": "lots"}, {"activate": "sometimes"}):
+        assert admin.post("/admin/evaluators/train", data={"csrf_token": token} | bad).status_code == 400
+    queued = admin.post("/admin/evaluators/train", data={"csrf_token": token, "minutes": "0.2", "activate": "never"},
+                        follow_redirects=False)
+    try:
+        assert queued.status_code == 303
+        job_id = int(queued.headers["location"].rsplit("=", 1)[1])
+        job = admin.get(f"/admin/api/jobs/{job_id}").json()
+        assert job["kind"] == "train" and job["status"] == "queued" and job["params"] == {"minutes": 0.2, "activate": "never"}
+        assert job["created_by"] == ADMIN_USER
+        assert any(j["id"] == job_id for j in jobs.recent_jobs(csettings, "train"))
+    finally:  # no worker here: drop the message so a later test's worker does not train
+        with celery_app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(INGEST_QUEUE)
