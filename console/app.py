@@ -314,12 +314,15 @@ class Console:
 
     # ------------------------------------------------------------ dashboard
 
-    async def dashboard(self, request: Request) -> Response:
+    @staticmethod
+    def _days(request: Request) -> int:
         days_text = request.query_params.get("days", "30")
         if not days_text.isdigit() or not 1 <= int(days_text) <= 366:
             raise BadRequest("days must be between 1 and 366")
-        days = int(days_text)
-        context = await self._call(self._dashboard_data, days)
+        return int(days_text)
+
+    async def dashboard(self, request: Request) -> Response:
+        context = await self._call(self._dashboard_data, self._days(request))
         return self.render(request, "dashboard.html", context)
 
     def _dashboard_data(self, days: int) -> dict[str, Any]:
@@ -353,10 +356,7 @@ class Console:
         }
 
     async def stats_json(self, request: Request) -> Response:
-        days_text = request.query_params.get("days", "30")
-        if not days_text.isdigit() or not 1 <= int(days_text) <= 366:
-            return JSONResponse({"error": "days must be between 1 and 366"}, status_code=400)
-        report = await self._call(review.daily_stats, self.settings, int(days_text))
+        report = await self._call(review.daily_stats, self.settings, self._days(request))
         report["alert"] = await self._call(review.incorrect_alert, self.settings, self.settings.alert_margin)
         return JSONResponse(report)
 
@@ -415,14 +415,17 @@ class Console:
     async def _queue_ingest(self, request: Request, paths: list[str], collection: str, channels: list[str] | None) -> int:
         from workers.tasks import ingest_job_task
 
-        job_id = await self._call(jobs.create_job, self.settings, "ingest",
-                                  {"paths": paths, "collection": collection, "channels": channels},
-                                  request.state.session.user)
+        params = {"paths": paths, "collection": collection, "channels": channels}
+        return await self._enqueue(request, "ingest", params, lambda job_id: ingest_job_task.delay(job_id))
+
+    async def _enqueue(self, request: Request, kind: str, params: dict[str, Any], send: Callable[[int], Any]) -> int:
+        """Record a job, then queue its task on the ingest queue; a queue that cannot be reached fails the job."""
+        job_id = await self._call(jobs.create_job, self.settings, kind, params, request.state.session.user)
         try:
-            await self._call(ingest_job_task.delay, job_id)
+            await self._call(send, job_id)
         except Exception as error:
             await self._call(jobs.fail_job, self.settings, job_id, f"could not queue the job: {error}")
-            raise BadRequest(f"could not queue the ingestion (is Redis running?): {type(error).__name__}", 503) from None
+            raise BadRequest(f"could not queue the {kind} job (is Redis running?): {type(error).__name__}", 503) from None
         return job_id
 
     async def _document(self, request: Request):  # type: ignore[no-untyped-def]
@@ -558,13 +561,8 @@ class Console:
             raise BadRequest("minutes must be a number") from None
         if not 0 < minutes <= 600:
             raise BadRequest("minutes must be between 0 and 600")
-        job_id = await self._call(jobs.create_job, self.settings, "train", {"minutes": minutes, "activate": activate},
-                                  request.state.session.user)
-        try:
-            await self._call(train_evaluator_task.delay, minutes, activate, job_id)
-        except Exception as error:
-            await self._call(jobs.fail_job, self.settings, job_id, f"could not queue the job: {error}")
-            raise BadRequest(f"could not queue training (is Redis running?): {type(error).__name__}", 503) from None
+        job_id = await self._enqueue(request, "train", {"minutes": minutes, "activate": activate},
+                                     lambda job_id: train_evaluator_task.delay(minutes, activate, job_id))
         return self.back(request, url("/evaluators", job=job_id), f"training queued (job {job_id})")
 
 
