@@ -35,9 +35,12 @@ def csrf_of(html: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def seeded_log(settings) -> dict[str, int]:  # label -> question id
-    """A month of questions in CHANNEL: mostly Correct before the last week, many Incorrect in it."""
+def seeded_log(settings, request) -> dict[str, int]:  # label -> question id
+    """A month of questions in the module's SEED_CHANNEL (default CHANNEL): mostly Correct before
+    the last week, many Incorrect in it. Each module seeds its own channel, so filters stay exact."""
     from policybot import db
+
+    channel = getattr(request.module, "SEED_CHANNEL", CHANNEL)
     from policybot.models import Feedback
 
     now = datetime.now(timezone.utc)
@@ -49,7 +52,7 @@ def seeded_log(settings) -> dict[str, int]:  # label -> question id
                "chunk_id": "f1", "score": -0.2}]
     rows: dict[str, Any] = {
         "parental": question_row(
-            question=PARENTAL, channel=CHANNEL, thread_ts="1700000000.000100", action="correct", latency_ms=1200.0,
+            question=PARENTAL, channel=channel, thread_ts="1700000000.000100", action="correct", latency_ms=1200.0,
             evaluator_version="t5-console-test", upper=0.5, lower=-0.1, scores=scores,
             answer="Primary caregivers receive 16 weeks of paid leave. [1]",
             citations=[{"n": 1, "origin": "kb", "source": "policies", "document": "leave-policy.md",
@@ -59,20 +62,20 @@ def seeded_log(settings) -> dict[str, int]:  # label -> question id
             timings_ms={"retrieve": 40.0, "evaluate": 300.0, "refine": 80.0, "compose": 5.0, "total": 425.0},
             created_at=now - timedelta(hours=1)),
         "dog": question_row(
-            question=DOG, channel=CHANNEL, action="incorrect", found=False, latency_ms=900.0, sources_used=[],
+            question=DOG, channel=channel, action="incorrect", found=False, latency_ms=900.0, sources_used=[],
             scores=[dict(scores[1], score=-0.5)], answer="I couldn't find this in the approved policy sources.",
             fallback_queries=[{"source": "HR portal", "query": "dog office"}], created_at=now - timedelta(hours=2)),
     }
     for day in range(1, 7):  # the last week: Incorrect on a travel topic
         for n in range(3):
             rows[f"recent-{day}-{n}"] = question_row(
-                question=MINIBAR[n], channel=CHANNEL, action="incorrect",
+                question=MINIBAR[n], channel=channel, action="incorrect",
                 found=n != 0, sources_used=["HR portal"] if n else [], latency_ms=800.0 + 100 * n,
                 scores=[dict(scores[1], score=-0.4)], created_at=now - timedelta(days=day, hours=3))
     for day in range(8, 30, 2):  # the weeks before: Correct
         for n in range(3):
             rows[f"prior-{day}-{n}"] = question_row(
-                question="How many vacation days do I get per year?", channel=CHANNEL, action="correct",
+                question="How many vacation days do I get per year?", channel=channel, action="correct",
                 latency_ms=700.0, scores=[dict(scores[0], score=0.8)], created_at=now - timedelta(days=day, hours=3))
     with db.session(settings) as session:
         session.add_all(rows.values())

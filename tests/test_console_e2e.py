@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from console_helpers import ADMIN_PASSWORD, ADMIN_USER, CHANNEL, DOG, console_settings, seeded_log  # noqa: F401
+from console_helpers import ADMIN_PASSWORD, ADMIN_USER, DOG, console_settings, seeded_log  # noqa: F401
 from slack_helpers import stack  # noqa: F401
 
 pytestmark = pytest.mark.timeout(300)
@@ -23,6 +23,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 REPO = Path(__file__).resolve().parent.parent
+SEED_CHANNEL = "CCONSOLE02"  # seeded_log's rows for this module
 ARTIFACTS = Path(os.environ.get("POLICYBOT_ARTIFACTS_DIR") or REPO / ".artifacts") / "console"
 
 
@@ -96,7 +97,7 @@ def test_sign_in(page, console_url) -> None:  # type: ignore[no-untyped-def]
 
 def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -> None:  # type: ignore[no-untyped-def]
     page.goto(console_url + "/activity")
-    page.fill("input[name=channel]", CHANNEL)
+    page.fill("input[name=channel]", SEED_CHANNEL)
     page.select_option("select[name=action]", "incorrect")
     page.select_option("select[name=range]", "24h")
     page.click("#apply-filters")
