@@ -15,6 +15,7 @@ COPY crag ./crag
 COPY ingestion ./ingestion
 COPY workers ./workers
 COPY policybot ./policybot
+COPY console ./console
 COPY migrations ./migrations
 COPY samples ./samples
 RUN pip install --no-cache-dir .
