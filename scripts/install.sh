@@ -15,13 +15,17 @@ python -m pip install --quiet --upgrade pip
 python -m pip install --quiet "torch==2.13.0"
 python -m pip install --quiet -e ".[test]"
 
-if ! command -v redis-server >/dev/null 2>&1; then
+# System packages: redis-server for the embedded stack; Chromium for the admin console's browser tests.
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium chromium-driver)
+if [ ${#missing[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
-    echo "installing redis-server (Debian package) for the embedded stack..."
-    apt-get update -qq && apt-get install -y -qq redis-server >/dev/null
+    echo "installing ${missing[*]} (Debian packages)..."
+    apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
   else
-    echo "note: no redis-server on PATH. Install it (apt-get install redis-server / brew install redis)" >&2
-    echo "      or set REDIS_URL to a running Redis." >&2
+    echo "note: missing ${missing[*]}. Install them (apt-get install ${missing[*]} / brew install redis chromium)" >&2
+    echo "      or set REDIS_URL to a running Redis; without Chromium the console's browser tests are skipped." >&2
   fi
 fi
 echo "policybot installed in .venv ($(.venv/bin/policybot --help >/dev/null && echo ok))"
