@@ -23,7 +23,7 @@ import hashlib
 import math
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -55,6 +55,8 @@ UPPER_J_SLACK = 0.02  # upper: the highest threshold within this of the best You
 STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
 PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
+MIN_CALIBRATION_QUESTIONS = 40  # fewer held-out questions give thresholds too noisy to trust
+CALIBRATION_OVERHEAD = 1.3  # cosine on the same split, metrics, progress: on top of the model's scoring
 
 
 @dataclass
@@ -215,8 +217,8 @@ class _EmbedCache:
         return np.stack([self.known[t] for t in texts])
 
 
-def _score_everything(evaluator: Evaluator, ws: WeakSupervision, progress: Progress | None, t0: float) -> dict[tuple[str, str], float]:
-    """Score every (question, passage) that any metric needs, one call per question."""
+def held_out_passages(ws: WeakSupervision) -> dict[str, dict[str, None]]:
+    """Every passage each held-out question is scored against by some metric (question -> passages)."""
     needed: dict[str, dict[str, None]] = {}
     for p in ws.val_pairs:
         needed.setdefault(p.question, {})[p.passage] = None
@@ -224,6 +226,43 @@ def _score_everything(evaluator: Evaluator, ws: WeakSupervision, progress: Progr
         needed.setdefault(s.question, {}).update(dict.fromkeys(s.passages))
     for e in ws.strip_examples:
         needed.setdefault(e.question, {})[e.text] = None
+    return needed
+
+
+def within_time(
+    ws: WeakSupervision, seconds_per_pair: float, seconds_left: float, min_questions: int = MIN_CALIBRATION_QUESTIONS
+) -> tuple[WeakSupervision, str | None]:
+    """The held-out questions that can be scored in the time left, and a note when some were left out.
+
+    Questions that calibrate thresholds (template and heading questions) come first, in a
+    fixed hashed order so the subset spans the whole corpus; at least `min_questions` are
+    always kept, because fewer give thresholds too noisy to trust.
+    """
+    needed = held_out_passages(ws)
+    if sum(len(passages) for passages in needed.values()) * seconds_per_pair <= seconds_left:
+        return ws, None
+    calibrating = {s.question for s in ws.calibration_sets}
+    order = sorted(needed, key=lambda q: (q not in calibrating, hashlib.sha1(q.encode()).hexdigest()))
+    chosen: set[str] = set()
+    cost = 0.0
+    for question in order:
+        question_cost = len(needed[question]) * seconds_per_pair
+        if len(chosen) >= min_questions and cost + question_cost > seconds_left:
+            break
+        chosen.add(question)
+        cost += question_cost
+    subset = replace(
+        ws,
+        val_pairs=[p for p in ws.val_pairs if p.question in chosen],
+        calibration_sets=[s for s in ws.calibration_sets if s.question in chosen],
+        strip_examples=[e for e in ws.strip_examples if e.question in chosen],
+    )
+    return subset, f"measured and calibrated on {len(chosen)} of {len(needed)} held-out questions to stay within the time budget"
+
+
+def _score_everything(evaluator: Evaluator, ws: WeakSupervision, progress: Progress | None, t0: float) -> dict[tuple[str, str], float]:
+    """Score every (question, passage) that any metric needs, one call per question."""
+    needed = held_out_passages(ws)
     scores: dict[tuple[str, str], float] = {}
     total = len(needed)
     for i, (question, passages) in enumerate(needed.items()):
@@ -473,13 +512,9 @@ def train_evaluator(
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     # Time kept for calibration: measured inference speed times the pairs it will score.
-    n_eval_pairs = len(
-        {(p.question, p.passage) for p in ws.val_pairs}
-        | {(s.question, p) for s in ws.calibration_sets for p in s.passages}
-        | {(e.question, e.text) for e in ws.strip_examples}
-    )
+    n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
     infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id=bundle.tokenizer.pad_token_id or 0)
-    reserve = n_eval_pairs * infer_per_pair * 1.2 + 5.0
+    reserve = n_eval_pairs * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
     if config.quantize_int8:
         reserve *= 1.6  # the int8 variant is calibrated too
     # Training gets at least 60% of the budget even if calibration then overruns it: a model
@@ -526,14 +561,22 @@ def train_evaluator(
     out_dir.mkdir(parents=True, exist_ok=True)
     version = _new_version(out_dir, config.kind)
     evaluator = evaluator_from_bundle(bundle, version)
-    model_metrics = measure(CachedEvaluator(evaluator), ws, progress=progress, t0=t0)
-    cosine_metrics = measure(_cosine_for(ws, embed), ws)
+    # Training may have run past its share (min_steps, a slower machine than measured): score
+    # only as many held-out questions as the budget still allows, re-timed now.
+    per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
+    model.eval()
+    seconds_left = budget_s - (time.monotonic() - t0) - 2.0
+    eval_ws, subset_note = within_time(ws, per_pair * (1.6 if config.quantize_int8 else 1.0), seconds_left)
+    if subset_note:
+        notes.append(subset_note)
+    model_metrics = measure(CachedEvaluator(evaluator), eval_ws, progress=progress, t0=t0)
+    cosine_metrics = measure(_cosine_for(eval_ws, embed), eval_ws)
     int8_metrics = None
     if config.quantize_int8:
         quantized = evaluator_from_bundle(
             JudgeBundle(quantize_int8_linear(copy.deepcopy(model)), bundle.tokenizer, config), version + "+int8"
         )
-        int8_metrics = measure(CachedEvaluator(quantized), ws)
+        int8_metrics = measure(CachedEvaluator(quantized), eval_ws)
     phases["calibrate"] = time.monotonic() - t_cal
     if model_metrics.score_std < 1e-3:
         notes.append("held-out scores are constant: the evaluator did not learn")

@@ -29,7 +29,7 @@ from crag.evaluator import (
     minilm_folder,
     save_evaluator,
 )
-from crag.training import calibrate, evaluate_evaluator, roc_auc, train_evaluator
+from crag.training import calibrate, evaluate_evaluator, held_out_passages, roc_auc, train_evaluator, within_time
 from crag.weak_supervision import (
     CorpusChunk,
     build_weak_supervision,
@@ -216,6 +216,26 @@ def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
     q, passages = "How many sick days do I get?", [chunks[5].text, chunks[8].text]
     expected = embed(passages) @ embed([q])[0]
     assert cosine.score(q, passages) == pytest.approx(expected.tolist(), abs=1e-5)
+
+
+def test_calibration_scores_only_what_the_time_left_allows(chunks, embed):
+    ws = build_weak_supervision(chunks, embed, seed=0)
+    everything = held_out_passages(ws)
+    assert within_time(ws, seconds_per_pair=0.001, seconds_left=1e6) == (ws, None)
+
+    subset, note = within_time(ws, seconds_per_pair=1.0, seconds_left=0.0, min_questions=3)
+    kept = held_out_passages(subset)
+    assert len(kept) == 3 and note == f"measured and calibrated on 3 of {len(everything)} held-out questions to stay within the time budget"
+    calibrating = {s.question for s in ws.calibration_sets}
+    assert set(kept) <= calibrating  # threshold-setting questions come first
+    assert all(kept[q] == everything[q] for q in kept)  # a kept question keeps all its passages
+    assert {s.question for s in subset.calibration_sets} == set(kept)
+    assert subset.train_pairs == ws.train_pairs
+
+    # A budget for about half the pairs keeps about half, never going over once the minimum is met.
+    total = sum(len(v) for v in everything.values())
+    half, _ = within_time(ws, seconds_per_pair=1.0, seconds_left=total / 2, min_questions=1)
+    assert 0 < sum(len(v) for v in held_out_passages(half).values()) <= total / 2
 
 
 # --- training ---------------------------------------------------------------------------
