@@ -122,17 +122,28 @@ def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:  # t
     }
 
 
-def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Path | None = None) -> int:
+def open_bench(home: Path, minutes: float, retrain: bool):  # type: ignore[no-untyped-def]
+    """Settings on the benchmark's own POLICYBOT_HOME, with the samples ingested and an evaluator trained."""
     os.environ["POLICYBOT_HOME"] = str(home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from policybot.config import get_settings
-    from policybot.runtime import Runtime, cosine_evaluator, load_active_evaluator
 
     settings = get_settings()
     prepare(settings, minutes, retrain)
-    items = yaml.safe_load(QUESTIONS.read_text())
+    return settings
+
+
+def load_questions() -> list[dict]:
+    return yaml.safe_load(QUESTIONS.read_text())
+
+
+def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Path | None = None) -> int:
+    from policybot.runtime import Runtime, cosine_evaluator, load_active_evaluator
+
+    settings = open_bench(home, minutes, retrain)
+    items = load_questions()
     trained = load_active_evaluator(settings)
     systems = {
         "(a) plain RAG": None,
