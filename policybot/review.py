@@ -222,6 +222,15 @@ CSV_FIELDS = ("id", "reference", "created_at", "surface", "asker", "channel", "s
               "latency_ms", "evaluator_version", "error", "review")
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """The value as a spreadsheet will show it, never run it: text that starts a formula gets a leading '."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def records_csv(records: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -232,7 +241,7 @@ def records_csv(records: list[dict[str, Any]]) -> str:
         flat["review"] = (record.get("review") or {}).get("verdict", "")
         for key in ("sources_used", "citations", "fallback_queries"):
             flat[key] = json.dumps(record[key])
-        writer.writerow(flat)
+        writer.writerow({key: csv_cell(value) for key, value in flat.items()})
     return out.getvalue()
 
 

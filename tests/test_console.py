@@ -376,3 +376,18 @@ def test_evaluators_page_activation_errors_and_queued_training(csettings, admin,
     finally:  # no worker here: drop the message so a later test's worker does not train
         with celery_app.connection_for_write() as connection:
             connection.default_channel.queue_purge(INGEST_QUEUE)
+
+
+# ------------------------------------------------------------------ security fixes
+
+
+def test_csv_export_neutralises_spreadsheet_formulas() -> None:
+    from policybot.review import records_csv
+
+    record = {"id": 1, "question": "=HYPERLINK(\"http://evil.example\",\"x\")", "answer": "+1+1", "asker": "@SUM(A1)",
+              "channel": "-2", "error": "\tcmd", "evaluator_version": "\rx", "status": "answered", "top_score": -0.5,
+              "feedback": {"up": 0, "down": 0}, "sources_used": [], "citations": [], "fallback_queries": []}
+    [row] = list(csv.DictReader(io.StringIO(records_csv([record]))))
+    for key in ("question", "answer", "asker", "channel", "error", "evaluator_version"):
+        assert row[key].startswith("'"), (key, row[key])
+    assert row["question"] == "'" + record["question"] and row["status"] == "answered" and row["top_score"] == "-0.5"
