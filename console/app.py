@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -43,6 +44,9 @@ HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
 EXPORT_LIMIT = 100_000
 MAX_UPLOAD_FILES = 10
+# Request bodies are counted as they arrive and refused past these (the form parser is slow on big bodies).
+LOGIN_BODY_MAX = 16 * 1024
+FORM_BODY_MAX = 64 * 1024
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -71,6 +75,29 @@ def thread_link(settings: Settings, record: dict[str, Any]) -> str | None:
     return f"https://slack.com/app_redirect?channel={channel}"
 
 
+class BodyTooLarge(MultiPartException):
+    """The body passed its limit (a MultiPartException, so the parser closes the files it had opened)."""
+
+    def __init__(self) -> None:
+        super().__init__("request body too large")
+
+
+def counting_receive(receive: Any, limit: int) -> Any:
+    """`receive` that raises BodyTooLarge once the request body passes `limit` bytes."""
+    seen = 0
+
+    async def wrapped() -> Any:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise BodyTooLarge()
+        return message
+
+    return wrapped
+
+
 class Console:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -85,7 +112,7 @@ class Console:
 
     # ------------------------------------------------------------ plumbing
 
-    def view(self, handler: Handler, *, data: bool = False, public: bool = False) -> Handler:
+    def view(self, handler: Handler, *, data: bool = False, public: bool = False, body_limit: int = FORM_BODY_MAX) -> Handler:
         async def endpoint(request: Request) -> Response:
             session = auth.decode_session(request.cookies.get(auth.COOKIE_NAME), self.secret, self.settings)
             request.state.session = session
@@ -100,12 +127,13 @@ class Console:
                 return self._finish(request, response)
             if request.method == "POST":
                 try:
-                    form = await self._form(request)
+                    form = await self._form(request, body_limit)
                 except BadRequest as error:
                     return self._finish(request, self._error(request, str(error), error.status, data))
                 request.state.form = form
                 token = form.get("csrf_token") or request.headers.get("x-csrf-token")
                 if not session.csrf_ok(str(token) if token else None):
+                    await form.close()
                     return self._finish(request, self._error(request, "missing or wrong CSRF token: reload the page "
                                                              "and try again", 403, data))
             try:
@@ -114,19 +142,34 @@ class Console:
                 response = self._error(request, str(error), error.status, data)
             except UserError as error:
                 response = self._error(request, str(error), 400, data)
+            finally:
+                if request.method == "POST":
+                    await request.state.form.close()  # uploaded files spooled to disk
             return self._finish(request, response)
 
         return endpoint
 
-    async def _form(self, request: Request) -> FormData:
-        limit = int(self.settings.max_file_mb * 1024 * 1024) * MAX_UPLOAD_FILES + 1024 * 1024
+    def upload_body_limit(self) -> int:
+        return int(self.settings.max_file_mb * 1024 * 1024) * MAX_UPLOAD_FILES + FORM_BODY_MAX
+
+    async def _form(self, request: Request, limit: int) -> FormData:
+        """The POSTed form, read only if it declares its length and stays within `limit` bytes as it arrives."""
         length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > limit:
-            raise BadRequest(f"the upload is too large: at most {MAX_UPLOAD_FILES} files of "
-                             f"{self.settings.max_file_mb:g} MB each (POLICYBOT_MAX_FILE_MB)", 413)
+        if length is None or not length.isdigit():
+            raise BadRequest("send the form with a Content-Length", 411)
+        too_large = BadRequest(f"the request is too large (at most {limit // 1024:,} KB here; uploads: at most "
+                               f"{MAX_UPLOAD_FILES} files of {self.settings.max_file_mb:g} MB each, "
+                               "POLICYBOT_MAX_FILE_MB)", 413)
+        if int(length) > limit:
+            raise too_large
+        counted = Request(request.scope, counting_receive(request.receive, limit))
         try:
-            return await request.form(max_files=MAX_UPLOAD_FILES, max_fields=200)
+            return await counted.form(max_files=MAX_UPLOAD_FILES, max_fields=200)
+        except BodyTooLarge:
+            raise too_large from None
         except Exception as error:  # malformed multipart, too many files
+            if isinstance(error.__context__, BodyTooLarge):
+                raise too_large from None
             raise BadRequest(f"could not read the form: {getattr(error, 'detail', error)}") from None
 
     def _finish(self, request: Request, response: Response) -> Response:
@@ -572,7 +615,7 @@ def create_console_app(settings: Settings) -> Starlette:
     page, data = c.view, (lambda handler: c.view(handler, data=True))
     routes = [
         Route("/", page(c.home), methods=["GET"]),
-        Route("/login", c.view(c.login, public=True), methods=["GET", "POST"], name="login"),
+        Route("/login", c.view(c.login, public=True, body_limit=LOGIN_BODY_MAX), methods=["GET", "POST"], name="login"),
         Route("/logout", page(c.logout), methods=["POST"]),
         Route("/activity", page(c.activity), methods=["GET"]),
         Route("/activity.{kind:str}", data(c.export), methods=["GET"]),
@@ -580,7 +623,7 @@ def create_console_app(settings: Settings) -> Starlette:
         Route("/activity/{id:int}/review", page(c.mark_review), methods=["POST"]),
         Route("/dashboard", page(c.dashboard), methods=["GET"]),
         Route("/documents", page(c.documents), methods=["GET"]),
-        Route("/documents/upload", page(c.upload), methods=["POST"]),
+        Route("/documents/upload", c.view(c.upload, body_limit=c.upload_body_limit()), methods=["POST"]),
         Route("/documents/{id:int}/reingest", page(c.reingest), methods=["POST"]),
         Route("/documents/{id:int}/remove", page(c.remove), methods=["POST"]),
         Route("/documents/{id:int}/access", page(c.access), methods=["POST"]),

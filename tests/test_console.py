@@ -391,3 +391,41 @@ def test_csv_export_neutralises_spreadsheet_formulas() -> None:
     for key in ("question", "answer", "asker", "channel", "error", "evaluator_version"):
         assert row[key].startswith("'"), (key, row[key])
     assert row["question"] == "'" + record["question"] and row["status"] == "answered" and row["top_score"] == "-0.5"
+
+
+def test_request_bodies_are_capped_before_the_form_is_read(csettings) -> None:
+    import asyncio
+    import time
+
+    from console.app import create_standalone_app
+
+    client = _client(csettings)
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    started = time.monotonic()
+    huge = client.post("/admin/login", content=b"username=" + b"a" * 2_000_000, headers=form)
+    assert huge.status_code == 413 and time.monotonic() - started < 5
+    assert client.post("/admin/login", content=b"a=" + b"b" * 20_000, headers=form).status_code == 413  # > 16 KB
+
+    def chunks():  # no Content-Length: sent chunked
+        yield b"username=ada&"
+        yield b"password=x"
+
+    assert client.post("/admin/login", content=chunks(), headers=form).status_code == 411
+
+    # A Content-Length that understates the body does not get past the counted limit.
+    app = create_standalone_app(csettings)
+    sent: list[dict] = []
+    body = [b"a=" + b"b" * 10_000] * 5
+
+    async def receive():  # type: ignore[no-untyped-def]
+        return {"type": "http.request", "body": body.pop(0), "more_body": bool(body)} if body else {"type": "http.disconnect"}
+
+    async def send(message):  # type: ignore[no-untyped-def]
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/admin/login", "raw_path": b"/admin/login", "root_path": "", "query_string": b"",
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/x-www-form-urlencoded"),
+                         (b"content-length", b"100")], "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 413
