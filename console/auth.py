@@ -110,7 +110,7 @@ class Session:
         return shown
 
     def csrf_ok(self, token: str | None) -> bool:
-        return bool(token) and hmac.compare_digest(str(token), self.csrf)
+        return bool(token) and hmac.compare_digest(str(token).encode(), self.csrf.encode())
 
 
 def encode_session(session: Session, secret: bytes) -> str:
@@ -123,7 +123,7 @@ def decode_session(value: str | None, secret: bytes, settings: Settings) -> Sess
     if value and "." in value:
         body, _, signature = value.rpartition(".")
         expected = _b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())
-        if hmac.compare_digest(signature, expected):
+        if hmac.compare_digest(signature.encode(), expected.encode()):
             try:
                 data = json.loads(_unb64(body))
                 session = Session(user=data.get("u"), csrf=str(data["c"]), issued=float(data["t"]),

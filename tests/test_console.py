@@ -429,3 +429,10 @@ def test_request_bodies_are_capped_before_the_form_is_read(csettings) -> None:
                          (b"content-length", b"100")], "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
     asyncio.run(app(scope, receive, send))
     assert sent[0]["status"] == 413
+
+
+def test_non_ascii_tokens_are_refused_not_crashed(csettings, admin) -> None:
+    response = admin.post("/admin/logout", data={"csrf_token": "jeton-é-✓"}, follow_redirects=False)
+    assert response.status_code == 403 and "CSRF" in response.text
+    forged = _client(csettings).get("/admin/api/stats", headers={"cookie": "policybot_console=eyJ1IjoiYWRhIn0.sïgnature".encode()})
+    assert forged.status_code == 401
