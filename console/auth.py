@@ -18,13 +18,13 @@ import hmac
 import json
 import os
 import secrets
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from policybot.config import Settings
+from policybot.config import ConfigError, Settings
 
 COOKIE_NAME = "policybot_console"
 SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**14, 8, 1, 32
@@ -70,16 +70,41 @@ def check_credentials(settings: Settings, user: str, password: str) -> bool:
     return ok and encoded is not None
 
 
+MIN_SECRET_BYTES = 32
+
+
+def _strong(secret: bytes, where: str) -> bytes:
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ConfigError(f"{where} must be at least {MIN_SECRET_BYTES} bytes (got {len(secret)}); make one with "
+                          "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
+    return secret
+
+
 def session_secret(settings: Settings) -> bytes:
+    """The key that signs session cookies: POLICYBOT_CONSOLE_SECRET, or one kept in POLICYBOT_HOME/console-secret.
+
+    The file is written whole under a temporary name and linked into place, so no process ever
+    reads a half-written (empty) key, and when several start at once the first link wins and
+    the others read its key.
+    """
     if settings.console_secret:
-        return settings.console_secret.encode()
+        return _strong(settings.console_secret.encode(), "POLICYBOT_CONSOLE_SECRET")
     path = settings.home / "console-secret"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_urlsafe(48))
-    return Path(path).read_text().strip().encode()
+        fd, temporary = tempfile.mkstemp(prefix=".console-secret.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+        finally:
+            os.unlink(temporary)
+    return _strong(path.read_text().strip().encode(), f"the console secret in {path} (delete the file to make a new one)")
 
 
 @dataclass

@@ -96,6 +96,16 @@ class Settings(BaseSettings):
                 raise ValueError("use name:hash pairs separated by commas; make a hash with `policybot console hash-password`")
         return value
 
+    @field_validator("console_secret")
+    @classmethod
+    def _check_console_secret(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # unset or empty: a random secret kept in POLICYBOT_HOME/console-secret
+        if len(value.encode()) < 32:
+            raise ValueError("must be at least 32 bytes; make one with "
+                             "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _check_database_url(cls, value: str | None) -> str | None:

@@ -436,3 +436,41 @@ def test_non_ascii_tokens_are_refused_not_crashed(csettings, admin) -> None:
     assert response.status_code == 403 and "CSRF" in response.text
     forged = _client(csettings).get("/admin/api/stats", headers={"cookie": "policybot_console=eyJ1IjoiYWRhIn0.sïgnature".encode()})
     assert forged.status_code == 401
+
+
+def test_session_secret_is_never_empty_or_short_and_made_once(csettings, tmp_path) -> None:
+    import os
+    import threading
+
+    from pydantic import ValidationError
+
+    from console.auth import session_secret
+    from policybot.config import ConfigError, Settings
+
+    with pytest.raises(ConfigError, match="at least 32 bytes"):
+        session_secret(csettings.model_copy(update={"console_secret": "too-short"}))
+    with pytest.raises(ValidationError, match="at least 32 bytes"):
+        Settings(**{"POLICYBOT_CONSOLE_SECRET": "too-short"})
+    home = csettings.model_copy(update={"console_secret": None, "policybot_home": tmp_path / "home"})
+    keys: list[bytes] = []
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        try:
+            keys.append(session_secret(home))
+        except BaseException as error:  # noqa: BLE001 - collected for the assert
+            errors.append(error)
+
+    threads = [threading.Thread(target=make) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(keys) == 16 and len(set(keys)) == 1 and len(keys[0]) >= 32
+    secret_file = tmp_path / "home" / "console-secret"
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in secret_file.parent.iterdir()] == ["console-secret"]  # no temporary files left
+    secret_file.write_text("")
+    with pytest.raises(ConfigError, match="delete the file"):
+        session_secret(home)
+    os.unlink(secret_file)
