@@ -114,7 +114,7 @@ class Console:
 
     def view(self, handler: Handler, *, data: bool = False, public: bool = False, body_limit: int = FORM_BODY_MAX) -> Handler:
         async def endpoint(request: Request) -> Response:
-            session = auth.decode_session(request.cookies.get(auth.COOKIE_NAME), self.secret, self.settings)
+            session = await self._session(request)
             request.state.session = session
             if any(isinstance(v, int) and not 0 < v < 2**31 for v in request.path_params.values()):
                 return self._finish(request, self._error(request, "no such item", 404, data))
@@ -148,6 +148,15 @@ class Console:
             return self._finish(request, response)
 
         return endpoint
+
+    async def _session(self, request: Request) -> auth.Session:
+        """The cookie's session, signed out if a logout since it was issued ended it."""
+        session = auth.decode_session(request.cookies.get(auth.COOKIE_NAME), self.secret, self.settings)
+        if session.user is not None:
+            cutoff = await self._call(auth.sessions_valid_after, self.settings, session.user)
+            if cutoff is not None and session.issued <= cutoff:
+                return auth.Session(changed=True)
+        return session
 
     def upload_body_limit(self) -> int:
         return int(self.settings.max_file_mb * 1024 * 1024) * MAX_UPLOAD_FILES + FORM_BODY_MAX
@@ -233,11 +242,12 @@ class Console:
             return self.render(request, "login.html", {"next": next_path, "configured": bool(self.settings.console_accounts),
                                                        "error": "wrong user name or password"}, 401)
         self.throttle.succeeded(client)
-        session.sign_in(user)
+        session.sign_in(user, auth.account_fingerprint(self.settings, self.secret, user) or "")
         log.info("console sign-in: %s from %s", user, client)
         return RedirectResponse(next_path, status_code=303)
 
     async def logout(self, request: Request) -> Response:
+        await self._call(auth.end_sessions, self.settings, request.state.session.user)
         request.state.session.sign_out()
         return RedirectResponse(url("/login"), status_code=303)
 

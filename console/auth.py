@@ -2,11 +2,13 @@
 
 - Passwords are stored only as `scrypt$N$r$p$salt$hash` (stdlib `hashlib.scrypt`), made by
   `policybot console hash-password`; verification is constant-time.
-- The session is a cookie holding {user, csrf token, issue time}, HMAC-SHA256-signed with
-  POLICYBOT_CONSOLE_SECRET (or a random secret kept in POLICYBOT_HOME/console-secret, mode
-  0600). HttpOnly, SameSite=Strict, Secure over HTTPS (POLICYBOT_CONSOLE_SECURE_COOKIE),
-  expiring after POLICYBOT_CONSOLE_SESSION_HOURS. A session whose user is no longer
-  configured is treated as signed out.
+- The session is a cookie holding {user, account fingerprint, csrf token, issue time},
+  HMAC-SHA256-signed with POLICYBOT_CONSOLE_SECRET (or a random secret kept in
+  POLICYBOT_HOME/console-secret, mode 0600). HttpOnly, SameSite=Strict, Secure over HTTPS
+  (POLICYBOT_CONSOLE_SECURE_COOKIE), path /admin, expiring after
+  POLICYBOT_CONSOLE_SESSION_HOURS. A session is treated as signed out when its user is no
+  longer configured, when the user's password hash changed (the fingerprint is an HMAC of
+  it), or when the user logged out after it was issued (table console_session_cutoffs).
 - Every POST carries the session's CSRF token (a form field or the X-CSRF-Token header).
 """
 
@@ -110,19 +112,22 @@ def session_secret(settings: Settings) -> bytes:
 @dataclass
 class Session:
     user: str | None = None
+    account: str = ""  # account_fingerprint() of the user when signed in: a new password ends the session
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     issued: float = field(default_factory=time.time)
     flash: list[list[str]] = field(default_factory=list)  # [level, text] shown on the next page
     changed: bool = False
 
     def payload(self) -> dict[str, Any]:
-        return {"u": self.user, "c": self.csrf, "t": self.issued, "f": self.flash}
+        return {"u": self.user, "a": self.account, "c": self.csrf, "t": self.issued, "f": self.flash}
 
-    def sign_in(self, user: str) -> None:
-        self.user, self.csrf, self.issued, self.changed = user, secrets.token_urlsafe(32), time.time(), True
+    def sign_in(self, user: str, account: str) -> None:
+        self.user, self.account, self.csrf, self.issued = user, account, secrets.token_urlsafe(32), time.time()
+        self.changed = True
 
     def sign_out(self) -> None:
-        self.user, self.csrf, self.issued, self.flash, self.changed = None, secrets.token_urlsafe(32), time.time(), [], True
+        self.user, self.account, self.csrf, self.issued = None, "", secrets.token_urlsafe(32), time.time()
+        self.flash, self.changed = [], True
 
     def add_flash(self, level: str, text: str) -> None:
         self.flash.append([level, text])
@@ -138,6 +143,39 @@ class Session:
         return bool(token) and hmac.compare_digest(str(token).encode(), self.csrf.encode())
 
 
+def account_fingerprint(settings: Settings, secret: bytes, user: str) -> str | None:
+    """A keyed digest of the user's stored password hash (None for an unknown user)."""
+    encoded = settings.console_accounts.get(user)
+    if encoded is None:
+        return None
+    return _b64(hmac.new(secret, b"account\0" + user.encode() + b"\0" + encoded.encode(), hashlib.sha256).digest()[:18])
+
+
+def sessions_valid_after(settings: Settings, user: str) -> float | None:
+    """The time (epoch seconds) before which the user's sessions were ended by a logout, if any."""
+    from policybot import db
+    from policybot.models import ConsoleSessionCutoff
+
+    with db.session(settings) as session:
+        row = session.get(ConsoleSessionCutoff, user)
+        return row.valid_after.timestamp() if row else None
+
+
+def end_sessions(settings: Settings, user: str) -> None:
+    """Refuse every session of the user issued until now (logout, in every browser)."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy.dialects.postgresql import insert
+
+    from policybot import db
+    from policybot.models import ConsoleSessionCutoff
+
+    now = datetime.fromtimestamp(time.time(), timezone.utc)
+    statement = insert(ConsoleSessionCutoff).values(user_name=user, valid_after=now)
+    with db.session(settings) as session:
+        session.execute(statement.on_conflict_do_update(index_elements=["user_name"], set_={"valid_after": now}))
+
+
 def encode_session(session: Session, secret: bytes) -> str:
     body = _b64(json.dumps(session.payload(), separators=(",", ":")).encode())
     return body + "." + _b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())
@@ -151,14 +189,17 @@ def decode_session(value: str | None, secret: bytes, settings: Settings) -> Sess
         if hmac.compare_digest(signature.encode(), expected.encode()):
             try:
                 data = json.loads(_unb64(body))
-                session = Session(user=data.get("u"), csrf=str(data["c"]), issued=float(data["t"]),
-                                  flash=list(data.get("f") or []))
+                session = Session(user=data.get("u"), account=str(data.get("a") or ""), csrf=str(data["c"]),
+                                  issued=float(data["t"]), flash=list(data.get("f") or []))
             except (ValueError, KeyError, TypeError):
                 return Session(changed=True)
             if time.time() - session.issued > settings.console_session_hours * 3600:
                 return Session(changed=True)
-            if session.user is not None and session.user not in settings.console_accounts:
-                return Session(changed=True)
+            if session.user is not None:
+                # Signed out when the user was removed from the config or their password hash changed.
+                expected = account_fingerprint(settings, secret, str(session.user))
+                if expected is None or not hmac.compare_digest(session.account.encode(), expected.encode()):
+                    return Session(changed=True)
             return session
     return Session(changed=True)
 

@@ -474,3 +474,28 @@ def test_session_secret_is_never_empty_or_short_and_made_once(csettings, tmp_pat
     with pytest.raises(ConfigError, match="delete the file"):
         session_secret(home)
     os.unlink(secret_file)
+
+
+def test_logout_and_a_new_password_end_copied_sessions(csettings) -> None:
+    from starlette.testclient import TestClient
+
+    from console.app import create_standalone_app
+    from console.auth import COOKIE_NAME, hash_password
+
+    client = _client(csettings)
+    _sign_in(client)
+    copied = client.cookies.get(COOKIE_NAME)
+    stolen = _client(csettings)
+    stolen.cookies.set(COOKIE_NAME, copied)
+    assert stolen.get("/admin/api/stats").status_code == 200
+    changed = TestClient(create_standalone_app(csettings.model_copy(
+        update={"console_users": f"{ADMIN_USER}:{hash_password('a brand new password')}"})))
+    changed.cookies.set(COOKIE_NAME, copied)
+    assert changed.get("/admin/api/stats").status_code == 401  # the password changed since the sign-in
+
+    out = client.post("/admin/logout", data={"csrf_token": _csrf(client)}, follow_redirects=False)
+    assert out.status_code == 303
+    assert stolen.get("/admin/api/stats").status_code == 401  # the copy made before logout is refused
+    again = _client(csettings)
+    _sign_in(again)
+    assert again.get("/admin/api/stats").status_code == 200  # signing in again works
