@@ -230,18 +230,23 @@ class Console:
                 return RedirectResponse(next_path, status_code=303)
             return self.render(request, "login.html", {"next": next_path, "configured": bool(self.settings.console_accounts)})
         client = request.client.host if request.client else "unknown"
-        if self.throttle.blocked(client):
-            return self.render(request, "login.html", {"next": next_path, "configured": True,
-                                                       "error": "too many failed sign-ins; wait a few minutes"}, 429)
-        user = self._form_value(request, "username")
+        configured = bool(self.settings.console_accounts)
+        user = self._form_value(request, "username")[:100]
         password = request.state.form.get("password", "")
-        ok = await self._call(auth.check_credentials, self.settings, user, str(password))
+        stamp = self.throttle.attempt(client, user)
+        if stamp is None:
+            return self.render(request, "login.html", {"next": next_path, "configured": configured,
+                                                       "error": "too many failed sign-ins; wait a few minutes"}, 429)
+        try:
+            ok = await self.throttle.check(self.settings, user, str(password))
+        except auth.LoginBusy:
+            return self.render(request, "login.html", {"next": next_path, "configured": configured,
+                                                       "error": "sign-in is busy; try again in a moment"}, 503)
         if not ok:
-            self.throttle.failed(client)
-            log.warning("console sign-in failed for %r from %s", user[:100], client)
-            return self.render(request, "login.html", {"next": next_path, "configured": bool(self.settings.console_accounts),
+            log.warning("console sign-in failed (user #%s) from %s", auth.user_tag(user), client)
+            return self.render(request, "login.html", {"next": next_path, "configured": configured,
                                                        "error": "wrong user name or password"}, 401)
-        self.throttle.succeeded(client)
+        self.throttle.succeeded(client, user, stamp)
         session.sign_in(user, auth.account_fingerprint(self.settings, self.secret, user) or "")
         log.info("console sign-in: %s from %s", user, client)
         return RedirectResponse(next_path, status_code=303)

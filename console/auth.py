@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -31,6 +32,8 @@ from policybot.config import ConfigError, Settings
 COOKIE_NAME = "policybot_console"
 SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**14, 8, 1, 32
 LOGIN_WINDOW_S, LOGIN_MAX_FAILURES = 300, 10
+VERIFY_SLOTS, VERIFY_WAIT_S = 2, 10.0  # concurrent scrypt checks; how long a sign-in waits for one
+SWEEP_AT = 10_000  # throttle entries before stale ones are swept
 
 
 def _b64(data: bytes) -> str:
@@ -209,26 +212,78 @@ def secure_cookie(settings: Settings, scheme: str) -> bool:
     return mode == "true" or (mode == "auto" and scheme == "https")
 
 
+def user_tag(user: str) -> str:
+    """A short digest standing for a sign-in name in logs and in the throttle (the name itself is never kept)."""
+    return hashlib.sha256(user.encode(errors="replace")).hexdigest()[:12]
+
+
+class LoginBusy(Exception):
+    """Every password check slot stayed busy: the sign-in is refused rather than queued without end."""
+
+
 class LoginThrottle:
-    """At most LOGIN_MAX_FAILURES failed sign-ins per client address per LOGIN_WINDOW_S."""
+    """Sign-in attempts: at most LOGIN_MAX_FAILURES per client address and per user name per LOGIN_WINDOW_S.
+
+    An attempt is counted before its password is checked, so parallel guesses cannot all slip
+    through; a success un-counts itself and clears its address. At most VERIFY_SLOTS scrypt
+    checks run at once (each takes ~16 MB and tens of ms of CPU).
+    """
 
     def __init__(self) -> None:
-        self._failures: dict[str, list[float]] = {}
+        self._attempts: dict[str, list[float]] = {}
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(VERIFY_SLOTS)
 
-    def _recent(self, client: str, now: float) -> list[float]:
-        kept = [t for t in self._failures.get(client, []) if now - t < LOGIN_WINDOW_S]
-        self._failures[client] = kept
+    @staticmethod
+    def _keys(client: str, user: str) -> tuple[str, str]:
+        return "address:" + client, "user:" + user_tag(user)
+
+    def _recent(self, key: str, now: float) -> list[float]:
+        kept = [t for t in self._attempts.get(key, ()) if now - t < LOGIN_WINDOW_S]
+        if kept:
+            self._attempts[key] = kept
+        else:
+            self._attempts.pop(key, None)  # no empty entries: the map holds only live windows
         return kept
 
-    def blocked(self, client: str) -> bool:
+    def attempt(self, client: str, user: str) -> float | None:
+        """Count an attempt and return its stamp, or None (not counted) when the address or the name is at its limit."""
+        now = time.monotonic()
         with self._lock:
-            return len(self._recent(client, time.monotonic())) >= LOGIN_MAX_FAILURES
+            if len(self._attempts) > SWEEP_AT:
+                for key in list(self._attempts):
+                    self._recent(key, now)
+            keys = self._keys(client, user)
+            if any(len(self._recent(key, now)) >= LOGIN_MAX_FAILURES for key in keys):
+                return None
+            for key in keys:
+                self._attempts.setdefault(key, []).append(now)
+            return now
 
-    def failed(self, client: str) -> None:
+    def succeeded(self, client: str, user: str, stamp: float) -> None:
+        address, name = self._keys(client, user)
         with self._lock:
-            self._recent(client, time.monotonic()).append(time.monotonic())
+            self._attempts.pop(address, None)
+            attempts = self._attempts.get(name, [])
+            if stamp in attempts:
+                attempts.remove(stamp)
+            if not attempts:
+                self._attempts.pop(name, None)
 
-    def succeeded(self, client: str) -> None:
+    def size(self) -> int:
         with self._lock:
-            self._failures.pop(client, None)
+            return len(self._attempts)
+
+    async def check(self, settings: Settings, user: str, password: str) -> bool:
+        """check_credentials in a worker thread, once one of the VERIFY_SLOTS is free (LoginBusy after VERIFY_WAIT_S)."""
+        from starlette.concurrency import run_in_threadpool
+
+        deadline = time.monotonic() + VERIFY_WAIT_S
+        while not self._slots.acquire(blocking=False):
+            if time.monotonic() > deadline:
+                raise LoginBusy()
+            await asyncio.sleep(0.02)
+        try:
+            return await run_in_threadpool(check_credentials, settings, user, password)
+        finally:
+            self._slots.release()

@@ -499,3 +499,64 @@ def test_logout_and_a_new_password_end_copied_sessions(csettings) -> None:
     again = _client(csettings)
     _sign_in(again)
     assert again.get("/admin/api/stats").status_code == 200  # signing in again works
+
+
+def test_login_throttle_counts_before_checking_per_address_and_per_name(monkeypatch) -> None:
+    import asyncio
+    import threading
+    import time
+
+    from console import auth
+
+    throttle = auth.LoginThrottle()
+    stamps: list[float | None] = []
+    barrier = threading.Barrier(30)
+
+    def guess() -> None:
+        barrier.wait()
+        stamps.append(throttle.attempt("10.0.0.1", "ada"))
+
+    threads = [threading.Thread(target=guess) for _ in range(30)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(s is not None for s in stamps) == auth.LOGIN_MAX_FAILURES  # parallel guesses do not all pass
+    assert throttle.attempt("10.0.0.2", "ada") is None  # the name is throttled from any address
+    assert throttle.attempt("10.0.0.1", "grace") is None  # and the address for any name
+    stamp = throttle.attempt("10.0.0.3", "grace")
+    assert stamp is not None
+    throttle.succeeded("10.0.0.3", "grace", stamp)
+    assert throttle.size() == 2  # a success leaves no empty entries behind
+    monkeypatch.setattr(auth, "LOGIN_WINDOW_S", 0)
+    assert throttle.attempt("10.0.0.1", "ada") is not None  # the window passed
+
+    running, peak = [0], [0]
+
+    def slow_check(settings, user, password) -> bool:  # type: ignore[no-untyped-def]
+        running[0] += 1
+        peak[0] = max(peak[0], running[0])
+        time.sleep(0.05)
+        running[0] -= 1
+        return False
+
+    monkeypatch.setattr(auth, "check_credentials", slow_check)
+
+    async def many() -> list[bool]:
+        return await asyncio.gather(*(throttle.check(None, "ada", "x") for _ in range(8)))  # type: ignore[arg-type]
+
+    assert asyncio.run(many()) == [False] * 8 and peak[0] <= auth.VERIFY_SLOTS
+
+
+def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog) -> None:
+    from console.auth import LOGIN_MAX_FAILURES
+
+    client = _client(csettings)
+    token = csrf_of(client.get("/admin/login").text)
+    with caplog.at_level("WARNING", logger="console.app"):
+        for _ in range(LOGIN_MAX_FAILURES):
+            wrong = client.post("/admin/login", data={"username": "mallory-the-name", "password": "guess", "csrf_token": token})
+            assert wrong.status_code == 401
+    assert "mallory-the-name" not in caplog.text and "sign-in failed" in caplog.text
+    blocked = client.post("/admin/login", data={"username": ADMIN_USER, "password": ADMIN_PASSWORD, "csrf_token": token})
+    assert blocked.status_code == 429
