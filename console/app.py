@@ -450,20 +450,28 @@ class Console:
         if not uploads:
             raise BadRequest("choose at least one file to upload")
         limit = int(self.settings.max_file_mb * 1024 * 1024)
-        folder = self.settings.home / "uploads" / collection
-        saved: list[str] = []
-        for item in uploads:
+        checked: list[tuple[str, UploadFile]] = []
+        for item in uploads:  # every file is checked before any is written
             name = _safe_name(item.filename or "upload")
             if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 raise BadRequest(f"{name}: unsupported file type (supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})", 415)
-            data = await item.read(limit + 1)
-            if len(data) > limit:
+            if any(name == seen for seen, _ in checked):
+                raise BadRequest(f"{name}: chosen twice; upload each file once")
+            size = item.size if item.size is not None else len(await item.read(limit + 1))
+            if size > limit:
                 raise BadRequest(f"{name}: larger than {self.settings.max_file_mb:g} MB (POLICYBOT_MAX_FILE_MB)", 413)
-            if not data:
+            if not size:
                 raise BadRequest(f"{name}: the file is empty")
-            folder.mkdir(parents=True, exist_ok=True)
+            checked.append((name, item))
+        folder = self.settings.home / "uploads" / collection
+        folder.mkdir(parents=True, exist_ok=True)
+        saved: list[str] = []
+        for name, item in checked:
+            await item.seek(0)
             partial = folder / f".{name}.part"
-            partial.write_bytes(data)
+            with partial.open("wb") as handle:
+                while chunk := await item.read(1024 * 1024):
+                    await self._call(handle.write, chunk)
             partial.replace(folder / name)
             saved.append(str(folder / name))
         job_id = await self._queue_ingest(request, saved, collection, channels or None)

@@ -560,3 +560,16 @@ def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog)
     assert "mallory-the-name" not in caplog.text and "sign-in failed" in caplog.text
     blocked = client.post("/admin/login", data={"username": ADMIN_USER, "password": ADMIN_PASSWORD, "csrf_token": token})
     assert blocked.status_code == 429
+
+
+def test_an_upload_batch_is_checked_whole_before_any_file_is_written(csettings, admin) -> None:
+    folder = csettings.home / "uploads" / "console-batch"
+    token = _csrf(admin, "/admin/documents")
+    good = ("good.md", b"# Good\n\nA fine policy.", "text/markdown")
+    for second, status, message in ((("bad.exe", b"MZ", "application/octet-stream"), 415, "unsupported file type"),
+                                    (("empty.md", b"", "text/markdown"), 400, "empty"),
+                                    (good, 400, "chosen twice")):
+        response = admin.post("/admin/documents/upload", data={"csrf_token": token, "collection": "console-batch"},
+                              files=[("files", good), ("files", second)])
+        assert response.status_code == status and message in response.text
+        assert not folder.exists() or not any(folder.iterdir()), "a file was written before the batch was refused"
