@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -75,6 +75,18 @@ def thread_link(settings: Settings, record: dict[str, Any]) -> str | None:
     return f"https://slack.com/app_redirect?channel={channel}"
 
 
+def mask_query(address: str | None, keep: tuple[str, ...] = ()) -> str | None:
+    """The URL with its query values shown as *** (they may hold API keys), except the values in `keep`."""
+    if not address:
+        return address
+    parts = urlsplit(address)
+    if not parts.query:
+        return address
+    masked = [f"{name}={value if value in keep else '***'}" if sep else name
+              for name, sep, value in (pair.partition("=") for pair in parts.query.split("&"))]
+    return urlunsplit(parts._replace(query="&".join(masked)))
+
+
 class BodyTooLarge(MultiPartException):
     """The body passed its limit (a MultiPartException, so the parser closes the files it had opened)."""
 
@@ -107,6 +119,7 @@ class Console:
         self.templates.env.globals.update(url=url, prefix=PREFIX)
         self.templates.env.filters["pct"] = lambda v: "-" if v is None else f"{v:.0%}"
         self.templates.env.filters["ms"] = lambda v: "-" if v is None else f"{v:,.0f} ms"
+        self.templates.env.filters["mask_query"] = mask_query
         self.templates.env.filters["when"] = lambda v: (v or "")[:19].replace("T", " ")
         self.public_paths = {"/login"}
 
@@ -116,8 +129,6 @@ class Console:
         async def endpoint(request: Request) -> Response:
             session = await self._session(request)
             request.state.session = session
-            if any(isinstance(v, int) and not 0 < v < 2**31 for v in request.path_params.values()):
-                return self._finish(request, self._error(request, "no such item", 404, data))
             if not public and session.user is None:
                 if data or request.method != "GET":
                     response: Response = JSONResponse({"error": "sign in first"}, status_code=401)
@@ -125,6 +136,8 @@ class Console:
                     next_path = request.url.path + (("?" + request.url.query) if request.url.query else "")
                     response = RedirectResponse(url("/login", next=next_path), status_code=303)
                 return self._finish(request, response)
+            if any(isinstance(v, int) and not 0 < v < 2**31 for v in request.path_params.values()):
+                return self._finish(request, self._error(request, "no such item", 404, data))
             if request.method == "POST":
                 try:
                     form = await self._form(request, body_limit)
@@ -185,7 +198,7 @@ class Console:
         session: auth.Session = request.state.session
         if session.changed:
             response.set_cookie(auth.COOKIE_NAME, auth.encode_session(session, self.secret),
-                                max_age=int(self.settings.console_session_hours * 3600), path="/", httponly=True,
+                                max_age=int(self.settings.console_session_hours * 3600), path=PREFIX, httponly=True,
                                 samesite="strict", secure=auth.secure_cookie(self.settings, request.url.scheme))
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers["X-Frame-Options"] = "DENY"
@@ -214,6 +227,14 @@ class Console:
     def _form_value(self, request: Request, name: str, default: str = "") -> str:
         value = request.state.form.get(name, default)
         return value.strip() if isinstance(value, str) else default
+
+    @staticmethod
+    def _job_param(request: Request) -> str:
+        """The `job` to watch: a job id (digits), or nothing."""
+        job = request.query_params.get("job", "")
+        if job and not (job.isdigit() and len(job) <= 10):
+            raise BadRequest("job must be a job id (a number)")
+        return job
 
     async def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(function, *args, **kwargs)
@@ -296,13 +317,13 @@ class Console:
     async def activity(self, request: Request) -> Response:
         filters, params = self._filters(request)
         page_text = request.query_params.get("page", "1")
-        if not page_text.isdigit() or int(page_text) < 1:
+        if not page_text.isdigit() or len(page_text) > 12 or int(page_text) < 1:
             raise BadRequest("page must be a positive number")
-        page = int(page_text)
         total = await self._call(review.count_logs, self.settings, filters)
+        pages = max(1, math.ceil(total / PAGE_SIZE))
+        page = min(int(page_text), pages)  # past the end: the last page
         records = await self._call(review.query_logs, self.settings, filters, limit=PAGE_SIZE,
                                    offset=(page - 1) * PAGE_SIZE)
-        pages = max(1, math.ceil(total / PAGE_SIZE))
         versions = await self._call(self._evaluator_versions)
         query = {k: v for k, v in params.items() if v}
         return self.render(request, "activity.html", {
@@ -431,7 +452,7 @@ class Console:
         return self.render(request, "documents.html", {
             "collections": collections, "jobs": recent, "fallback_collections": fallback,
             "default_collection": self.settings.default_collection, "max_mb": self.settings.max_file_mb,
-            "watch": request.query_params.get("job", ""),
+            "watch": self._job_param(request),
         })
 
     async def upload(self, request: Request) -> Response:
@@ -586,7 +607,8 @@ class Console:
         plan = await self._call(fallback_preview, self.settings, question[: self.settings.max_question_chars], names)
         sent = []
         for source in plan.sources:
-            request_url = source.request_url(plan.keywords, self.settings.fallback_limit) \
+            request_url = mask_query(source.request_url(plan.keywords, self.settings.fallback_limit),
+                                     keep=(quote_plus(plan.keywords), str(self.settings.fallback_limit))) \
                 if hasattr(source, "request_url") and plan.keywords else None
             sent.append({"name": source.name, "kind": source.kind, "request": request_url})
         test = {"question": question, "asker_names": ", ".join(names), "question_class": plan.question_class,
@@ -602,7 +624,7 @@ class Console:
         recent = await self._call(jobs.recent_jobs, self.settings, "train", 5)
         return self.render(request, "evaluators.html", {
             "versions": versions, "jobs": recent, "train_minutes": self.settings.train_minutes,
-            "watch": request.query_params.get("job", "")})
+            "watch": self._job_param(request)})
 
     async def activate(self, request: Request) -> Response:
         from policybot import evaluators
@@ -616,7 +638,7 @@ class Console:
                          f"active: {version}. Restart the answer workers to use it (`policybot worker`).")
 
     async def train(self, request: Request) -> Response:
-        from workers.tasks import train_evaluator_task
+        from workers.tasks import MAX_TRAIN_MINUTES, train_evaluator_task
 
         activate = self._form_value(request, "activate", "if_better")
         if activate not in ("if_better", "always", "never"):
@@ -625,8 +647,9 @@ class Console:
             minutes = float(self._form_value(request, "minutes") or self.settings.train_minutes)
         except ValueError:
             raise BadRequest("minutes must be a number") from None
-        if not 0 < minutes <= 600:
-            raise BadRequest("minutes must be between 0 and 600")
+        if not 0 < minutes <= MAX_TRAIN_MINUTES:
+            raise BadRequest(f"minutes must be more than 0 and at most {MAX_TRAIN_MINUTES:g} (the training task's "
+                             "time limit)")
         job_id = await self._enqueue(request, "train", {"minutes": minutes, "activate": activate},
                                      lambda job_id: train_evaluator_task.delay(minutes, activate, job_id))
         return self.back(request, url("/evaluators", job=job_id), f"training queued (job {job_id})")

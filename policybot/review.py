@@ -381,6 +381,7 @@ def stats_summary(settings, days: int = 7) -> dict[str, Any]:  # type: ignore[no
 # ------------------------------------------------------------------ health
 
 ALERT_MIN_RECENT = 5  # answered questions in the last 7 days before the alert can fire
+ALERT_MIN_PRIOR = 10  # and in the 28 days before them (no baseline, no rise to measure)
 
 
 def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:  # type: ignore[no-untyped-def]
@@ -407,7 +408,7 @@ def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dic
     return {
         "recent_share": recent_share, "recent_incorrect": recent[0], "recent_answered": recent[1],
         "prior_share": prior_share, "prior_incorrect": prior[0], "prior_answered": prior[1], "margin": margin,
-        "alert": recent[1] >= ALERT_MIN_RECENT and recent_share > prior_share + margin,
+        "alert": recent[1] >= ALERT_MIN_RECENT and prior[1] >= ALERT_MIN_PRIOR and recent_share > prior_share + margin,
     }
 
 

@@ -573,3 +573,69 @@ def test_an_upload_batch_is_checked_whole_before_any_file_is_written(csettings, 
                               files=[("files", good), ("files", second)])
         assert response.status_code == status and message in response.text
         assert not folder.exists() or not any(folder.iterdir()), "a file was written before the batch was refused"
+
+
+def test_small_guards_job_page_id_order_minutes_cookie_path(csettings, admin, seeded_log) -> None:
+    from policybot.models import Job
+
+    assert "Path=/admin" in _sign_in(_client(csettings)).headers["set-cookie"]
+    for path in ("/admin/documents", "/admin/evaluators"):
+        assert admin.get(path, params={"job": "12"}).status_code == 200
+        assert admin.get(path, params={"job": '1"><script>'}).status_code == 400
+    last = admin.get("/admin/activity", params={"channel": CHANNEL, "page": "999999999"})
+    assert last.status_code == 200 and len(_ids(last.text)) == len(seeded_log) - 50  # clamped to the last page
+    assert admin.get("/admin/activity", params={"page": "9" * 40}).status_code == 400
+    signed_out = _client(csettings)
+    assert signed_out.post("/admin/documents/99999999999/remove", follow_redirects=False).status_code == 401
+    assert signed_out.get("/admin/api/jobs/99999999999").status_code == 401
+    token = _csrf(admin, "/admin/evaluators")
+    too_long = admin.post("/admin/evaluators/train", data={"csrf_token": token, "minutes": "30"})
+    assert too_long.status_code == 400 and "at most 24" in too_long.text
+    assert Job.__table__.c.created_at.index  # as migration 0003 made it
+
+
+def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import delete
+
+    from log_helpers import question_row
+    from policybot import db
+    from policybot.models import Question
+    from policybot.review import ALERT_MIN_PRIOR, incorrect_alert
+
+    now = datetime(2001, 1, 1, tzinfo=timezone.utc)  # a quiet stretch of the log
+    rows = [question_row(question="Is this a quiet week?", channel="CALERT01", action="incorrect", created_at=now - timedelta(days=1, hours=n))
+            for n in range(6)]
+    rows += [question_row(question="Is this a quiet week?", channel="CALERT01", action="correct", created_at=now - timedelta(days=10, hours=n))
+             for n in range(2)]
+    with db.session(csettings) as session:
+        session.add_all(rows)
+    try:
+        thin = incorrect_alert(csettings, 0.1, now=now)
+        assert thin["recent_share"] == 1.0 and thin["prior_answered"] == 2 and not thin["alert"]
+        with db.session(csettings) as session:
+            session.add_all([question_row(question="Is this a quiet week?", channel="CALERT01", action="correct",
+                                          created_at=now - timedelta(days=12, hours=n)) for n in range(ALERT_MIN_PRIOR)])
+        assert incorrect_alert(csettings, 0.1, now=now)["alert"]
+    finally:
+        with db.session(csettings) as session:
+            session.execute(delete(Question).where(Question.channel == "CALERT01"))
+
+
+def test_sources_page_masks_url_query_values(csettings, admin) -> None:
+    from console.app import mask_query
+
+    assert mask_query("https://x.example/s?api_key=SECRET&q=dog", keep=("dog",)) == "https://x.example/s?api_key=***&q=dog"
+    assert mask_query("https://x.example/s") == "https://x.example/s"
+    token = _csrf(admin, "/admin/sources")
+    added = admin.post("/admin/sources/add", data={
+        "csrf_token": token, "name": "Keyed wiki", "kind": "http", "url": "https://keyed.example.com/search?token=SECRET123"})
+    try:
+        assert added.status_code == 200
+        page = admin.get("/admin/sources").text
+        assert "keyed.example.com/search?token=***" in page and "SECRET123" not in page
+        tested = admin.post("/admin/sources/test", data={"csrf_token": token, "question": "how do I claim dental insurance?"})
+        assert tested.status_code == 200 and "SECRET123" not in tested.text
+    finally:
+        admin.post("/admin/sources/remove", data={"csrf_token": token, "name": "Keyed wiki"})
