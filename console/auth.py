@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from policybot.config import ConfigError, Settings
+from policybot.config import ConfigError, Settings, parse_scrypt_hash
 
 COOKIE_NAME = "policybot_console"
 SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**14, 8, 1, 32
@@ -54,12 +54,8 @@ def hash_password(password: str) -> str:
 
 def verify_password(password: str, encoded: str) -> bool:
     try:
-        scheme, n, r, p, salt, digest = encoded.split("$")
-        if scheme != "scrypt":
-            return False
-        expected = _unb64(digest)
-        actual = hashlib.scrypt(password.encode(), salt=_unb64(salt), n=int(n), r=int(r), p=int(p),
-                                dklen=len(expected), maxmem=2**27)
+        n, r, p, salt, expected = parse_scrypt_hash(encoded)
+        actual = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=len(expected), maxmem=2**27 + 2**20)
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(actual, expected)

@@ -639,3 +639,21 @@ def test_sources_page_masks_url_query_values(csettings, admin) -> None:
         assert tested.status_code == 200 and "SECRET123" not in tested.text
     finally:
         admin.post("/admin/sources/remove", data={"csrf_token": token, "name": "Keyed wiki"})
+
+
+def test_console_users_hashes_are_parsed_whole() -> None:
+    from pydantic import ValidationError
+
+    from console.auth import hash_password
+    from policybot.config import Settings
+
+    good = hash_password("long enough password")
+    assert Settings(**{"POLICYBOT_CONSOLE_USERS": f"ada:{good}"}).console_accounts == {"ada": good}
+    salt_and_hash = good.split("$", 4)[4]
+    for bad, why in (("ada:scrypt", "6 $-separated parts"),  # what Compose leaves of an unquoted hash
+                     (f"ada:scrypt$abc$8$1${salt_and_hash}", "whole numbers"),
+                     (f"ada:scrypt$1000$8$1${salt_and_hash}", "power of 2"),
+                     ("ada:scrypt$16384$8$1$!!$!!", "base64")):
+        with pytest.raises(ValidationError, match=re.escape(why)) as raised:
+            Settings(**{"POLICYBOT_CONSOLE_USERS": bad})
+        assert "single-quote" in str(raised.value)
