@@ -20,11 +20,12 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -43,6 +44,9 @@ HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
 EXPORT_LIMIT = 100_000
 MAX_UPLOAD_FILES = 10
+# Request bodies are counted as they arrive and refused past these (the form parser is slow on big bodies).
+LOGIN_BODY_MAX = 16 * 1024
+FORM_BODY_MAX = 64 * 1024
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30), "90d": timedelta(days=90)}
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -71,6 +75,41 @@ def thread_link(settings: Settings, record: dict[str, Any]) -> str | None:
     return f"https://slack.com/app_redirect?channel={channel}"
 
 
+def mask_query(address: str | None, keep: tuple[str, ...] = ()) -> str | None:
+    """The URL with its query values shown as *** (they may hold API keys), except the values in `keep`."""
+    if not address:
+        return address
+    parts = urlsplit(address)
+    if not parts.query:
+        return address
+    masked = [f"{name}={value if value in keep else '***'}" if sep else name
+              for name, sep, value in (pair.partition("=") for pair in parts.query.split("&"))]
+    return urlunsplit(parts._replace(query="&".join(masked)))
+
+
+class BodyTooLarge(MultiPartException):
+    """The body passed its limit (a MultiPartException, so the parser closes the files it had opened)."""
+
+    def __init__(self) -> None:
+        super().__init__("request body too large")
+
+
+def counting_receive(receive: Any, limit: int) -> Any:
+    """`receive` that raises BodyTooLarge once the request body passes `limit` bytes."""
+    seen = 0
+
+    async def wrapped() -> Any:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise BodyTooLarge()
+        return message
+
+    return wrapped
+
+
 class Console:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -80,17 +119,16 @@ class Console:
         self.templates.env.globals.update(url=url, prefix=PREFIX)
         self.templates.env.filters["pct"] = lambda v: "-" if v is None else f"{v:.0%}"
         self.templates.env.filters["ms"] = lambda v: "-" if v is None else f"{v:,.0f} ms"
+        self.templates.env.filters["mask_query"] = mask_query
         self.templates.env.filters["when"] = lambda v: (v or "")[:19].replace("T", " ")
         self.public_paths = {"/login"}
 
     # ------------------------------------------------------------ plumbing
 
-    def view(self, handler: Handler, *, data: bool = False, public: bool = False) -> Handler:
+    def view(self, handler: Handler, *, data: bool = False, public: bool = False, body_limit: int = FORM_BODY_MAX) -> Handler:
         async def endpoint(request: Request) -> Response:
-            session = auth.decode_session(request.cookies.get(auth.COOKIE_NAME), self.secret, self.settings)
+            session = await self._session(request)
             request.state.session = session
-            if any(isinstance(v, int) and not 0 < v < 2**31 for v in request.path_params.values()):
-                return self._finish(request, self._error(request, "no such item", 404, data))
             if not public and session.user is None:
                 if data or request.method != "GET":
                     response: Response = JSONResponse({"error": "sign in first"}, status_code=401)
@@ -98,14 +136,17 @@ class Console:
                     next_path = request.url.path + (("?" + request.url.query) if request.url.query else "")
                     response = RedirectResponse(url("/login", next=next_path), status_code=303)
                 return self._finish(request, response)
+            if any(isinstance(v, int) and not 0 < v < 2**31 for v in request.path_params.values()):
+                return self._finish(request, self._error(request, "no such item", 404, data))
             if request.method == "POST":
                 try:
-                    form = await self._form(request)
+                    form = await self._form(request, body_limit)
                 except BadRequest as error:
                     return self._finish(request, self._error(request, str(error), error.status, data))
                 request.state.form = form
                 token = form.get("csrf_token") or request.headers.get("x-csrf-token")
                 if not session.csrf_ok(str(token) if token else None):
+                    await form.close()
                     return self._finish(request, self._error(request, "missing or wrong CSRF token: reload the page "
                                                              "and try again", 403, data))
             try:
@@ -114,26 +155,50 @@ class Console:
                 response = self._error(request, str(error), error.status, data)
             except UserError as error:
                 response = self._error(request, str(error), 400, data)
+            finally:
+                if request.method == "POST":
+                    await request.state.form.close()  # uploaded files spooled to disk
             return self._finish(request, response)
 
         return endpoint
 
-    async def _form(self, request: Request) -> FormData:
-        limit = int(self.settings.max_file_mb * 1024 * 1024) * MAX_UPLOAD_FILES + 1024 * 1024
+    async def _session(self, request: Request) -> auth.Session:
+        """The cookie's session, signed out if a logout since it was issued ended it."""
+        session = auth.decode_session(request.cookies.get(auth.COOKIE_NAME), self.secret, self.settings)
+        if session.user is not None:
+            cutoff = await self._call(auth.sessions_valid_after, self.settings, session.user)
+            if cutoff is not None and session.issued <= cutoff:
+                return auth.Session(changed=True)
+        return session
+
+    def upload_body_limit(self) -> int:
+        return int(self.settings.max_file_mb * 1024 * 1024) * MAX_UPLOAD_FILES + FORM_BODY_MAX
+
+    async def _form(self, request: Request, limit: int) -> FormData:
+        """The POSTed form, read only if it declares its length and stays within `limit` bytes as it arrives."""
         length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > limit:
-            raise BadRequest(f"the upload is too large: at most {MAX_UPLOAD_FILES} files of "
-                             f"{self.settings.max_file_mb:g} MB each (POLICYBOT_MAX_FILE_MB)", 413)
+        if length is None or not length.isdigit():
+            raise BadRequest("send the form with a Content-Length", 411)
+        too_large = BadRequest(f"the request is too large (at most {limit // 1024:,} KB here; uploads: at most "
+                               f"{MAX_UPLOAD_FILES} files of {self.settings.max_file_mb:g} MB each, "
+                               "POLICYBOT_MAX_FILE_MB)", 413)
+        if int(length) > limit:
+            raise too_large
+        counted = Request(request.scope, counting_receive(request.receive, limit))
         try:
-            return await request.form(max_files=MAX_UPLOAD_FILES, max_fields=200)
+            return await counted.form(max_files=MAX_UPLOAD_FILES, max_fields=200)
+        except BodyTooLarge:
+            raise too_large from None
         except Exception as error:  # malformed multipart, too many files
+            if isinstance(error.__context__, BodyTooLarge):
+                raise too_large from None
             raise BadRequest(f"could not read the form: {getattr(error, 'detail', error)}") from None
 
     def _finish(self, request: Request, response: Response) -> Response:
         session: auth.Session = request.state.session
         if session.changed:
             response.set_cookie(auth.COOKIE_NAME, auth.encode_session(session, self.secret),
-                                max_age=int(self.settings.console_session_hours * 3600), path="/", httponly=True,
+                                max_age=int(self.settings.console_session_hours * 3600), path=PREFIX, httponly=True,
                                 samesite="strict", secure=auth.secure_cookie(self.settings, request.url.scheme))
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers["X-Frame-Options"] = "DENY"
@@ -163,6 +228,14 @@ class Console:
         value = request.state.form.get(name, default)
         return value.strip() if isinstance(value, str) else default
 
+    @staticmethod
+    def _job_param(request: Request) -> str:
+        """The `job` to watch: a job id (digits), or nothing."""
+        job = request.query_params.get("job", "")
+        if job and not (job.isdigit() and len(job) <= 10):
+            raise BadRequest("job must be a job id (a number)")
+        return job
+
     async def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await run_in_threadpool(function, *args, **kwargs)
 
@@ -178,23 +251,29 @@ class Console:
                 return RedirectResponse(next_path, status_code=303)
             return self.render(request, "login.html", {"next": next_path, "configured": bool(self.settings.console_accounts)})
         client = request.client.host if request.client else "unknown"
-        if self.throttle.blocked(client):
-            return self.render(request, "login.html", {"next": next_path, "configured": True,
-                                                       "error": "too many failed sign-ins; wait a few minutes"}, 429)
-        user = self._form_value(request, "username")
+        configured = bool(self.settings.console_accounts)
+        user = self._form_value(request, "username")[:100]
         password = request.state.form.get("password", "")
-        ok = await self._call(auth.check_credentials, self.settings, user, str(password))
+        stamp = self.throttle.attempt(client, user)
+        if stamp is None:
+            return self.render(request, "login.html", {"next": next_path, "configured": configured,
+                                                       "error": "too many failed sign-ins; wait a few minutes"}, 429)
+        try:
+            ok = await self.throttle.check(self.settings, user, str(password))
+        except auth.LoginBusy:
+            return self.render(request, "login.html", {"next": next_path, "configured": configured,
+                                                       "error": "sign-in is busy; try again in a moment"}, 503)
         if not ok:
-            self.throttle.failed(client)
-            log.warning("console sign-in failed for %r from %s", user[:100], client)
-            return self.render(request, "login.html", {"next": next_path, "configured": bool(self.settings.console_accounts),
+            log.warning("console sign-in failed (user #%s) from %s", auth.user_tag(user), client)
+            return self.render(request, "login.html", {"next": next_path, "configured": configured,
                                                        "error": "wrong user name or password"}, 401)
-        self.throttle.succeeded(client)
-        session.sign_in(user)
+        self.throttle.succeeded(client, user, stamp)
+        session.sign_in(user, auth.account_fingerprint(self.settings, self.secret, user) or "")
         log.info("console sign-in: %s from %s", user, client)
         return RedirectResponse(next_path, status_code=303)
 
     async def logout(self, request: Request) -> Response:
+        await self._call(auth.end_sessions, self.settings, request.state.session.user)
         request.state.session.sign_out()
         return RedirectResponse(url("/login"), status_code=303)
 
@@ -238,13 +317,13 @@ class Console:
     async def activity(self, request: Request) -> Response:
         filters, params = self._filters(request)
         page_text = request.query_params.get("page", "1")
-        if not page_text.isdigit() or int(page_text) < 1:
+        if not page_text.isdigit() or len(page_text) > 12 or int(page_text) < 1:
             raise BadRequest("page must be a positive number")
-        page = int(page_text)
         total = await self._call(review.count_logs, self.settings, filters)
+        pages = max(1, math.ceil(total / PAGE_SIZE))
+        page = min(int(page_text), pages)  # past the end: the last page
         records = await self._call(review.query_logs, self.settings, filters, limit=PAGE_SIZE,
                                    offset=(page - 1) * PAGE_SIZE)
-        pages = max(1, math.ceil(total / PAGE_SIZE))
         versions = await self._call(self._evaluator_versions)
         query = {k: v for k, v in params.items() if v}
         return self.render(request, "activity.html", {
@@ -373,7 +452,7 @@ class Console:
         return self.render(request, "documents.html", {
             "collections": collections, "jobs": recent, "fallback_collections": fallback,
             "default_collection": self.settings.default_collection, "max_mb": self.settings.max_file_mb,
-            "watch": request.query_params.get("job", ""),
+            "watch": self._job_param(request),
         })
 
     async def upload(self, request: Request) -> Response:
@@ -392,20 +471,28 @@ class Console:
         if not uploads:
             raise BadRequest("choose at least one file to upload")
         limit = int(self.settings.max_file_mb * 1024 * 1024)
-        folder = self.settings.home / "uploads" / collection
-        saved: list[str] = []
-        for item in uploads:
+        checked: list[tuple[str, UploadFile]] = []
+        for item in uploads:  # every file is checked before any is written
             name = _safe_name(item.filename or "upload")
             if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 raise BadRequest(f"{name}: unsupported file type (supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})", 415)
-            data = await item.read(limit + 1)
-            if len(data) > limit:
+            if any(name == seen for seen, _ in checked):
+                raise BadRequest(f"{name}: chosen twice; upload each file once")
+            size = item.size if item.size is not None else len(await item.read(limit + 1))
+            if size > limit:
                 raise BadRequest(f"{name}: larger than {self.settings.max_file_mb:g} MB (POLICYBOT_MAX_FILE_MB)", 413)
-            if not data:
+            if not size:
                 raise BadRequest(f"{name}: the file is empty")
-            folder.mkdir(parents=True, exist_ok=True)
+            checked.append((name, item))
+        folder = self.settings.home / "uploads" / collection
+        folder.mkdir(parents=True, exist_ok=True)
+        saved: list[str] = []
+        for name, item in checked:
+            await item.seek(0)
             partial = folder / f".{name}.part"
-            partial.write_bytes(data)
+            with partial.open("wb") as handle:
+                while chunk := await item.read(1024 * 1024):
+                    await self._call(handle.write, chunk)
             partial.replace(folder / name)
             saved.append(str(folder / name))
         job_id = await self._queue_ingest(request, saved, collection, channels or None)
@@ -520,7 +607,8 @@ class Console:
         plan = await self._call(fallback_preview, self.settings, question[: self.settings.max_question_chars], names)
         sent = []
         for source in plan.sources:
-            request_url = source.request_url(plan.keywords, self.settings.fallback_limit) \
+            request_url = mask_query(source.request_url(plan.keywords, self.settings.fallback_limit),
+                                     keep=(quote_plus(plan.keywords), str(self.settings.fallback_limit))) \
                 if hasattr(source, "request_url") and plan.keywords else None
             sent.append({"name": source.name, "kind": source.kind, "request": request_url})
         test = {"question": question, "asker_names": ", ".join(names), "question_class": plan.question_class,
@@ -536,7 +624,7 @@ class Console:
         recent = await self._call(jobs.recent_jobs, self.settings, "train", 5)
         return self.render(request, "evaluators.html", {
             "versions": versions, "jobs": recent, "train_minutes": self.settings.train_minutes,
-            "watch": request.query_params.get("job", "")})
+            "watch": self._job_param(request)})
 
     async def activate(self, request: Request) -> Response:
         from policybot import evaluators
@@ -550,7 +638,7 @@ class Console:
                          f"active: {version}. Restart the answer workers to use it (`policybot worker`).")
 
     async def train(self, request: Request) -> Response:
-        from workers.tasks import train_evaluator_task
+        from workers.tasks import MAX_TRAIN_MINUTES, train_evaluator_task
 
         activate = self._form_value(request, "activate", "if_better")
         if activate not in ("if_better", "always", "never"):
@@ -559,8 +647,9 @@ class Console:
             minutes = float(self._form_value(request, "minutes") or self.settings.train_minutes)
         except ValueError:
             raise BadRequest("minutes must be a number") from None
-        if not 0 < minutes <= 600:
-            raise BadRequest("minutes must be between 0 and 600")
+        if not 0 < minutes <= MAX_TRAIN_MINUTES:
+            raise BadRequest(f"minutes must be more than 0 and at most {MAX_TRAIN_MINUTES:g} (the training task's "
+                             "time limit)")
         job_id = await self._enqueue(request, "train", {"minutes": minutes, "activate": activate},
                                      lambda job_id: train_evaluator_task.delay(minutes, activate, job_id))
         return self.back(request, url("/evaluators", job=job_id), f"training queued (job {job_id})")
@@ -572,7 +661,7 @@ def create_console_app(settings: Settings) -> Starlette:
     page, data = c.view, (lambda handler: c.view(handler, data=True))
     routes = [
         Route("/", page(c.home), methods=["GET"]),
-        Route("/login", c.view(c.login, public=True), methods=["GET", "POST"], name="login"),
+        Route("/login", c.view(c.login, public=True, body_limit=LOGIN_BODY_MAX), methods=["GET", "POST"], name="login"),
         Route("/logout", page(c.logout), methods=["POST"]),
         Route("/activity", page(c.activity), methods=["GET"]),
         Route("/activity.{kind:str}", data(c.export), methods=["GET"]),
@@ -580,7 +669,7 @@ def create_console_app(settings: Settings) -> Starlette:
         Route("/activity/{id:int}/review", page(c.mark_review), methods=["POST"]),
         Route("/dashboard", page(c.dashboard), methods=["GET"]),
         Route("/documents", page(c.documents), methods=["GET"]),
-        Route("/documents/upload", page(c.upload), methods=["POST"]),
+        Route("/documents/upload", c.view(c.upload, body_limit=c.upload_body_limit()), methods=["POST"]),
         Route("/documents/{id:int}/reingest", page(c.reingest), methods=["POST"]),
         Route("/documents/{id:int}/remove", page(c.remove), methods=["POST"]),
         Route("/documents/{id:int}/access", page(c.access), methods=["POST"]),

@@ -2,33 +2,38 @@
 
 - Passwords are stored only as `scrypt$N$r$p$salt$hash` (stdlib `hashlib.scrypt`), made by
   `policybot console hash-password`; verification is constant-time.
-- The session is a cookie holding {user, csrf token, issue time}, HMAC-SHA256-signed with
-  POLICYBOT_CONSOLE_SECRET (or a random secret kept in POLICYBOT_HOME/console-secret, mode
-  0600). HttpOnly, SameSite=Strict, Secure over HTTPS (POLICYBOT_CONSOLE_SECURE_COOKIE),
-  expiring after POLICYBOT_CONSOLE_SESSION_HOURS. A session whose user is no longer
-  configured is treated as signed out.
+- The session is a cookie holding {user, account fingerprint, csrf token, issue time},
+  HMAC-SHA256-signed with POLICYBOT_CONSOLE_SECRET (or a random secret kept in
+  POLICYBOT_HOME/console-secret, mode 0600). HttpOnly, SameSite=Strict, Secure over HTTPS
+  (POLICYBOT_CONSOLE_SECURE_COOKIE), path /admin, expiring after
+  POLICYBOT_CONSOLE_SESSION_HOURS. A session is treated as signed out when its user is no
+  longer configured, when the user's password hash changed (the fingerprint is an HMAC of
+  it), or when the user logged out after it was issued (table console_session_cutoffs).
 - Every POST carries the session's CSRF token (a form field or the X-CSRF-Token header).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
 import os
 import secrets
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from policybot.config import Settings
+from policybot.config import ConfigError, Settings, parse_scrypt_hash
 
 COOKIE_NAME = "policybot_console"
 SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**14, 8, 1, 32
 LOGIN_WINDOW_S, LOGIN_MAX_FAILURES = 300, 10
+VERIFY_SLOTS, VERIFY_WAIT_S = 2, 10.0  # concurrent scrypt checks; how long a sign-in waits for one
+SWEEP_AT = 10_000  # throttle entries before stale ones are swept
 
 
 def _b64(data: bytes) -> str:
@@ -49,12 +54,8 @@ def hash_password(password: str) -> str:
 
 def verify_password(password: str, encoded: str) -> bool:
     try:
-        scheme, n, r, p, salt, digest = encoded.split("$")
-        if scheme != "scrypt":
-            return False
-        expected = _unb64(digest)
-        actual = hashlib.scrypt(password.encode(), salt=_unb64(salt), n=int(n), r=int(r), p=int(p),
-                                dklen=len(expected), maxmem=2**27)
+        n, r, p, salt, expected = parse_scrypt_hash(encoded)
+        actual = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=len(expected), maxmem=2**27 + 2**20)
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(actual, expected)
@@ -70,34 +71,62 @@ def check_credentials(settings: Settings, user: str, password: str) -> bool:
     return ok and encoded is not None
 
 
+MIN_SECRET_BYTES = 32
+
+
+def _strong(secret: bytes, where: str) -> bytes:
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ConfigError(f"{where} must be at least {MIN_SECRET_BYTES} bytes (got {len(secret)}); make one with "
+                          "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
+    return secret
+
+
 def session_secret(settings: Settings) -> bytes:
+    """The key that signs session cookies: POLICYBOT_CONSOLE_SECRET, or one kept in POLICYBOT_HOME/console-secret.
+
+    The file is written whole under a temporary name and linked into place, so no process ever
+    reads a half-written (empty) key, and when several start at once the first link wins and
+    the others read its key.
+    """
     if settings.console_secret:
-        return settings.console_secret.encode()
+        return _strong(settings.console_secret.encode(), "POLICYBOT_CONSOLE_SECRET")
     path = settings.home / "console-secret"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_urlsafe(48))
-    return Path(path).read_text().strip().encode()
+        fd, temporary = tempfile.mkstemp(prefix=".console-secret.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+        finally:
+            os.unlink(temporary)
+    return _strong(path.read_text().strip().encode(), f"the console secret in {path} (delete the file to make a new one)")
 
 
 @dataclass
 class Session:
     user: str | None = None
+    account: str = ""  # account_fingerprint() of the user when signed in: a new password ends the session
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     issued: float = field(default_factory=time.time)
     flash: list[list[str]] = field(default_factory=list)  # [level, text] shown on the next page
     changed: bool = False
 
     def payload(self) -> dict[str, Any]:
-        return {"u": self.user, "c": self.csrf, "t": self.issued, "f": self.flash}
+        return {"u": self.user, "a": self.account, "c": self.csrf, "t": self.issued, "f": self.flash}
 
-    def sign_in(self, user: str) -> None:
-        self.user, self.csrf, self.issued, self.changed = user, secrets.token_urlsafe(32), time.time(), True
+    def sign_in(self, user: str, account: str) -> None:
+        self.user, self.account, self.csrf, self.issued = user, account, secrets.token_urlsafe(32), time.time()
+        self.changed = True
 
     def sign_out(self) -> None:
-        self.user, self.csrf, self.issued, self.flash, self.changed = None, secrets.token_urlsafe(32), time.time(), [], True
+        self.user, self.account, self.csrf, self.issued = None, "", secrets.token_urlsafe(32), time.time()
+        self.flash, self.changed = [], True
 
     def add_flash(self, level: str, text: str) -> None:
         self.flash.append([level, text])
@@ -110,7 +139,40 @@ class Session:
         return shown
 
     def csrf_ok(self, token: str | None) -> bool:
-        return bool(token) and hmac.compare_digest(str(token), self.csrf)
+        return bool(token) and hmac.compare_digest(str(token).encode(), self.csrf.encode())
+
+
+def account_fingerprint(settings: Settings, secret: bytes, user: str) -> str | None:
+    """A keyed digest of the user's stored password hash (None for an unknown user)."""
+    encoded = settings.console_accounts.get(user)
+    if encoded is None:
+        return None
+    return _b64(hmac.new(secret, b"account\0" + user.encode() + b"\0" + encoded.encode(), hashlib.sha256).digest()[:18])
+
+
+def sessions_valid_after(settings: Settings, user: str) -> float | None:
+    """The time (epoch seconds) before which the user's sessions were ended by a logout, if any."""
+    from policybot import db
+    from policybot.models import ConsoleSessionCutoff
+
+    with db.session(settings) as session:
+        row = session.get(ConsoleSessionCutoff, user)
+        return row.valid_after.timestamp() if row else None
+
+
+def end_sessions(settings: Settings, user: str) -> None:
+    """Refuse every session of the user issued until now (logout, in every browser)."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy.dialects.postgresql import insert
+
+    from policybot import db
+    from policybot.models import ConsoleSessionCutoff
+
+    now = datetime.fromtimestamp(time.time(), timezone.utc)
+    statement = insert(ConsoleSessionCutoff).values(user_name=user, valid_after=now)
+    with db.session(settings) as session:
+        session.execute(statement.on_conflict_do_update(index_elements=["user_name"], set_={"valid_after": now}))
 
 
 def encode_session(session: Session, secret: bytes) -> str:
@@ -123,17 +185,20 @@ def decode_session(value: str | None, secret: bytes, settings: Settings) -> Sess
     if value and "." in value:
         body, _, signature = value.rpartition(".")
         expected = _b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())
-        if hmac.compare_digest(signature, expected):
+        if hmac.compare_digest(signature.encode(), expected.encode()):
             try:
                 data = json.loads(_unb64(body))
-                session = Session(user=data.get("u"), csrf=str(data["c"]), issued=float(data["t"]),
-                                  flash=list(data.get("f") or []))
+                session = Session(user=data.get("u"), account=str(data.get("a") or ""), csrf=str(data["c"]),
+                                  issued=float(data["t"]), flash=list(data.get("f") or []))
             except (ValueError, KeyError, TypeError):
                 return Session(changed=True)
             if time.time() - session.issued > settings.console_session_hours * 3600:
                 return Session(changed=True)
-            if session.user is not None and session.user not in settings.console_accounts:
-                return Session(changed=True)
+            if session.user is not None:
+                # Signed out when the user was removed from the config or their password hash changed.
+                expected = account_fingerprint(settings, secret, str(session.user))
+                if expected is None or not hmac.compare_digest(session.account.encode(), expected.encode()):
+                    return Session(changed=True)
             return session
     return Session(changed=True)
 
@@ -143,26 +208,78 @@ def secure_cookie(settings: Settings, scheme: str) -> bool:
     return mode == "true" or (mode == "auto" and scheme == "https")
 
 
+def user_tag(user: str) -> str:
+    """A short digest standing for a sign-in name in logs and in the throttle (the name itself is never kept)."""
+    return hashlib.sha256(user.encode(errors="replace")).hexdigest()[:12]
+
+
+class LoginBusy(Exception):
+    """Every password check slot stayed busy: the sign-in is refused rather than queued without end."""
+
+
 class LoginThrottle:
-    """At most LOGIN_MAX_FAILURES failed sign-ins per client address per LOGIN_WINDOW_S."""
+    """Sign-in attempts: at most LOGIN_MAX_FAILURES per client address and per user name per LOGIN_WINDOW_S.
+
+    An attempt is counted before its password is checked, so parallel guesses cannot all slip
+    through; a success un-counts itself and clears its address. At most VERIFY_SLOTS scrypt
+    checks run at once (each takes ~16 MB and tens of ms of CPU).
+    """
 
     def __init__(self) -> None:
-        self._failures: dict[str, list[float]] = {}
+        self._attempts: dict[str, list[float]] = {}
         self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(VERIFY_SLOTS)
 
-    def _recent(self, client: str, now: float) -> list[float]:
-        kept = [t for t in self._failures.get(client, []) if now - t < LOGIN_WINDOW_S]
-        self._failures[client] = kept
+    @staticmethod
+    def _keys(client: str, user: str) -> tuple[str, str]:
+        return "address:" + client, "user:" + user_tag(user)
+
+    def _recent(self, key: str, now: float) -> list[float]:
+        kept = [t for t in self._attempts.get(key, ()) if now - t < LOGIN_WINDOW_S]
+        if kept:
+            self._attempts[key] = kept
+        else:
+            self._attempts.pop(key, None)  # no empty entries: the map holds only live windows
         return kept
 
-    def blocked(self, client: str) -> bool:
+    def attempt(self, client: str, user: str) -> float | None:
+        """Count an attempt and return its stamp, or None (not counted) when the address or the name is at its limit."""
+        now = time.monotonic()
         with self._lock:
-            return len(self._recent(client, time.monotonic())) >= LOGIN_MAX_FAILURES
+            if len(self._attempts) > SWEEP_AT:
+                for key in list(self._attempts):
+                    self._recent(key, now)
+            keys = self._keys(client, user)
+            if any(len(self._recent(key, now)) >= LOGIN_MAX_FAILURES for key in keys):
+                return None
+            for key in keys:
+                self._attempts.setdefault(key, []).append(now)
+            return now
 
-    def failed(self, client: str) -> None:
+    def succeeded(self, client: str, user: str, stamp: float) -> None:
+        address, name = self._keys(client, user)
         with self._lock:
-            self._recent(client, time.monotonic()).append(time.monotonic())
+            self._attempts.pop(address, None)
+            attempts = self._attempts.get(name, [])
+            if stamp in attempts:
+                attempts.remove(stamp)
+            if not attempts:
+                self._attempts.pop(name, None)
 
-    def succeeded(self, client: str) -> None:
+    def size(self) -> int:
         with self._lock:
-            self._failures.pop(client, None)
+            return len(self._attempts)
+
+    async def check(self, settings: Settings, user: str, password: str) -> bool:
+        """check_credentials in a worker thread, once one of the VERIFY_SLOTS is free (LoginBusy after VERIFY_WAIT_S)."""
+        from starlette.concurrency import run_in_threadpool
+
+        deadline = time.monotonic() + VERIFY_WAIT_S
+        while not self._slots.acquire(blocking=False):
+            if time.monotonic() > deadline:
+                raise LoginBusy()
+            await asyncio.sleep(0.02)
+        try:
+            return await run_in_threadpool(check_credentials, settings, user, password)
+        finally:
+            self._slots.release()

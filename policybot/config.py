@@ -7,6 +7,7 @@ defaults are.
 
 from __future__ import annotations
 
+import base64
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -19,6 +20,24 @@ from policybot.errors import UserError
 
 class ConfigError(UserError):
     """Configuration is invalid; the message says which setting and why."""
+
+
+def parse_scrypt_hash(encoded: str) -> tuple[int, int, int, bytes, bytes]:
+    """N, r, p, salt and digest of a `scrypt$N$r$p$salt$hash` password hash; ValueError says what is wrong."""
+    parts = encoded.split("$")
+    if len(parts) != 6 or parts[0] != "scrypt":
+        raise ValueError(f"expected 6 $-separated parts scrypt$N$r$p$salt$hash, got {len(parts)}")
+    try:
+        n, r, p = (int(part) for part in parts[1:4])
+        salt, digest = (base64.b64decode(part + "=" * (-len(part) % 4), altchars=b"-_", validate=True)
+                        for part in parts[4:])
+    except ValueError:  # binascii.Error is one
+        raise ValueError("N, r and p must be whole numbers and salt and hash URL-safe base64") from None
+    if n < 2 or n & (n - 1) or r < 1 or p < 1 or n * r * 128 > 2**27:
+        raise ValueError("N must be a power of 2 and N, r, p within scrypt's limits (at most 128 MB)")
+    if len(salt) < 8 or len(digest) < 16:
+        raise ValueError("the salt or the hash is too short")
+    return n, r, p, salt, digest
 
 
 class Settings(BaseSettings):
@@ -90,10 +109,26 @@ class Settings(BaseSettings):
     @field_validator("console_users")
     @classmethod
     def _check_console_users(cls, value: str) -> str:
+        how = ("make a hash with `policybot console hash-password`; in a .env that Docker Compose reads, "
+               "single-quote the value (Compose expands $ in unquoted values)")
         for entry in (part.strip() for part in value.split(",") if part.strip()):
             name, _, hashed = entry.partition(":")
-            if not name.strip() or not hashed.startswith("scrypt$"):
-                raise ValueError("use name:hash pairs separated by commas; make a hash with `policybot console hash-password`")
+            if not name.strip():
+                raise ValueError(f"use name:hash pairs separated by commas; {how}")
+            try:
+                parse_scrypt_hash(hashed.strip())
+            except ValueError as error:
+                raise ValueError(f"the hash of user {name.strip()!r} is not valid: {error}; {how}") from None
+        return value
+
+    @field_validator("console_secret")
+    @classmethod
+    def _check_console_secret(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # unset or empty: a random secret kept in POLICYBOT_HOME/console-secret
+        if len(value.encode()) < 32:
+            raise ValueError("must be at least 32 bytes; make one with "
+                             "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
         return value
 
     @field_validator("database_url")

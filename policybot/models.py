@@ -235,5 +235,14 @@ class Job(Base):
     result: Mapped[dict[str, Any] | None] = mapped_column(JSONB, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_by: Mapped[str | None] = mapped_column(String(100), nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), index=True)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class ConsoleSessionCutoff(Base):
+    """Console sessions of a user issued before `valid_after` are refused (written at logout; migration 0004)."""
+
+    __tablename__ = "console_session_cutoffs"
+
+    user_name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    valid_after: Mapped[datetime] = mapped_column(DateTime(timezone=True))

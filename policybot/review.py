@@ -222,6 +222,15 @@ CSV_FIELDS = ("id", "reference", "created_at", "surface", "asker", "channel", "s
               "latency_ms", "evaluator_version", "error", "review")
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """The value as a spreadsheet will show it, never run it: text that starts a formula gets a leading '."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def records_csv(records: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -232,7 +241,7 @@ def records_csv(records: list[dict[str, Any]]) -> str:
         flat["review"] = (record.get("review") or {}).get("verdict", "")
         for key in ("sources_used", "citations", "fallback_queries"):
             flat[key] = json.dumps(record[key])
-        writer.writerow(flat)
+        writer.writerow({key: csv_cell(value) for key, value in flat.items()})
     return out.getvalue()
 
 
@@ -372,6 +381,7 @@ def stats_summary(settings, days: int = 7) -> dict[str, Any]:  # type: ignore[no
 # ------------------------------------------------------------------ health
 
 ALERT_MIN_RECENT = 5  # answered questions in the last 7 days before the alert can fire
+ALERT_MIN_PRIOR = 10  # and in the 28 days before them (no baseline, no rise to measure)
 
 
 def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:  # type: ignore[no-untyped-def]
@@ -398,7 +408,7 @@ def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dic
     return {
         "recent_share": recent_share, "recent_incorrect": recent[0], "recent_answered": recent[1],
         "prior_share": prior_share, "prior_incorrect": prior[0], "prior_answered": prior[1], "margin": margin,
-        "alert": recent[1] >= ALERT_MIN_RECENT and recent_share > prior_share + margin,
+        "alert": recent[1] >= ALERT_MIN_RECENT and prior[1] >= ALERT_MIN_PRIOR and recent_share > prior_share + margin,
     }
 
 

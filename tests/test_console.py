@@ -376,3 +376,284 @@ def test_evaluators_page_activation_errors_and_queued_training(csettings, admin,
     finally:  # no worker here: drop the message so a later test's worker does not train
         with celery_app.connection_for_write() as connection:
             connection.default_channel.queue_purge(INGEST_QUEUE)
+
+
+# ------------------------------------------------------------------ security fixes
+
+
+def test_csv_export_neutralises_spreadsheet_formulas() -> None:
+    from policybot.review import records_csv
+
+    record = {"id": 1, "question": "=HYPERLINK(\"http://evil.example\",\"x\")", "answer": "+1+1", "asker": "@SUM(A1)",
+              "channel": "-2", "error": "\tcmd", "evaluator_version": "\rx", "status": "answered", "top_score": -0.5,
+              "feedback": {"up": 0, "down": 0}, "sources_used": [], "citations": [], "fallback_queries": []}
+    [row] = list(csv.DictReader(io.StringIO(records_csv([record]))))
+    for key in ("question", "answer", "asker", "channel", "error", "evaluator_version"):
+        assert row[key].startswith("'"), (key, row[key])
+    assert row["question"] == "'" + record["question"] and row["status"] == "answered" and row["top_score"] == "-0.5"
+
+
+def test_request_bodies_are_capped_before_the_form_is_read(csettings) -> None:
+    import asyncio
+    import time
+
+    from console.app import create_standalone_app
+
+    client = _client(csettings)
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    started = time.monotonic()
+    huge = client.post("/admin/login", content=b"username=" + b"a" * 2_000_000, headers=form)
+    assert huge.status_code == 413 and time.monotonic() - started < 5
+    assert client.post("/admin/login", content=b"a=" + b"b" * 20_000, headers=form).status_code == 413  # > 16 KB
+
+    def chunks():  # no Content-Length: sent chunked
+        yield b"username=ada&"
+        yield b"password=x"
+
+    assert client.post("/admin/login", content=chunks(), headers=form).status_code == 411
+
+    # A Content-Length that understates the body does not get past the counted limit.
+    app = create_standalone_app(csettings)
+    sent: list[dict] = []
+    body = [b"a=" + b"b" * 10_000] * 5
+
+    async def receive():  # type: ignore[no-untyped-def]
+        return {"type": "http.request", "body": body.pop(0), "more_body": bool(body)} if body else {"type": "http.disconnect"}
+
+    async def send(message):  # type: ignore[no-untyped-def]
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": "/admin/login", "raw_path": b"/admin/login", "root_path": "", "query_string": b"",
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/x-www-form-urlencoded"),
+                         (b"content-length", b"100")], "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 413
+
+
+def test_non_ascii_tokens_are_refused_not_crashed(csettings, admin) -> None:
+    response = admin.post("/admin/logout", data={"csrf_token": "jeton-é-✓"}, follow_redirects=False)
+    assert response.status_code == 403 and "CSRF" in response.text
+    forged = _client(csettings).get("/admin/api/stats", headers={"cookie": "policybot_console=eyJ1IjoiYWRhIn0.sïgnature".encode()})
+    assert forged.status_code == 401
+
+
+def test_session_secret_is_never_empty_or_short_and_made_once(csettings, tmp_path) -> None:
+    import os
+    import threading
+
+    from pydantic import ValidationError
+
+    from console.auth import session_secret
+    from policybot.config import ConfigError, Settings
+
+    with pytest.raises(ConfigError, match="at least 32 bytes"):
+        session_secret(csettings.model_copy(update={"console_secret": "too-short"}))
+    with pytest.raises(ValidationError, match="at least 32 bytes"):
+        Settings(**{"POLICYBOT_CONSOLE_SECRET": "too-short"})
+    home = csettings.model_copy(update={"console_secret": None, "policybot_home": tmp_path / "home"})
+    keys: list[bytes] = []
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        try:
+            keys.append(session_secret(home))
+        except BaseException as error:  # noqa: BLE001 - collected for the assert
+            errors.append(error)
+
+    threads = [threading.Thread(target=make) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(keys) == 16 and len(set(keys)) == 1 and len(keys[0]) >= 32
+    secret_file = tmp_path / "home" / "console-secret"
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in secret_file.parent.iterdir()] == ["console-secret"]  # no temporary files left
+    secret_file.write_text("")
+    with pytest.raises(ConfigError, match="delete the file"):
+        session_secret(home)
+    os.unlink(secret_file)
+
+
+def test_logout_and_a_new_password_end_copied_sessions(csettings) -> None:
+    from starlette.testclient import TestClient
+
+    from console.app import create_standalone_app
+    from console.auth import COOKIE_NAME, hash_password
+
+    client = _client(csettings)
+    _sign_in(client)
+    copied = client.cookies.get(COOKIE_NAME)
+    stolen = _client(csettings)
+    stolen.cookies.set(COOKIE_NAME, copied)
+    assert stolen.get("/admin/api/stats").status_code == 200
+    changed = TestClient(create_standalone_app(csettings.model_copy(
+        update={"console_users": f"{ADMIN_USER}:{hash_password('a brand new password')}"})))
+    changed.cookies.set(COOKIE_NAME, copied)
+    assert changed.get("/admin/api/stats").status_code == 401  # the password changed since the sign-in
+
+    out = client.post("/admin/logout", data={"csrf_token": _csrf(client)}, follow_redirects=False)
+    assert out.status_code == 303
+    assert stolen.get("/admin/api/stats").status_code == 401  # the copy made before logout is refused
+    again = _client(csettings)
+    _sign_in(again)
+    assert again.get("/admin/api/stats").status_code == 200  # signing in again works
+
+
+def test_login_throttle_counts_before_checking_per_address_and_per_name(monkeypatch) -> None:
+    import asyncio
+    import threading
+    import time
+
+    from console import auth
+
+    throttle = auth.LoginThrottle()
+    stamps: list[float | None] = []
+    barrier = threading.Barrier(30)
+
+    def guess() -> None:
+        barrier.wait()
+        stamps.append(throttle.attempt("10.0.0.1", "ada"))
+
+    threads = [threading.Thread(target=guess) for _ in range(30)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(s is not None for s in stamps) == auth.LOGIN_MAX_FAILURES  # parallel guesses do not all pass
+    assert throttle.attempt("10.0.0.2", "ada") is None  # the name is throttled from any address
+    assert throttle.attempt("10.0.0.1", "grace") is None  # and the address for any name
+    stamp = throttle.attempt("10.0.0.3", "grace")
+    assert stamp is not None
+    throttle.succeeded("10.0.0.3", "grace", stamp)
+    assert throttle.size() == 2  # a success leaves no empty entries behind
+    monkeypatch.setattr(auth, "LOGIN_WINDOW_S", 0)
+    assert throttle.attempt("10.0.0.1", "ada") is not None  # the window passed
+
+    running, peak = [0], [0]
+
+    def slow_check(settings, user, password) -> bool:  # type: ignore[no-untyped-def]
+        running[0] += 1
+        peak[0] = max(peak[0], running[0])
+        time.sleep(0.05)
+        running[0] -= 1
+        return False
+
+    monkeypatch.setattr(auth, "check_credentials", slow_check)
+
+    async def many() -> list[bool]:
+        return await asyncio.gather(*(throttle.check(None, "ada", "x") for _ in range(8)))  # type: ignore[arg-type]
+
+    assert asyncio.run(many()) == [False] * 8 and peak[0] <= auth.VERIFY_SLOTS
+
+
+def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog) -> None:
+    from console.auth import LOGIN_MAX_FAILURES
+
+    client = _client(csettings)
+    token = csrf_of(client.get("/admin/login").text)
+    with caplog.at_level("WARNING", logger="console.app"):
+        for _ in range(LOGIN_MAX_FAILURES):
+            wrong = client.post("/admin/login", data={"username": "mallory-the-name", "password": "guess", "csrf_token": token})
+            assert wrong.status_code == 401
+    assert "mallory-the-name" not in caplog.text and "sign-in failed" in caplog.text
+    blocked = client.post("/admin/login", data={"username": ADMIN_USER, "password": ADMIN_PASSWORD, "csrf_token": token})
+    assert blocked.status_code == 429
+
+
+def test_an_upload_batch_is_checked_whole_before_any_file_is_written(csettings, admin) -> None:
+    folder = csettings.home / "uploads" / "console-batch"
+    token = _csrf(admin, "/admin/documents")
+    good = ("good.md", b"# Good\n\nA fine policy.", "text/markdown")
+    for second, status, message in ((("bad.exe", b"MZ", "application/octet-stream"), 415, "unsupported file type"),
+                                    (("empty.md", b"", "text/markdown"), 400, "empty"),
+                                    (good, 400, "chosen twice")):
+        response = admin.post("/admin/documents/upload", data={"csrf_token": token, "collection": "console-batch"},
+                              files=[("files", good), ("files", second)])
+        assert response.status_code == status and message in response.text
+        assert not folder.exists() or not any(folder.iterdir()), "a file was written before the batch was refused"
+
+
+def test_small_guards_job_page_id_order_minutes_cookie_path(csettings, admin, seeded_log) -> None:
+    from policybot.models import Job
+
+    assert "Path=/admin" in _sign_in(_client(csettings)).headers["set-cookie"]
+    for path in ("/admin/documents", "/admin/evaluators"):
+        assert admin.get(path, params={"job": "12"}).status_code == 200
+        assert admin.get(path, params={"job": '1"><script>'}).status_code == 400
+    last = admin.get("/admin/activity", params={"channel": CHANNEL, "page": "999999999"})
+    assert last.status_code == 200 and len(_ids(last.text)) == len(seeded_log) - 50  # clamped to the last page
+    assert admin.get("/admin/activity", params={"page": "9" * 40}).status_code == 400
+    signed_out = _client(csettings)
+    assert signed_out.post("/admin/documents/99999999999/remove", follow_redirects=False).status_code == 401
+    assert signed_out.get("/admin/api/jobs/99999999999").status_code == 401
+    token = _csrf(admin, "/admin/evaluators")
+    too_long = admin.post("/admin/evaluators/train", data={"csrf_token": token, "minutes": "30"})
+    assert too_long.status_code == 400 and "at most 24" in too_long.text
+    assert Job.__table__.c.created_at.index  # as migration 0003 made it
+
+
+def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import delete
+
+    from log_helpers import question_row
+    from policybot import db
+    from policybot.models import Question
+    from policybot.review import ALERT_MIN_PRIOR, incorrect_alert
+
+    now = datetime(2001, 1, 1, tzinfo=timezone.utc)  # a quiet stretch of the log
+    rows = [question_row(question="Is this a quiet week?", channel="CALERT01", action="incorrect", created_at=now - timedelta(days=1, hours=n))
+            for n in range(6)]
+    rows += [question_row(question="Is this a quiet week?", channel="CALERT01", action="correct", created_at=now - timedelta(days=10, hours=n))
+             for n in range(2)]
+    with db.session(csettings) as session:
+        session.add_all(rows)
+    try:
+        thin = incorrect_alert(csettings, 0.1, now=now)
+        assert thin["recent_share"] == 1.0 and thin["prior_answered"] == 2 and not thin["alert"]
+        with db.session(csettings) as session:
+            session.add_all([question_row(question="Is this a quiet week?", channel="CALERT01", action="correct",
+                                          created_at=now - timedelta(days=12, hours=n)) for n in range(ALERT_MIN_PRIOR)])
+        assert incorrect_alert(csettings, 0.1, now=now)["alert"]
+    finally:
+        with db.session(csettings) as session:
+            session.execute(delete(Question).where(Question.channel == "CALERT01"))
+
+
+def test_sources_page_masks_url_query_values(csettings, admin) -> None:
+    from console.app import mask_query
+
+    assert mask_query("https://x.example/s?api_key=SECRET&q=dog", keep=("dog",)) == "https://x.example/s?api_key=***&q=dog"
+    assert mask_query("https://x.example/s") == "https://x.example/s"
+    token = _csrf(admin, "/admin/sources")
+    added = admin.post("/admin/sources/add", data={
+        "csrf_token": token, "name": "Keyed wiki", "kind": "http", "url": "https://keyed.example.com/search?token=SECRET123"})
+    try:
+        assert added.status_code == 200
+        page = admin.get("/admin/sources").text
+        assert "keyed.example.com/search?token=***" in page and "SECRET123" not in page
+        tested = admin.post("/admin/sources/test", data={"csrf_token": token, "question": "how do I claim dental insurance?"})
+        assert tested.status_code == 200 and "SECRET123" not in tested.text
+    finally:
+        admin.post("/admin/sources/remove", data={"csrf_token": token, "name": "Keyed wiki"})
+
+
+def test_console_users_hashes_are_parsed_whole() -> None:
+    from pydantic import ValidationError
+
+    from console.auth import hash_password
+    from policybot.config import Settings
+
+    good = hash_password("long enough password")
+    assert Settings(**{"POLICYBOT_CONSOLE_USERS": f"ada:{good}"}).console_accounts == {"ada": good}
+    salt_and_hash = good.split("$", 4)[4]
+    for bad, why in (("ada:scrypt", "6 $-separated parts"),  # what Compose leaves of an unquoted hash
+                     (f"ada:scrypt$abc$8$1${salt_and_hash}", "whole numbers"),
+                     (f"ada:scrypt$1000$8$1${salt_and_hash}", "power of 2"),
+                     ("ada:scrypt$16384$8$1$!!$!!", "base64")):
+        with pytest.raises(ValidationError, match=re.escape(why)) as raised:
+            Settings(**{"POLICYBOT_CONSOLE_USERS": bad})
+        assert "single-quote" in str(raised.value)

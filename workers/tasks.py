@@ -307,6 +307,9 @@ def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
 
 # --------------------------------------------------------------------- train
 
+# Training runs under the ingest queue's time limit; the console refuses longer budgets.
+MAX_TRAIN_MINUTES = (INGEST_SOFT_LIMIT_S - 60) / 60
+
 
 @celery_app.task(name="policybot.train_evaluator", soft_time_limit=INGEST_SOFT_LIMIT_S,
                  time_limit=INGEST_HARD_LIMIT_S)
@@ -322,7 +325,7 @@ def train_evaluator_task(minutes: float | None = None, activate: str = "if_bette
     from policybot.evaluators import active_version, train_and_register
 
     settings = _settings()
-    budget_minutes = min(minutes or settings.train_minutes, (INGEST_SOFT_LIMIT_S - 60) / 60)
+    budget_minutes = min(minutes or settings.train_minutes, MAX_TRAIN_MINUTES)
     progress = None
     if job_id is not None:
         jobs.update_job(settings, job_id, status="running", progress={"phase": "preparing"})
