@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 
-from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator
+from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
 from crag.fallback import HttpFallbackSource, HttpSourceConfig
 from crag.pipeline import AskContext, CragPipeline, PipelineConfig
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
@@ -57,6 +57,11 @@ def embed_function(settings: Settings):  # -> Callable[[list[str]], np.ndarray]
     return embed
 
 
+def use_bf16(settings: Settings) -> bool:
+    """POLICYBOT_EVALUATOR_BF16: on, off, or auto (on where the CPU has native bf16)."""
+    return settings.evaluator_bf16 == "on" or (settings.evaluator_bf16 == "auto" and native_bf16())
+
+
 def _thresholds(settings: Settings, upper: float, lower: float, strip: float) -> tuple[Thresholds, float]:
     """Calibrated values, each overridable by POLICYBOT_UPPER / _LOWER / _STRIP_THRESHOLD."""
     chosen = Thresholds(
@@ -72,7 +77,8 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         folder = Path(settings.evaluator_path).expanduser()
         if not folder.exists():
             raise EvaluatorNotReady(f"POLICYBOT_EVALUATOR_PATH={folder} does not exist")
-        loaded = load_evaluator(folder, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8)
+        loaded = load_evaluator(folder, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
+                                bf16=use_bf16(settings))
         calibrated = loaded.thresholds
         if calibrated is None and (settings.upper_threshold is None or settings.lower_threshold is None):
             raise EvaluatorNotReady(
@@ -90,7 +96,8 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
     with db.session(settings) as session:
         active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
     if active is not None:
-        loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8)
+        loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
+                                bf16=use_bf16(settings))
         thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
         return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
 
