@@ -164,6 +164,18 @@ class Runtime:
         self.loaded = loaded or load_active_evaluator(settings)
         self.generator = openai_generator(settings)
 
+    def warm_up(self) -> None:
+        """Load the embedder and run each model once, so the first question is not the one that pays.
+
+        Without it the first question after a worker starts loads the embedding model and its
+        imports (seconds) and pays the models' first-call allocations.
+        """
+        question = "warm-up question"
+        embedding.embed_model(self.settings).get_query_embedding(question)
+        self.loaded.evaluator.score(question, ["warm-up passage"])
+        # The vector store, its engines and the first database connections.
+        ChunkRetriever(self.settings, knowledge_base_collections(self.settings)).retrieve(question, 1)
+
     def pipeline(self, channel: str | None) -> CragPipeline:
         settings = self.settings
         kb = knowledge_base_collections(settings)

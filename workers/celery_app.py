@@ -105,4 +105,10 @@ def load_models(**_: object) -> None:
     from policybot.runtime import get_runtime
 
     runtime = get_runtime(settings)
+    runtime.warm_up()
+    # What the answer task imports on its first run (Slack client, Block Kit, the action log).
+    import bot.app  # noqa: F401
+    import bot.blocks  # noqa: F401
+    import bot.listeners  # noqa: F401
+    import policybot.answering  # noqa: F401
     log.info("worker process %s ready: %s", os.getpid(), runtime.loaded.description)
