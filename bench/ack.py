@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import Report, fmt_ms, summary, table, use_bench_home
+from bench.common import Report, cpu_seconds, fmt_ms, summary, table, use_bench_home
 
 
 async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         assert warm.status_code == 200, warm.status_code
         time.sleep(1.0)
         bench.purge_answer_queue()
+        bot_cpu_before, own_cpu_before = cpu_seconds(bench.bot.process.pid), time.process_time()
         started = time.perf_counter()
         results = asyncio.run(_load(bench.fake, bench.events_url, bodies, args.concurrency))
         wall = time.perf_counter() - started
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                 break
             time.sleep(0.5)
         drained = time.perf_counter() - started
+        bot_cpu = cpu_seconds(bench.bot.process.pid) - bot_cpu_before
+        own_cpu = time.process_time() - own_cpu_before
         queued = bench.queued_question_ids()
         with db.session(settings) as session:
             ours = set(session.execute(select(Question.id).where(Question.channel == channel)).scalars())
@@ -100,10 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         [[args.events, args.concurrency, fmt_ms(s["p50"]), fmt_ms(s["p95"]), fmt_ms(s["p99"]), fmt_ms(s["max"]), errors,
           len(ours), f"{len(queued_ours)} ({len(set(queued_ours))})", f"{args.events / wall:.0f} events/s",
           f"after {drained:.1f} s", "met" if met else "not met"]]))
-    report.add(f"Bot process (`policybot serve --http`) peak RSS after the load: {bot_rss:.0f} MiB." if bot_rss else
-               "Bot process peak RSS: n/a.")
+    report.add(f"Bot process (`policybot serve --http`): peak RSS {bot_rss or float('nan'):.0f} MiB after the load; "
+               f"{bot_cpu / args.events * 1000:.1f} ms of CPU per event (ack, then record and enqueue), against "
+               f"{own_cpu / args.events * 1000:.1f} ms per event in the load generator.")
     report.figures.update({"ack": s, "errors": errors, "recorded": len(ours), "enqueued": len(queued_ours),
                            "distinct": len(set(queued_ours)), "bot_rss_mb": bot_rss, "met": met,
+                           "bot_cpu_ms_per_event": bot_cpu / args.events * 1000,
                            "events_per_s": args.events / wall})
     report.finish()
     return 0

@@ -173,3 +173,12 @@ def child_pids(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(c) for c in children]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a live process has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
