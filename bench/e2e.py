@@ -25,7 +25,7 @@ STAGES = ("ack", "queue+task", "retrieve", "evaluate", "fallback", "refine", "co
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--questions", type=int, default=64)
+    parser.add_argument("--questions", type=int, default=48)
     parser.add_argument("--concurrency", default="1,8")
     parser.add_argument("--threads", type=int, default=None, help="POLICYBOT_TORCH_THREADS for the worker")
     args = parser.parse_args(argv)

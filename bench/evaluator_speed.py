@@ -139,7 +139,7 @@ def per_question_ms(evaluator, sets: list[QuestionSet]) -> list[float]:  # type:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=64, help="questions for the per-question figure")
-    parser.add_argument("--per-question", type=int, default=32, help="questions timed per setting, per question")
+    parser.add_argument("--per-question", type=int, default=24, help="questions timed per setting, per question")
     parser.add_argument("--pairs", type=int, default=64, help="pairs in the throughput sample")
     parser.add_argument("--large-pairs", type=int, default=8, help="pairs T5-large scores per setting (it is slow)")
     parser.add_argument("--time-cap", type=float, default=20.0, help="seconds per throughput setting at most")

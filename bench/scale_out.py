@@ -20,7 +20,7 @@ from bench.common import Report, fmt_ms, summary, table, use_bench_home
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--processes", default="1,2,4")
-    parser.add_argument("--questions", type=int, default=32)
+    parser.add_argument("--questions", type=int, default=24)
     args = parser.parse_args(argv)
 
     use_bench_home()
