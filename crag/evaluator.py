@@ -101,6 +101,19 @@ def minilm_folder() -> Path:
     return folder
 
 
+def native_bf16() -> bool:
+    """True when the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX), where bf16 inference is about 2x faster."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:  # not Linux: keep fp32
+        pass
+    return False
+
+
 def _quiet_transformers() -> None:
     from transformers.utils import logging as hf_logging
 
@@ -321,9 +334,12 @@ class TorchEvaluator:
         raw_scores: bool = False,
         metadata: dict[str, Any] | None = None,
         quantized: bool = False,
+        bf16: bool = False,
     ):
         self.model = model.eval()
         self.quantized = quantized
+        # bf16 autocast of the matmuls: scores move by < 0.01 (unlike int8), so the fp32 thresholds hold.
+        self.bf16 = bf16 and not quantized
         self.tokenizer = tokenizer
         self.kind = kind
         self.version = version
@@ -360,7 +376,7 @@ class TorchEvaluator:
         rows = encode_pairs(self.tokenizer, self.kind, question, passages, self.max_length)
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"]))  # less padding
         out = [0.0] * len(rows)
-        with self._lock, torch.inference_mode():
+        with self._lock, torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
             if self.threads and torch.get_num_threads() != self.threads:
                 torch.set_num_threads(self.threads)
             for start in range(0, len(order), self.batch_size):
@@ -526,10 +542,12 @@ def load_evaluator(
     *,
     batch_size: int | None = None,
     max_length: int | None = None,
+    bf16: bool = False,
 ) -> TorchEvaluator:
     """Load an evaluator folder: ours (trained here) or an official-format T5 checkpoint.
 
-    Arguments left as None take the folder's saved EvaluatorConfig values.
+    Arguments left as None take the folder's saved EvaluatorConfig values. `bf16` runs
+    inference under bfloat16 autocast (ignored with int8); see `native_bf16`.
     """
     from transformers import AutoTokenizer
 
@@ -587,6 +605,7 @@ def load_evaluator(
         raw_scores=raw,
         metadata=metadata,
         quantized=use_int8,
+        bf16=bf16,
     )
 
 

@@ -21,7 +21,6 @@ from crag.types import Answer
 from policybot import db
 from policybot.config import Settings
 from policybot.models import Feedback, Question
-from policybot.runtime import get_runtime
 
 
 @dataclass(frozen=True)
@@ -84,6 +83,8 @@ def answer_question(settings: Settings, question_id: int, pipeline_question: str
     row = get_question(settings, question_id)
     if row is None:
         raise LookupError(f"question {question_id} does not exist")
+    from policybot.runtime import get_runtime  # here, not at the top: the bot records questions without torch
+
     runtime = get_runtime(settings)
     started = time.perf_counter()
     try:

@@ -76,6 +76,8 @@ class Settings(BaseSettings):
     evaluator_path: Path | None = Field(default=None, validation_alias="POLICYBOT_EVALUATOR_PATH")
     evaluator_threads: int = Field(default=1, ge=1, le=64, validation_alias="POLICYBOT_TORCH_THREADS")
     evaluator_int8: bool = Field(default=False, validation_alias="POLICYBOT_EVALUATOR_INT8")
+    # bfloat16 inference: "auto" uses it where the CPU has native bf16 (scores move by < 0.01).
+    evaluator_bf16: Literal["auto", "on", "off"] = Field(default="auto", validation_alias="POLICYBOT_EVALUATOR_BF16")
     auto_train: bool = Field(default=True, validation_alias="POLICYBOT_AUTO_TRAIN")  # train after the first upload
     train_minutes: float = Field(default=10.0, gt=0, le=600, validation_alias="POLICYBOT_TRAIN_MINUTES")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 
-from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator
+from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
 from crag.fallback import HttpFallbackSource, HttpSourceConfig
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
@@ -58,6 +58,11 @@ def embed_function(settings: Settings):  # -> Callable[[list[str]], np.ndarray]
     return embed
 
 
+def use_bf16(settings: Settings) -> bool:
+    """POLICYBOT_EVALUATOR_BF16: on, off, or auto (on where the CPU has native bf16)."""
+    return settings.evaluator_bf16 == "on" or (settings.evaluator_bf16 == "auto" and native_bf16())
+
+
 def _thresholds(settings: Settings, upper: float, lower: float, strip: float) -> tuple[Thresholds, float]:
     """Calibrated values, each overridable by POLICYBOT_UPPER / _LOWER / _STRIP_THRESHOLD."""
     chosen = Thresholds(
@@ -73,7 +78,8 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         folder = Path(settings.evaluator_path).expanduser()
         if not folder.exists():
             raise EvaluatorNotReady(f"POLICYBOT_EVALUATOR_PATH={folder} does not exist")
-        loaded = load_evaluator(folder, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8)
+        loaded = load_evaluator(folder, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
+                                bf16=use_bf16(settings))
         calibrated = loaded.thresholds
         if calibrated is None and (settings.upper_threshold is None or settings.lower_threshold is None):
             raise EvaluatorNotReady(
@@ -91,7 +97,8 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
     with db.session(settings) as session:
         active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
     if active is not None:
-        loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8)
+        loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
+                                bf16=use_bf16(settings))
         thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
         return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
 
@@ -157,6 +164,18 @@ class Runtime:
         self.settings = settings
         self.loaded = loaded or load_active_evaluator(settings)
         self.generator = openai_generator(settings)
+
+    def warm_up(self) -> None:
+        """Load the embedder and run each model once, so the first question is not the one that pays.
+
+        Without it the first question after a worker starts loads the embedding model and its
+        imports (seconds) and pays the models' first-call allocations.
+        """
+        question = "warm-up question"
+        embedding.embed_model(self.settings).get_query_embedding(question)
+        self.loaded.evaluator.score(question, ["warm-up passage"])
+        # The vector store, its engines and the first database connections.
+        ChunkRetriever(self.settings, knowledge_base_collections(self.settings)).retrieve(question, 1)
 
     def pipeline(self, channel: str | None) -> CragPipeline:
         settings = self.settings

@@ -107,4 +107,13 @@ def load_models(**_: object) -> None:
     from policybot.runtime import get_runtime
 
     runtime = get_runtime(settings)
+    try:
+        runtime.warm_up()
+    except Exception:  # a cold first question is better than a worker that never starts
+        log.warning("warm-up failed; the first question will load what is missing", exc_info=True)
+    # What the answer task imports on its first run (Slack client, Block Kit, the action log).
+    import bot.app  # noqa: F401
+    import bot.blocks  # noqa: F401
+    import bot.listeners  # noqa: F401
+    import policybot.answering  # noqa: F401
     log.info("worker process %s ready: %s", os.getpid(), runtime.loaded.description)

@@ -1,0 +1,118 @@
+"""Acknowledgement latency: signed app_mention events at concurrency 20, time to HTTP 200.
+
+    .venv/bin/python -m bench.ack [--events 500] [--concurrency 20]
+
+A load generator (this process, asyncio + httpx) posts signed `app_mention` events to a real
+`policybot serve --http` process. No worker runs, so every enqueued answer task stays in
+Redis, where the benchmark counts them: each event must be enqueued exactly once. Also
+reports the bot process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from bench.common import Report, cpu_seconds, fmt_ms, summary, table, use_bench_home
+
+
+async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
+    import httpx
+
+    gate = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+
+    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+        async def one(body: dict) -> tuple[int, float]:
+            async with gate:
+                raw = json.dumps(body)
+                headers = fake.signed_headers(raw)
+                started = time.perf_counter()
+                try:
+                    response = await client.post(url, content=raw, headers=headers)
+                    status = response.status_code
+                except httpx.HTTPError:
+                    status = 0
+                return status, time.perf_counter() - started
+
+        return await asyncio.gather(*(one(body) for body in bodies))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=20)
+    args = parser.parse_args(argv)
+
+    use_bench_home()
+    from sqlalchemy import func, select
+
+    from bench.common import prepared_settings
+    from bench.slack_stack import SlackBench
+    from bot.demo import mention_event
+    from policybot import db
+    from policybot.models import Question, SlackMessage
+
+    report = Report("ack", "Acknowledgement latency (Bolt HTTP endpoint)").begin()
+    settings = prepared_settings()
+    channel = f"CACK{int(time.time()) % 10**6:06d}"
+    with SlackBench(settings, Path(settings.home) / "logs" / "bench-ack") as bench:
+        bodies = [bench.fake.event_body(mention_event(bench.fake, f"benchmark question {i}: what is the travel policy?",
+                                                      channel=channel, user=f"UBENCH{i % 50:04d}"))
+                  for i in range(args.events)]
+        warm = bench.fake.deliver(bench.events_url, bench.fake.event_body(
+            mention_event(bench.fake, "warm-up question", channel=channel + "W")))  # first request loads lazily
+        assert warm.status_code == 200, warm.status_code
+        time.sleep(1.0)
+        bench.purge_answer_queue()
+        bot_cpu_before, own_cpu_before = cpu_seconds(bench.bot.process.pid), time.process_time()
+        started = time.perf_counter()
+        results = asyncio.run(_load(bench.fake, bench.events_url, bodies, args.concurrency))
+        wall = time.perf_counter() - started
+        # The listener finishes (record, enqueue) after the ack: wait for every claim to be enqueued.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with db.session(settings) as session:
+                enqueued = session.execute(select(func.count()).select_from(SlackMessage).where(
+                    SlackMessage.channel == channel, SlackMessage.enqueued_at.is_not(None))).scalar_one()
+            if enqueued >= args.events:
+                break
+            time.sleep(0.5)
+        drained = time.perf_counter() - started
+        bot_cpu = cpu_seconds(bench.bot.process.pid) - bot_cpu_before
+        own_cpu = time.process_time() - own_cpu_before
+        queued = bench.queued_question_ids()
+        with db.session(settings) as session:
+            ours = set(session.execute(select(Question.id).where(Question.channel == channel)).scalars())
+        bot_rss = bench.bot.peak_rss_mb() if bench.bot else None
+        bench.purge_answer_queue()
+
+    latencies = [seconds for status, seconds in results if status == 200]
+    errors = sum(1 for status, _ in results if status != 200)
+    queued_ours = [q for q in queued if q in ours]
+    once = len(queued_ours) == len(set(queued_ours)) == args.events == len(ours)
+    s = summary(latencies)
+    met = s["p99"] < 0.100 and errors == 0 and once
+    report.add(table(
+        ["events", "concurrency", "p50", "p95", "p99", "max", "errors", "questions recorded", "tasks enqueued (distinct)",
+         "throughput", "all enqueued", "target (p99 < 100 ms, no errors, each once)"],
+        [[args.events, args.concurrency, fmt_ms(s["p50"]), fmt_ms(s["p95"]), fmt_ms(s["p99"]), fmt_ms(s["max"]), errors,
+          len(ours), f"{len(queued_ours)} ({len(set(queued_ours))})", f"{args.events / wall:.0f} events/s",
+          f"after {drained:.1f} s", "met" if met else "not met"]]))
+    report.add(f"Bot process (`policybot serve --http`): peak RSS {bot_rss or float('nan'):.0f} MiB after the load; "
+               f"{bot_cpu / args.events * 1000:.1f} ms of CPU per event (ack, then record and enqueue), against "
+               f"{own_cpu / args.events * 1000:.1f} ms per event in the load generator.")
+    report.figures.update({"ack": s, "errors": errors, "recorded": len(ours), "enqueued": len(queued_ours),
+                           "distinct": len(set(queued_ours)), "bot_rss_mb": bot_rss, "met": met,
+                           "bot_cpu_ms_per_event": bot_cpu / args.events * 1000,
+                           "events_per_s": args.events / wall})
+    report.finish()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

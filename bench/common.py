@@ -1,0 +1,184 @@
+"""What every performance benchmark shares: machine description, percentiles, tables, the bench stack.
+
+Benchmarks run on their own POLICYBOT_HOME (default ./.policybot-bench-perf) and their own
+Redis port, never on a developer's ./.policybot. Each prints a Markdown table and a
+summary line; `bench.run_all` collects them into docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import socket
+import statistics
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_HOME = REPO / ".policybot-bench-perf"
+RESULTS_DIR = REPO / "bench" / "results"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def use_bench_home(home: Path | None = None) -> Path:
+    """Point this process (and the processes it starts) at the benchmark's own stack."""
+    home = Path(home or os.environ.get("POLICYBOT_BENCH_HOME") or DEFAULT_HOME).resolve()
+    os.environ["POLICYBOT_HOME"] = str(home)
+    # One Redis port per bench home, chosen once: a rerun finds its own Redis, never another one's.
+    port_file = home / "bench-redis-port"
+    if not port_file.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        port_file.write_text(str(free_port()))
+    os.environ["POLICYBOT_REDIS_PORT"] = port_file.read_text().strip()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ["POLICYBOT_AUTO_TRAIN"] = "false"
+    for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EVALUATOR_PATH", "POLICYBOT_GENERATOR_URL"):
+        os.environ.pop(variable, None)
+    from policybot.config import reset_settings
+
+    reset_settings()
+    return home
+
+
+def prepared_settings(train_minutes: float = 3.0):  # -> Settings
+    """The bench stack up, the sample corpus ingested, an evaluator trained once (reused later)."""
+    from bench.quality import prepare
+    from policybot import services
+    from policybot.config import get_settings
+
+    settings = get_settings()
+    services.services_up(settings)
+    prepare(settings, train_minutes, retrain=False)
+    return settings
+
+
+def load_average() -> str:
+    try:
+        one, five, _ = os.getloadavg()
+        return f"{one:.1f}/{five:.1f}"
+    except OSError:  # pragma: no cover
+        return "n/a"
+
+
+def machine() -> str:
+    """One line naming the machine and how busy it was (the figures depend on both)."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:  # pragma: no cover
+        pass
+    memory = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):  # pragma: no cover
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores{memory}, Python {platform.python_version()}, torch {torch.__version__}, "
+            f"load average {load_average()} (1/5 min)")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {"n": 0, "p50": float("nan"), "p95": float("nan"), "p99": float("nan"), "max": float("nan")}
+    return {"n": len(values), "p50": statistics.median(values), "p95": percentile(values, 95),
+            "p99": percentile(values, 99), "max": max(values)}
+
+
+def fmt_ms(seconds_or_ms: float, *, ms: bool = False) -> str:
+    value = seconds_or_ms if ms else seconds_or_ms * 1000
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:.0f} ms" if value >= 10 else f"{value:.1f} ms"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+@dataclass
+class Report:
+    """One benchmark's printed output: title, tables and notes, plus machine-readable figures."""
+
+    name: str
+    title: str
+    sections: list[str] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    def add(self, text: str) -> None:
+        self.sections.append(text)
+        print(text + "\n", flush=True)
+
+    def markdown(self) -> str:
+        return f"## {self.title}\n\n" + "\n\n".join(self.sections) + "\n"
+
+    def finish(self) -> "Report":
+        """Print the closing line and store the report for `bench.run_all` (bench/results/NAME.json)."""
+        self.figures["duration_s"] = round(time.perf_counter() - self.started, 1)
+        self.figures["machine"] = machine()
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        (RESULTS_DIR / f"{self.name}.json").write_text(
+            json.dumps({"name": self.name, "title": self.title, "markdown": self.markdown(), "figures": self.figures},
+                       indent=2, default=str))
+        print(f"[{self.name}] done in {self.figures['duration_s']:.0f} s on {self.figures['machine']}", flush=True)
+        return self
+
+    def begin(self) -> "Report":
+        print(f"# {self.title}\n\nMachine: {machine()}\n", flush=True)
+        return self
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM (peak resident set) of a live process, in MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def child_pids(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(c) for c in children]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a live process has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
