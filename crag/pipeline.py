@@ -104,7 +104,7 @@ class CragPipeline:
             action=action,
             found=False,
             text="",
-            scores=scored,
+            scores=list(scored),  # a copy: fallback scores are appended to it, never to the candidates
             evaluator_version=self.evaluator.version,
             thresholds=config.thresholds,
             question_class=classify_question(question, config.policy_keywords),

@@ -78,3 +78,42 @@ def test_ambiguous_uses_the_stronger_side_above_the_middle_of_the_band():
     stronger_internal = choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.5, 0.25), _scored("fallback", 0.3), BAND)
     assert [s.passage.id for s in stronger_internal] == ["kb0", "kb1"]
     assert choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.15), _scored("fallback", 0.1), BAND) == []
+
+
+# --- the pipeline keeps the two sides apart -------------------------------------------------
+
+from crag.pipeline import AskContext, CragPipeline, PipelineConfig  # noqa: E402
+
+KB_RULE = Passage(id="kb-carryover", text="You may carry over up to 5 unused PTO days.", origin="kb", source="policies", document="leave-policy.md")
+PORTAL_PAGE = Passage(id="fb-payslips", text="Payslips are in Workday 2 business days before each pay date.", origin="fallback",
+                      source="HR portal", document="payroll-calendar.md")
+
+
+class _ByText:
+    version = "by-text"
+
+    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+        return [0.8 if "Payslips" in p else 0.6 for p in passages]  # both above the middle (0.45); the portal stronger
+
+
+class _Portal:
+    name, kind, open_web = "HR portal", "collection", False
+
+    def search(self, keywords: str, limit: int) -> list[Passage]:
+        return [PORTAL_PAGE]
+
+
+class _Retriever:
+    def retrieve(self, question: str, top_k: int) -> list[Passage]:
+        return [KB_RULE]
+
+
+def test_an_ambiguous_answer_from_the_fallback_cites_no_knowledge_base_passage():
+    # Regression: the answer's score list was the candidates' own list, so fallback results
+    # appended to it joined the "internal" side and both sides were mixed into the answer.
+    pipeline = CragPipeline(lambda _: _Retriever(), _ByText(), [_Portal()],
+                            PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0))
+    answer = pipeline.answer("When do payslips show up in Workday?", AskContext())
+    assert answer.action == Action.AMBIGUOUS and answer.found
+    assert [(c.origin, c.document) for c in answer.citations] == [("fallback", "payroll-calendar.md")]
+    assert [s.passage.id for s in answer.scores] == ["kb-carryover", "fb-payslips"]  # both are still logged
