@@ -481,7 +481,7 @@ def fallback_remove(name: Annotated[str, typer.Argument()]) -> None:
 
 # ----------------------------------------------------------------- evaluator
 
-evaluator_app = typer.Typer(help="The T5 retrieval evaluator: train, list, activate, evaluate.", no_args_is_help=True)
+evaluator_app = typer.Typer(help="The T5 retrieval evaluator: train, list, activate, evaluate, calibrate.", no_args_is_help=True)
 app.add_typer(evaluator_app, name="evaluator")
 
 
@@ -598,6 +598,42 @@ def evaluator_eval(
     table.add_row("T5 evaluator", f"{report.evaluator.auc:.3f}", f"{report.evaluator.routing_accuracy:.1%}")
     table.add_row("cosine similarity", f"{report.cosine.auc:.3f}", f"{report.cosine.routing_accuracy:.1%}")
     console.print(table)
+
+
+@evaluator_app.command("calibrate")
+def evaluator_calibrate(
+    version: Annotated[Optional[str], typer.Argument(help="Version [default: the active one].")] = None,
+    from_reviews: Annotated[bool, typer.Option("--from-reviews", help="Calibrate on the console's review labels.")] = False,
+    apply: Annotated[bool, typer.Option("--apply", help="Store the proposed thresholds (default: only show them).")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recalibrate a version's upper/lower thresholds from admins' reviews of logged answers."""
+    from policybot import calibration
+
+    if not from_reviews:
+        _fail("say where the labels come from: --from-reviews (the only source so far)", 1)
+    settings = _settings()
+    try:
+        proposal = calibration.propose_from_reviews(settings, version)
+        notes = calibration.apply_proposal(settings, proposal) if apply else []
+    except calibration.CalibrationError as error:
+        _fail(str(error), 1)
+    if as_json:
+        print(json.dumps(proposal.to_dict() | {"applied": apply, "notes": notes}))
+        return
+    table = Table("threshold", "current", "proposed", title=f"evaluator {proposal.version}: thresholds from reviews")
+    for key in ("upper", "lower", "strip"):
+        table.add_row(key, f"{proposal.current[key]:.3f}", f"{proposal.proposed[key]:.3f}")
+    console.print(table)
+    console.print(f"labels: {proposal.n_present} answer-present, {proposal.n_absent} answer-absent "
+                  f"({sum(proposal.skipped.values())} reviewed questions skipped as ambiguous); strip kept (no strip labels)")
+    for note in notes:
+        errors.print(f"[yellow]warning:[/] {note}")
+    if apply:
+        console.print(f"[green]stored[/] on {proposal.version} (from {proposal.n_reviews} reviews); "
+                      "running workers pick them up on restart")
+    else:
+        console.print("dry run: nothing changed (`--apply` stores them)")
 
 
 # Slack, worker and log-review commands live in their own module (serve, worker, logs, stats).

@@ -1,0 +1,221 @@
+"""Recalibrate an evaluator version's thresholds from admins' reviews of logged answers.
+
+Admins label logged questions in the console (table `reviews`). Each label, read together
+with what the pipeline did (the `questions` action log), says whether the knowledge base's
+candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
+each question is its set's score, and `crag.training.calibrate` turns the two score lists
+into thresholds, as it does for the simulated sets of training. Only the upper and lower
+thresholds are recalibrated: reviews say nothing about single strips, so the strip threshold
+is kept.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import select
+
+from crag.training import calibrate
+from policybot import db
+from policybot.config import Settings
+from policybot.errors import UserError
+from policybot.models import EvaluatorVersion, Question, Review
+
+Label = Literal["present", "absent"]
+MIN_LABELS = 10  # per side: fewer present or absent sets give thresholds too noisy to trust
+
+
+class CalibrationError(UserError):
+    pass
+
+
+def kb_max(scores: list[dict[str, Any]] | None) -> float | None:
+    """The highest score among the question's knowledge-base candidates (None without any)."""
+    values = [float(s["score"]) for s in scores or () if s.get("origin") == "kb" and s.get("score") is not None]
+    return max(values) if values else None
+
+
+def _cited_origins(question: Question) -> set[str]:
+    return {str(c.get("origin")) for c in question.citations or ()}
+
+
+def label_review(question: Question, verdict: str, expected_document: str | None) -> tuple[Label | None, str]:
+    """Whether a reviewed question's knowledge-base candidates held the answer, and why.
+
+    Returns ("present" | "absent", rule) or (None, reason it is skipped). The rules:
+
+    verdict right (the bot did the right thing):
+      * action correct and it answered: it answered from the knowledge base -> present.
+      * action correct but it abstained: "right" may mean the evaluator's call (present) or the
+        abstention (absent) -> skipped.
+      * abstained (found false, any action): nothing should have been answered -> absent.
+      * action incorrect and it answered: the answer came from the fallback only, rightly
+        -> absent.
+      * action ambiguous and it answered: citations only from the knowledge base -> present;
+        only from the fallback -> absent; both or none -> skipped (which side answered is unknown).
+    verdict wrong:
+      * with an expected document that is a knowledge-base candidate (origin kb, same
+        document name) -> present: the answer was among the candidates.
+      * with an expected document that is not a knowledge-base candidate (a retrieval miss, or
+        a fallback document) -> skipped: the label is about retrieval or sources, not scores.
+      * without an expected document, when it answered with knowledge-base citations (action
+        correct, or ambiguous citing the knowledge base) -> absent: it should have abstained.
+      * without an expected document, when it abstained or answered from the fallback only
+        -> skipped: the reviewer wanted something else, but not which document.
+    Questions that were not answered (pending, failed) or have no knowledge-base candidate
+    score are skipped.
+    """
+    if question.status != "answered" or question.action is None:
+        return None, "not answered (pending or failed)"
+    if kb_max(question.scores) is None:
+        return None, "no knowledge-base candidate scores"
+    action, found, cited = question.action, bool(question.found), _cited_origins(question)
+    if verdict == "right":
+        if not found:
+            if action == "correct":
+                return None, "right but abstained after a Correct action (which was right is unclear)"
+            return "absent", "right abstention"
+        if action == "correct":
+            return "present", "right answer from the knowledge base"
+        if action == "incorrect":
+            return "absent", "right answer from the fallback only"
+        if cited == {"kb"}:
+            return "present", "right Ambiguous answer citing only the knowledge base"
+        if cited == {"fallback"}:
+            return "absent", "right Ambiguous answer citing only the fallback"
+        return None, "right Ambiguous answer citing both sides or none"
+    if verdict == "wrong":
+        if expected_document:
+            kb_documents = {s.get("document") for s in question.scores or () if s.get("origin") == "kb"}
+            if expected_document in kb_documents:
+                return "present", "wrong; the expected document was a knowledge-base candidate"
+            return None, "wrong; the expected document was not a knowledge-base candidate"
+        if found and (action == "correct" or "kb" in cited):
+            return "absent", "wrong answer from the knowledge base, no document expected (should have abstained)"
+        return None, "wrong abstention or fallback answer without an expected document"
+    return None, f"unknown verdict {verdict!r}"
+
+
+@dataclass
+class ReviewLabels:
+    present: list[float] = field(default_factory=list)  # max knowledge-base score per question
+    absent: list[float] = field(default_factory=list)
+    labelled: dict[int, Label] = field(default_factory=dict)  # question id -> label
+    skipped: Counter = field(default_factory=Counter)  # reason -> questions
+
+    @property
+    def n_reviews(self) -> int:
+        return len(self.labelled)
+
+
+def collect_labels(settings: Settings, version: str) -> ReviewLabels:
+    """Label every reviewed question logged with `version` (one label per question).
+
+    A question reviewed by several admins counts once; when their labels disagree it is
+    skipped. Questions logged with the int8 variant (`VERSION+int8`) score slightly
+    differently and are not included.
+    """
+    with db.session(settings) as session:
+        rows = session.execute(
+            select(Question, Review.verdict, Review.expected_document)
+            .join(Review, Review.question_id == Question.id)
+            .where(Question.evaluator_version == version)
+            .order_by(Question.id)
+        ).all()
+        per_question: dict[int, tuple[Question, list[tuple[Label | None, str]]]] = {}
+        for question, verdict, expected in rows:
+            per_question.setdefault(question.id, (question, []))[1].append(label_review(question, verdict, expected))
+        result = ReviewLabels()
+        for question_id, (question, labels) in per_question.items():
+            decided = {label for label, _ in labels if label is not None}
+            if len(decided) > 1:
+                result.skipped["reviewers disagree"] += 1
+                continue
+            if not decided:
+                result.skipped[labels[0][1]] += 1
+                continue
+            label = decided.pop()
+            score = kb_max(question.scores)
+            assert score is not None  # label_review skips questions without one
+            result.labelled[question_id] = label
+            (result.present if label == "present" else result.absent).append(score)
+    return result
+
+
+@dataclass
+class Proposal:
+    version: str
+    current: dict[str, float]
+    proposed: dict[str, float]
+    n_present: int
+    n_absent: int
+    skipped: dict[str, int]
+
+    @property
+    def n_reviews(self) -> int:
+        return self.n_present + self.n_absent
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "current": self.current, "proposed": self.proposed,
+                "labels": {"present": self.n_present, "absent": self.n_absent}, "skipped": self.skipped}
+
+
+def _version_row(session, version: str | None) -> EvaluatorVersion:  # type: ignore[no-untyped-def]
+    query = select(EvaluatorVersion).where(
+        EvaluatorVersion.version == version if version else EvaluatorVersion.active.is_(True))
+    row = session.execute(query).scalar_one_or_none()
+    if row is None:
+        raise CalibrationError(f"no evaluator version {version!r} (see `policybot evaluator list`)" if version
+                               else "no active evaluator; name a VERSION (see `policybot evaluator list`)")
+    return row
+
+
+def propose_from_reviews(settings: Settings, version: str | None = None, min_labels: int = MIN_LABELS) -> Proposal:
+    """Thresholds for `version` (default: the active one) calibrated on reviewed questions."""
+    with db.session(settings) as session:
+        row = _version_row(session, version)
+        version = row.version
+        current = {"upper": row.upper, "lower": row.lower, "strip": row.strip_threshold}
+    labels = collect_labels(settings, version)
+    n_present, n_absent = len(labels.present), len(labels.absent)
+    if n_present < min_labels or n_absent < min_labels:
+        raise CalibrationError(
+            f"too few review labels for {version}: {n_present} answer-present and {n_absent} answer-absent questions; "
+            f"calibration needs at least {min_labels} of each ({sum(labels.skipped.values())} reviewed questions "
+            "were skipped as ambiguous). Review more answers in the console."
+        )
+    proposed = calibrate(labels.present, labels.absent)
+    proposed["strip"] = current["strip"]  # reviews carry no strip labels
+    return Proposal(version, current, proposed, n_present, n_absent, dict(labels.skipped))
+
+
+def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
+    """Store the proposed thresholds on the version's row and in its folder's metadata.
+
+    Running workers keep the thresholds they loaded; they pick the new ones up on restart.
+    Returns notes for the admin (e.g. a missing folder).
+    """
+    from crag.evaluator import update_metadata
+    from policybot.runtime import reset_runtime
+
+    notes: list[str] = []
+    source = {"source": "reviews", "n_reviews": proposal.n_reviews, "present": proposal.n_present,
+              "absent": proposal.n_absent, "previous": proposal.current,
+              "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    with db.session(settings) as session:
+        row = _version_row(session, proposal.version)
+        row.upper = float(proposal.proposed["upper"])
+        row.lower = float(proposal.proposed["lower"])
+        row.strip_threshold = float(proposal.proposed["strip"])
+        row.metrics = {**(row.metrics or {}), "thresholds_calibration": source}
+        folder = Path(row.path)
+    if folder.is_dir():
+        update_metadata(folder, {"thresholds": proposal.proposed, "thresholds_calibration": source})
+    else:
+        notes.append(f"{folder} does not exist: only the database row was updated")
+    reset_runtime()  # this process; other workers on restart
+    return notes
