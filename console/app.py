@@ -121,7 +121,6 @@ class Console:
         self.templates.env.filters["ms"] = lambda v: "-" if v is None else f"{v:,.0f} ms"
         self.templates.env.filters["mask_query"] = mask_query
         self.templates.env.filters["when"] = lambda v: (v or "")[:19].replace("T", " ")
-        self.public_paths = {"/login"}
 
     # ------------------------------------------------------------ plumbing
 
@@ -414,6 +413,7 @@ class Console:
                    for name in review.ACTIONS}
         stacked["failed"] = [row["failed"] if row else 0 for row in rows]
         since = datetime.now(timezone.utc) - timedelta(days=days)
+        miss_documents, miss_topics = review.misses(self.settings, since)
         return {
             "days": days, "total": report["total"],
             "alert": review.incorrect_alert(self.settings, self.settings.alert_margin),
@@ -429,8 +429,7 @@ class Console:
                 labels, {"p50": [row["latency_p50_ms"] if row else None for row in rows],
                          "p95": [row["latency_p95_ms"] if row else None for row in rows]},
                 "latency p50 and p95 per day (ms)"),
-            "miss_documents": review.miss_documents(self.settings, since),
-            "miss_topics": review.miss_topics(self.settings, since),
+            "miss_documents": miss_documents, "miss_topics": miss_topics,
             "colours": charts.ACTION_COLOURS, "series": list(stacked),
         }
 
@@ -456,17 +455,14 @@ class Console:
         })
 
     async def upload(self, request: Request) -> Response:
-        from ingestion.ingest import IngestError, validate_collection
+        from ingestion.ingest import validate_collection
         from ingestion.loaders import SUPPORTED_SUFFIXES
         from workers.tasks import _safe_name
 
         form = request.state.form
         collection = self._form_value(request, "collection") or self.settings.default_collection
-        try:
-            validate_collection(collection)
-            channels = manage.parse_channels(self._form_value(request, "channels"))
-        except (IngestError, manage.ManageError) as error:
-            raise BadRequest(str(error)) from None
+        validate_collection(collection)  # IngestError and ManageError are UserErrors: view answers 400
+        channels = manage.parse_channels(self._form_value(request, "channels"))
         uploads = [item for item in form.getlist("files") if isinstance(item, UploadFile) and item.filename]
         if not uploads:
             raise BadRequest("choose at least one file to upload")
@@ -539,11 +535,8 @@ class Console:
 
     async def access(self, request: Request) -> Response:
         document = await self._document(request)
-        try:
-            channels = manage.parse_channels(self._form_value(request, "channels"))
-            await self._call(manage.set_document_access, self.settings, document.id, channels)
-        except manage.ManageError as error:
-            raise BadRequest(str(error)) from None
+        channels = manage.parse_channels(self._form_value(request, "channels"))
+        await self._call(manage.set_document_access, self.settings, document.id, channels)
         who = ", ".join(channels) if channels else "everyone"
         return self.back(request, url("/documents"), f"{document.name}: visible to {who}")
 
@@ -575,18 +568,15 @@ class Console:
         except ValueError:
             raise BadRequest("timeout and max bytes must be numbers") from None
         name = self._form_value(request, "name")
-        try:
-            await self._call(
-                manage.add_fallback_source, self.settings, name,
-                collection=self._form_value(request, "collection") if kind == "collection" else None,
-                url=self._form_value(request, "url") if kind == "http" else None,
-                field_map=self._form_value(request, "field_map") or None,
-                query_template=self._form_value(request, "query_template") or None,
-                allowed_hosts=self._form_value(request, "allowed_hosts") or None,
-                allow_private=form.get("allow_private") == "on", timeout=timeout, max_bytes=max_bytes,
-                open_web=form.get("open_web") == "on")
-        except manage.ManageError as error:
-            raise BadRequest(str(error)) from None
+        await self._call(
+            manage.add_fallback_source, self.settings, name,
+            collection=self._form_value(request, "collection") if kind == "collection" else None,
+            url=self._form_value(request, "url") if kind == "http" else None,
+            field_map=self._form_value(request, "field_map") or None,
+            query_template=self._form_value(request, "query_template") or None,
+            allowed_hosts=self._form_value(request, "allowed_hosts") or None,
+            allow_private=form.get("allow_private") == "on", timeout=timeout, max_bytes=max_bytes,
+            open_web=form.get("open_web") == "on")
         return self.back(request, url("/sources"), f"allow-listed {name!r}")
 
     async def remove_source(self, request: Request) -> Response:

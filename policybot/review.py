@@ -6,7 +6,7 @@ reply and the admin console, so all three show the same rows and the same number
 - `daily_stats` / `stats_summary`: per-day action rates, abstention, feedback, latency;
 - `records_csv` / `records_jsonl`: exports;
 - `set_review` / `reviews_for`: admins' right/wrong labels (later evaluator training data);
-- `incorrect_alert`, `miss_documents`, `miss_topics`: the health gauges of the knowledge base.
+- `incorrect_alert`, `misses`: the health gauges of the knowledge base.
 """
 
 from __future__ import annotations
@@ -426,22 +426,20 @@ def _misses(settings, since: datetime) -> list[Any]:  # type: ignore[no-untyped-
         ).all()
 
 
-def miss_documents(settings, since: datetime, limit: int = 10) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
-    """Knowledge-base documents that ranked first for Incorrect/abstained questions: likely stale."""
-    counts: Counter[str] = Counter()
-    for _, scores in _misses(settings, since):
-        kb = [s for s in scores or [] if s.get("origin", "kb") == "kb" and s.get("document")]
-        if kb:
-            counts[max(kb, key=lambda s: s.get("score", 0.0))["document"]] += 1
-    return counts.most_common(limit)
+def misses(settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:  # type: ignore[no-untyped-def]
+    """What lies behind Incorrect/abstained questions, from one read of them:
 
-
-def miss_topics(settings, since: datetime, limit: int = 10) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
-    """Topics (the keywords a fallback would be sent, redacted) of Incorrect/abstained questions."""
+    - documents: the knowledge-base document that ranked first (likely stale there);
+    - topics: the keywords a fallback would have been sent (redacted).
+    """
     from crag.redaction import keyword_query, redact
 
-    counts: Counter[str] = Counter()
-    for question, _ in _misses(settings, since):
+    documents: Counter[str] = Counter()
+    topics: Counter[str] = Counter()
+    for question, scores in _misses(settings, since):
+        kb = [s for s in scores or [] if s.get("origin", "kb") == "kb" and s.get("document")]
+        if kb:
+            documents[max(kb, key=lambda s: s.get("score", 0.0))["document"]] += 1
         for word in set(keyword_query(redact(question)).split()):
-            counts[word] += 1
-    return counts.most_common(limit)
+            topics[word] += 1
+    return documents.most_common(limit), topics.most_common(limit)
