@@ -40,6 +40,15 @@ def parse_scrypt_hash(encoded: str) -> tuple[int, int, int, bytes, bytes]:
     return n, r, p, salt, digest
 
 
+def console_user_pairs(value: str) -> list[tuple[str, str]]:
+    """(name, hash) pairs of POLICYBOT_CONSOLE_USERS ("name:hash,name:hash"), stripped."""
+    pairs = []
+    for entry in (part.strip() for part in value.split(",") if part.strip()):
+        name, _, hashed = entry.partition(":")
+        pairs.append((name.strip(), hashed.strip()))
+    return pairs
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
@@ -113,14 +122,13 @@ class Settings(BaseSettings):
     def _check_console_users(cls, value: str) -> str:
         how = ("make a hash with `policybot console hash-password`; in a .env that Docker Compose reads, "
                "single-quote the value (Compose expands $ in unquoted values)")
-        for entry in (part.strip() for part in value.split(",") if part.strip()):
-            name, _, hashed = entry.partition(":")
-            if not name.strip():
+        for name, hashed in console_user_pairs(value):
+            if not name:
                 raise ValueError(f"use name:hash pairs separated by commas; {how}")
             try:
-                parse_scrypt_hash(hashed.strip())
+                parse_scrypt_hash(hashed)
             except ValueError as error:
-                raise ValueError(f"the hash of user {name.strip()!r} is not valid: {error}; {how}") from None
+                raise ValueError(f"the hash of user {name!r} is not valid: {error}; {how}") from None
         return value
 
     @field_validator("console_secret")
@@ -169,11 +177,7 @@ class Settings(BaseSettings):
     @property
     def console_accounts(self) -> dict[str, str]:
         """Console sign-in names and their password hashes."""
-        accounts = {}
-        for entry in (part.strip() for part in self.console_users.split(",") if part.strip()):
-            name, _, hashed = entry.partition(":")
-            accounts[name.strip()] = hashed.strip()
-        return accounts
+        return dict(console_user_pairs(self.console_users))
 
     @property
     def admins(self) -> set[str]:
