@@ -513,7 +513,7 @@ def train_evaluator(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     # Time kept for calibration: measured inference speed times the pairs it will score.
     n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
-    infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id=bundle.tokenizer.pad_token_id or 0)
+    infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id)
     reserve = n_eval_pairs * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
     if config.quantize_int8:
         reserve *= 1.6  # the int8 variant is calibrated too
