@@ -52,7 +52,7 @@ RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-class BadRequest(Exception):
+class BadRequest(UserError):
     """Bad input from the browser: shown to the admin as it is, with this status."""
 
     def __init__(self, message: str, status: int = 400) -> None:
@@ -150,10 +150,8 @@ class Console:
                                                              "and try again", 403, data))
             try:
                 response = await handler(request)
-            except BadRequest as error:
+            except UserError as error:  # BadRequest and the domain errors; NotFound ones carry 404
                 response = self._error(request, str(error), error.status, data)
-            except UserError as error:
-                response = self._error(request, str(error), 400, data)
             finally:
                 if request.method == "POST":
                     await request.state.form.close()  # uploaded files spooled to disk
@@ -382,12 +380,8 @@ class Console:
         expected = self._form_value(request, "expected_document")
         if expected and not expected.isdigit():
             raise BadRequest("expected document must be a document id")
-        try:
-            await self._call(review.set_review, self.settings, question_id, request.state.session.user, verdict,
-                             int(expected) if expected else None, self._form_value(request, "note"))
-        except review.ReviewError as error:
-            status = 404 if str(error).startswith("no logged question") else 400
-            raise BadRequest(str(error), status) from None
+        await self._call(review.set_review, self.settings, question_id, request.state.session.user, verdict,
+                         int(expected) if expected else None, self._form_value(request, "note"))
         return self.back(request, url(f"/activity/{question_id}"), f"review saved: {verdict}")
 
     # ------------------------------------------------------------ dashboard
@@ -581,10 +575,7 @@ class Console:
 
     async def remove_source(self, request: Request) -> Response:
         name = self._form_value(request, "name")
-        try:
-            await self._call(manage.remove_fallback_source, self.settings, name)
-        except manage.ManageError as error:
-            raise BadRequest(str(error), 404) from None
+        await self._call(manage.remove_fallback_source, self.settings, name)
         return self.back(request, url("/sources"), f"removed {name!r}")
 
     async def test_source(self, request: Request) -> Response:
@@ -620,10 +611,7 @@ class Console:
         from policybot import evaluators
 
         version = self._form_value(request, "version")
-        try:
-            await self._call(evaluators.activate_version, self.settings, version)
-        except evaluators.TrainingError as error:
-            raise BadRequest(str(error), 404) from None
+        await self._call(evaluators.activate_version, self.settings, version)
         return self.back(request, url("/evaluators"),
                          f"active: {version}. Restart the answer workers to use it (`policybot worker`).")
 

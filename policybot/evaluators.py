@@ -18,7 +18,7 @@ from crag.weak_supervision import CorpusChunk
 from ingestion.store import chunk_table
 from policybot import db
 from policybot.config import Settings
-from policybot.errors import UserError
+from policybot.errors import NotFound, UserError
 from policybot.models import Document, EvaluatorVersion
 from policybot.runtime import embed_function, reset_runtime
 
@@ -30,6 +30,10 @@ MIN_CHUNKS = 20  # below this, weak supervision has too few negatives to learn f
 
 class TrainingError(UserError):
     pass
+
+
+class VersionNotFound(TrainingError, NotFound):
+    """No stored evaluator version has that name."""
 
 
 def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
@@ -106,7 +110,7 @@ def activate_version(settings: Settings, version: str) -> EvaluatorVersion:
     with db.session(settings) as session:
         row = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.version == version)).scalar_one_or_none()
         if row is None:
-            raise TrainingError(f"no evaluator version {version!r} (see `policybot evaluator list`)")
+            raise VersionNotFound(f"no evaluator version {version!r} (see `policybot evaluator list`)")
         session.execute(update(EvaluatorVersion).where(EvaluatorVersion.active.is_(True)).values(active=False))
         session.flush()
         row.active = True

@@ -13,12 +13,16 @@ from sqlalchemy import delete, select
 from ingestion.retriever import SAFE_CHANNEL  # the access filters accept exactly these channel IDs
 from policybot import db
 from policybot.config import Settings
-from policybot.errors import UserError
+from policybot.errors import NotFound, UserError
 from policybot.models import Document, FallbackSourceRow
 
 
 class ManageError(UserError):
     """A bad request from an admin: the message says what to change."""
+
+
+class ManageNotFound(ManageError, NotFound):
+    """The document or fallback source named does not exist."""
 
 
 # ------------------------------------------------------------------ documents
@@ -58,7 +62,7 @@ def set_document_access(settings: Settings, document_id: int, channels: Sequence
     with db.session(settings) as session:
         document = session.get(Document, document_id, with_for_update=True)
         if document is None or document.deleted:
-            raise ManageError(f"no document {document_id}")
+            raise ManageNotFound(f"no document {document_id}")
         document.access_channels = allowed or None
         store.set_chunk_acl(session, document)
         return document
@@ -151,7 +155,7 @@ def remove_fallback_source(settings: Settings, name: str) -> None:
     with db.session(settings) as session:
         removed = session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == name)).rowcount
     if not removed:
-        raise ManageError(f"no fallback source named {name!r}")
+        raise ManageNotFound(f"no fallback source named {name!r}")
 
 
 def fallback_source_json(row: FallbackSourceRow) -> dict[str, Any]:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from policybot.errors import NotFound, UserError
+
 ACTIONS = ("correct", "ambiguous", "incorrect")
 STATUSES = ("answered", "failed", "pending")
 FEEDBACK_CHOICES = ("up", "down", "any", "none")
@@ -258,8 +260,12 @@ def review_json(row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
             "updated_at": row.updated_at.isoformat() if row.updated_at else None}
 
 
-class ReviewError(ValueError):
-    pass
+class ReviewError(UserError):
+    """A review the console refuses (400): a verdict or expected document that is not one."""
+
+
+class ReviewNotFound(ReviewError, NotFound):
+    """The logged question to review does not exist (404)."""
 
 
 def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type: ignore[no-untyped-def]
@@ -275,7 +281,7 @@ def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type:
     note = (note or "").strip()[:2000] or None
     with db.session(settings) as session:
         if session.get(Question, question_id) is None:
-            raise ReviewError(f"no logged question {question_id}")
+            raise ReviewNotFound(f"no logged question {question_id}")
         expected_name = None
         if expected_document_id is not None:
             document = session.get(Document, expected_document_id)

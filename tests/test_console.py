@@ -202,6 +202,7 @@ def test_record_view_shows_the_whole_decision(admin, seeded_log) -> None:
     assert "dog office" in dog and "HR portal" in dog and "Not found in approved sources" in dog
     assert admin.get("/admin/activity/987654").status_code == 404
     assert admin.get("/admin/activity/99999999999").status_code == 404
+    assert admin.get("/admin/api/records/987654").status_code == 404
     api = admin.get(f"/admin/api/records/{seeded_log['dog']}")
     assert api.status_code == 200 and api.json()["fallback_queries"] == [{"source": "HR portal", "query": "dog office"}]
 
@@ -229,7 +230,24 @@ def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_
     for bad, status in (({"verdict": "maybe"}, 400), ({"verdict": "right", "expected_document": "999999"}, 400),
                         ({"verdict": "right", "expected_document": "leave"}, 400)):
         assert admin.post(f"/admin/activity/{qid}/review", data={"csrf_token": token} | bad).status_code == status
-    assert admin.post("/admin/activity/987654/review", data={"csrf_token": token, "verdict": "right"}).status_code == 404
+    unknown = admin.post("/admin/activity/987654/review", data={"csrf_token": token, "verdict": "right"},
+                         headers={"accept": "application/json"})
+    assert unknown.status_code == 404 and unknown.json() == {"error": "no logged question 987654"}
+
+
+def test_review_errors_carry_their_console_status(csettings, seeded_log) -> None:
+    """The console answers with the error's `status`: 404 for a question that is not there, 400 for bad input."""
+    from policybot.errors import NotFound, UserError
+    from policybot.review import ReviewError, set_review
+
+    with pytest.raises(NotFound, match="no logged question 987654") as missing:
+        set_review(csettings, 987654, ADMIN_USER, "right")
+    assert isinstance(missing.value, ReviewError) and missing.value.status == 404
+    for bad in ({"verdict": "maybe"}, {"verdict": "right", "expected_document_id": 999999}):
+        with pytest.raises(ReviewError) as refused:
+            set_review(csettings, seeded_log["dog"], ADMIN_USER, **bad)
+        assert isinstance(refused.value, UserError) and not isinstance(refused.value, NotFound)
+        assert refused.value.status == 400
 
 
 # ------------------------------------------------------------------ dashboard
