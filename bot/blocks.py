@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from policybot.wording import describe_action
+
 SECTION_LIMIT = 3000
 MAX_BLOCKS = 50
 CONTEXT_ELEMENTS = 10
@@ -165,8 +167,6 @@ def _context(*texts: str) -> Block:
 
 def action_line(view: AnswerView) -> str:
     """The chosen action, stated for people: the same words as `policybot ask`."""
-    from policybot.cli import describe_action
-
     words = describe_action(view.action, view.found, list(view.sources_used))
     emoji = ACTION_EMOJI["abstain" if not view.found else view.action] if view.action in ACTION_EMOJI else "ℹ️"
     return f"{emoji} {words}"

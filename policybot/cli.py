@@ -358,26 +358,6 @@ def demo(
 
 # ----------------------------------------------------------------------- ask
 
-ACTION_WORDS = {
-    "correct": "Answered from the policy knowledge base",
-    "ambiguous": "Knowledge base was inconclusive, also checked {sources}",
-    "incorrect": "Not in the knowledge base, answered from {sources}",
-    "abstain": "Not found in approved sources",
-}
-
-
-def describe_action(action: str, found: bool, sources_used: list[str]) -> str:
-    """The chosen action, stated for people (the CLI and Slack say the same)."""
-    fallback = [name for name in sources_used if name != "knowledge base"]
-    if not found:
-        return ACTION_WORDS["abstain"]
-    if action == "correct":
-        return ACTION_WORDS["correct"]
-    template = ACTION_WORDS[action]
-    if action == "ambiguous" and not fallback:
-        return "Knowledge base was inconclusive; answered from the closest policy text"
-    return template.format(sources=", ".join(fallback) or "approved fallback sources")
-
 
 @app.command()
 def ask(
@@ -409,6 +389,8 @@ def ask(
 
 def _print_answer(answer) -> None:  # type: ignore[no-untyped-def]
     from rich.panel import Panel
+
+    from policybot.wording import describe_action
 
     action = describe_action(answer.action.value, answer.found, answer.sources_used)
     console.print(Panel(answer.text, title=answer.question[:80], subtitle=f"{action} · {answer.action.value}", expand=False))

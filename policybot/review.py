@@ -21,6 +21,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from policybot.errors import NotFound, UserError
+from policybot.wording import describe_action
 
 ACTIONS = ("correct", "ambiguous", "incorrect")
 STATUSES = ("answered", "failed", "pending")
@@ -180,8 +181,6 @@ def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no
 
 
 def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    from policybot.cli import describe_action
-
     scores = row.scores or []
     return {
         "id": row.id,

@@ -26,7 +26,7 @@ def source(n: int, **kw) -> blocks.SourceView:  # type: ignore[no-untyped-def]
 
 
 def test_answer_has_text_action_sources_buttons_and_reference() -> None:
-    from policybot.cli import describe_action
+    from policybot.wording import describe_action
 
     message = blocks.answer_message(view("Primary caregivers receive 16 weeks at full pay. [1]", [source(1)]))
     kinds = [b["type"] for b in message["blocks"]]

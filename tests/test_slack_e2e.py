@@ -31,7 +31,7 @@ def _answer_post(stack, channel: str, ts: str, timeout: float = 60):  # type: ig
 
 
 def test_mention_gets_one_cited_answer_in_its_thread(stack) -> None:
-    from policybot.cli import describe_action
+    from policybot.wording import describe_action
 
     channel = "CMAIN00001"
     event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)

@@ -1,0 +1,23 @@
+"""How the chosen action is stated for people: the same words in the CLI, Slack and the console."""
+
+from __future__ import annotations
+
+ACTION_WORDS = {
+    "correct": "Answered from the policy knowledge base",
+    "ambiguous": "Knowledge base was inconclusive, also checked {sources}",
+    "incorrect": "Not in the knowledge base, answered from {sources}",
+    "abstain": "Not found in approved sources",
+}
+
+
+def describe_action(action: str, found: bool, sources_used: list[str]) -> str:
+    """The chosen action, stated for people (the CLI and Slack say the same)."""
+    fallback = [name for name in sources_used if name != "knowledge base"]
+    if not found:
+        return ACTION_WORDS["abstain"]
+    if action == "correct":
+        return ACTION_WORDS["correct"]
+    template = ACTION_WORDS[action]
+    if action == "ambiguous" and not fallback:
+        return "Knowledge base was inconclusive; answered from the closest policy text"
+    return template.format(sources=", ".join(fallback) or "approved fallback sources")
