@@ -321,22 +321,12 @@ class Console:
         page = min(int(page_text), pages)  # past the end: the last page
         records = await self._call(review.query_logs, self.settings, filters, limit=PAGE_SIZE,
                                    offset=(page - 1) * PAGE_SIZE)
-        versions = await self._call(self._evaluator_versions)
+        versions = await self._call(review.logged_evaluator_versions, self.settings)
         query = {k: v for k, v in params.items() if v}
         return self.render(request, "activity.html", {
             "records": records, "total": total, "page": page, "pages": pages, "params": params, "query": query,
             "versions": versions, "actions": review.ACTIONS, "ranges": list(RANGES),
         })
-
-    def _evaluator_versions(self) -> list[str]:
-        from sqlalchemy import select
-
-        from policybot import db
-        from policybot.models import Question
-
-        with db.session(self.settings) as session:
-            return [v for v in session.execute(select(Question.evaluator_version).distinct()
-                                               .where(Question.evaluator_version.is_not(None))).scalars()]
 
     async def export(self, request: Request) -> Response:
         kind = request.path_params["kind"]

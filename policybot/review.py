@@ -2,6 +2,7 @@
 reply and the admin console, so all three show the same rows and the same numbers.
 
 - `LogFilters` + `query_logs` / `count_logs`: logged questions, newest first, filtered;
+- `logged_evaluator_versions`: the evaluator versions found in the log (a filter's choices);
 - `log_record`: one row as the plain dict of `logs --json` (and the console's record view);
 - `daily_stats` / `stats_summary`: per-day action rates, abstention, feedback, latency;
 - `records_csv` / `records_jsonl`: exports;
@@ -157,6 +158,18 @@ def count_logs(settings, filters: LogFilters) -> int:  # type: ignore[no-untyped
 
     with db.session(settings) as session:
         return int(session.execute(filters.apply(select(func.count()).select_from(Question))).scalar_one())
+
+
+def logged_evaluator_versions(settings) -> list[str]:  # type: ignore[no-untyped-def]
+    """The evaluator versions that answered logged questions (the console's evaluator filter)."""
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import Question
+
+    with db.session(settings) as session:
+        return list(session.execute(select(Question.evaluator_version).distinct()
+                                    .where(Question.evaluator_version.is_not(None))).scalars())
 
 
 def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no-untyped-def]

@@ -155,6 +155,7 @@ def test_activity_filters_paginates_and_refuses_bad_filters(admin, seeded_log) -
     assert page.status_code == 200
     total = int(re.search(r'id="result-count">(\d+)<', page.text).group(1))
     assert total == len(seeded_log)
+    assert '<option value="t5-console-test"' in page.text  # the evaluator filter offers the logged versions
     first = _ids(page.text)
     assert len(first) == 50 and first == sorted(first, reverse=True)  # newest first, one page
     second = _ids(admin.get("/admin/activity", params={"channel": CHANNEL, "page": 2}).text)
