@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.common import free_port
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["TRANSFORMERS_VERBOSITY"] = "error"
@@ -23,16 +25,9 @@ warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples" / "policies"
 HR_PORTAL = REPO / "samples" / "hr-portal"
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
 
 # A port of its own per run: a Redis left over from another run must never be reused.
-TEST_REDIS_PORT = _free_port()
+TEST_REDIS_PORT = free_port()
 
 for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EMBEDDING_MODEL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
                  "SLACK_APP_TOKEN", "SLACK_API_URL", "POLICYBOT_ADMINS", "POLICYBOT_EVALUATOR_PATH", "POLICYBOT_GENERATOR_URL"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.common import free_port
 from conftest import cli_env
 from log_helpers import question_row as _question
 
@@ -195,17 +195,11 @@ def test_missing_slack_settings_are_named_never_shown(policybot_home) -> None:
     assert queues.returncode == 1 and "bogus" in queues.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_serve_http_binds_the_port_and_verifies_signatures(settings, policybot_home) -> None:
     from bot.fake_slack import FakeSlack
 
     with FakeSlack() as fake:
-        port = _free_port()
+        port = free_port()
         env = cli_env(policybot_home) | {"SLACK_BOT_TOKEN": fake.bot_token, "SLACK_SIGNING_SECRET": fake.signing_secret,
                                          "SLACK_API_URL": fake.api_url}
         process = subprocess.Popen([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)], env=env,
@@ -234,7 +228,7 @@ def test_serve_http_binds_the_port_and_verifies_signatures(settings, policybot_h
             output = process.communicate(timeout=30)[0]
         assert fake.signing_secret not in output and fake.bot_token not in output
 
-        wrong = policybot(policybot_home, "serve", "--http", "--port", str(_free_port()),
+        wrong = policybot(policybot_home, "serve", "--http", "--port", str(free_port()),
                           env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN, "SLACK_SIGNING_SECRET": "s3cr3t-value",
                                      "SLACK_API_URL": fake.api_url})
         assert wrong.returncode == 2 and "Slack refused" in wrong.stderr and "invalid_auth" in wrong.stderr
