@@ -120,6 +120,8 @@ class CragPipeline:
         with _timer(timings, "refine"):
             evidence = choose_evidence(action, scored, fallback, config.thresholds)
             kept = self._refine(question, [s.passage for s in evidence])
+            if not kept:
+                kept = self._best_strip_of_a_confident_passage(question, evidence)
             answer.sources_used += sorted(
                 {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
             )
@@ -139,17 +141,28 @@ class CragPipeline:
         answer.timings_ms = {name: round(value, 1) for name, value in timings.items()}
         return answer
 
-    def _refine(self, question: str, passages: Sequence[Passage]) -> list[Strip]:
+    def _refine(self, question: str, passages: Sequence[Passage], strip_threshold: float | None = None,
+                top_n: int | None = None) -> list[Strip]:
         if not passages:
             return []
         return refine(
             question,
             passages,
             self.evaluator,
-            strip_threshold=self.config.strip_threshold,
-            top_n=self.config.strips_top_n,
+            strip_threshold=self.config.strip_threshold if strip_threshold is None else strip_threshold,
+            top_n=self.config.strips_top_n if top_n is None else top_n,
             mode=self.config.strip_mode,
         )
+
+    def _best_strip_of_a_confident_passage(self, question: str, evidence: Sequence[ScoredPassage]) -> list[Strip]:
+        """When no strip clears the strip threshold but the evaluator judged a whole passage to
+        hold the answer (>= upper), that passage's best strip. The strip threshold is calibrated
+        on pseudo-queries and runs stricter on real questions than the passage verdict; abstaining
+        against the evaluator's own Correct would throw the answer away."""
+        best = max(evidence, key=lambda s: s.score, default=None)
+        if best is None or best.score < self.config.thresholds.upper:
+            return []
+        return self._refine(question, [best.passage], strip_threshold=float("-inf"), top_n=1)
 
     def _fall_back(self, question: str, context: AskContext, answer: Answer) -> list[ScoredPassage]:
         config = self.config

@@ -117,3 +117,38 @@ def test_an_ambiguous_answer_from_the_fallback_cites_no_knowledge_base_passage()
     assert answer.action == Action.AMBIGUOUS and answer.found
     assert [(c.origin, c.document) for c in answer.citations] == [("fallback", "payroll-calendar.md")]
     assert [s.passage.id for s in answer.scores] == ["kb-carryover", "fb-payslips"]  # both are still logged
+
+
+class _PassageOverStrips:
+    """Judges the whole passage relevant (0.7 >= upper) but each of its sentences weak."""
+
+    version = "passage-over-strips"
+
+    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+        return [0.7 if p == KB_RULE.text + " " + KB_EXTRA else (0.2 if "carry over" in p else -0.5) for p in passages]
+
+
+KB_EXTRA = "Requests go through Workday. Your manager approves them. Unused days expire on March 31."
+
+
+class _OneLongRule:
+    def retrieve(self, question: str, top_k: int) -> list[Passage]:
+        return [Passage(id="kb-carryover-long", text=KB_RULE.text + " " + KB_EXTRA, origin="kb", source="policies",
+                        document="leave-policy.md")]
+
+
+@pytest.mark.parametrize("passage_score_clears_upper", [True, False])
+def test_a_correct_passage_keeps_its_best_strip_even_below_the_strip_threshold(passage_score_clears_upper: bool):
+    upper = 0.6 if passage_score_clears_upper else 0.75  # the passage scores 0.7
+    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=0.0), strip_threshold=0.5,
+                            strip_mode="sentences")
+    pipeline = CragPipeline(lambda _: _OneLongRule(), _PassageOverStrips(), [], config)
+    answer = pipeline.answer("How many PTO days roll over?", AskContext())
+    if passage_score_clears_upper:
+        assert answer.action == Action.CORRECT and answer.found
+        # The best strip only (the one with the rule), not the whole passage.
+        assert len(answer.strips) == 1 and "carry over" in answer.strips[0].text
+        assert "March 31" not in answer.text
+        assert [c.document for c in answer.citations] == ["leave-policy.md"]
+    else:  # Ambiguous: nothing clears the bar, no fallback: abstain as before
+        assert answer.action == Action.AMBIGUOUS and not answer.found
