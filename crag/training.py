@@ -62,7 +62,7 @@ CALIBRATION_OVERHEAD = 1.3  # cosine on the same split, metrics, progress: on to
 @dataclass
 class Metrics:
     auc: float
-    auc_by_kind: dict[str, float]  # "hard", "random", "swap", and per question kind
+    auc_by_kind: dict[str, float]  # "hard", "random", "swap", "focus", and per question kind
     routing_accuracy: float
     action_rates: dict[str, dict[str, float]]  # {"present"|"absent": {action: share}}
     thresholds: dict[str, float]  # {"upper", "lower", "strip"} calibrated on all held-out sets
@@ -291,7 +291,7 @@ def measure(
     auc = roc_auc([scores[(p.question, p.passage)] for p in main], [p.label for p in main])
     by_kind: dict[str, float] = {}
     positives = [p for p in pairs if p.label == 1]
-    for kind in ("hard", "random", "swap"):
+    for kind in ("hard", "random", "swap", "focus"):
         subset = positives + [p for p in pairs if p.kind == kind]
         if any(p.kind == kind for p in pairs):
             by_kind[kind] = roc_auc([scores[(p.question, p.passage)] for p in subset], [p.label for p in subset])

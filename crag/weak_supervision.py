@@ -13,7 +13,14 @@ other passages from the same retrieval results):
 * positives: the source chunk (for heading questions, the chunks of that section);
 * negatives: the nearest *other* chunks to the question by embedding (hard: what retrieval
   would return), random chunks, and entity-swapped copies of the source (a number or date
-  replaced), paired with the unaltered source so the only difference is the value.
+  replaced), paired with the unaltered source so the only difference is the value;
+* question-side negatives (``focus``): a templated or heading question whose focus word
+  (its rarest word that the source contains) is swapped for a word of another document,
+  paired with the source, which now is on topic but does not say. That is how most
+  unanswerable questions look ("a day off on our birthday?" against the leave policy);
+* asked the way people ask: some templated and heading questions get a conversational
+  opener or a bit of situation first ("quick question: ...", "I'm new here, ..."), which
+  does not change the answer, so the model learns to look past it.
 
 Near-duplicates of the source (cosine > 0.95) are never negatives. The split is by chunk
 (near-duplicate groups stay on one side), and training never sees a validation chunk.
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Sequence
 
 import numpy as np
@@ -33,7 +40,7 @@ from crag import strips as refinement
 from crag.types import Passage
 
 QueryKind = Literal["cloze", "template", "heading"]
-PairKind = Literal["positive", "hard", "random", "swap"]
+PairKind = Literal["positive", "hard", "random", "swap", "focus"]
 Embed = Callable[[list[str]], np.ndarray]
 
 NEAR_DUPLICATE_COS = 0.95
@@ -360,6 +367,67 @@ def make_queries(
     return queries
 
 
+# What people type around a question. None of it changes the answer; deliberately free of
+# topic words, so it teaches the model to look past chatter, not a vocabulary.
+_CONVERSATIONAL = (
+    "quick question: {q}",
+    "hi, {q}",
+    "hey team, {q}",
+    "sorry if this was asked before, {q}",
+    "I'm new here, {q}",
+    "not sure who to ask. {q}",
+    "I couldn't find this anywhere. {q}",
+    "my manager asked me this: {q}",
+    "{q} thanks!",
+    "{q} asking for a colleague",
+)
+
+
+def conversational(question: str, rng: random.Random) -> str:
+    """`question` as someone might type it in chat: an opener or sign-off, sometimes all lower case."""
+    template = rng.choice(_CONVERSATIONAL)
+    if not template.startswith("{q}") and question[:1].isupper() and question[1:2].islower():
+        question = question[0].lower() + question[1:]
+    text = template.format(q=question)
+    return text.lower().rstrip("?") if rng.random() < 0.3 else text
+
+
+def inverse_document_frequency(chunks: Sequence[CorpusChunk]) -> dict[str, float]:
+    counts: dict[str, int] = {}
+    for chunk in chunks:
+        for word in {w.lower() for w in _words(chunk.text)}:
+            counts[word] = counts.get(word, 0) + 1
+    return {word: float(np.log(len(chunks) / n)) for word, n in counts.items()}
+
+
+def swap_focus(question: str, source_words: set[str], vocabulary: Sequence[str], idf: dict[str, float], rng: random.Random) -> str | None:
+    """`question` with its focus word (its rarest word found in the source) replaced by a
+    `vocabulary` word the source does not contain, or None without a focus word."""
+    focus = [w for w in _content_words(question) if w.isalpha() and len(w) >= 4 and w.lower() in source_words]
+    options = [v for v in vocabulary if v not in source_words]
+    if not focus or not options:
+        return None
+    word = max(focus, key=lambda w: (idf.get(w.lower(), 0.0), w))
+    replacement = rng.choice(options)
+    return re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", replacement, question, count=1)
+
+
+def focus_vocabulary(chunks: Sequence[CorpusChunk], idf: dict[str, float], min_idf: float = 2.0) -> dict[str, list[str]]:
+    """Per document, the topic words of the *other* documents (rare enough to name a topic)."""
+    words_of: dict[str, set[str]] = {}
+    for chunk in chunks:
+        words = {w.lower() for w in _content_words(chunk.text) if w.isalpha() and len(w) >= 4}
+        words_of.setdefault(chunk.document, set()).update(w for w in words if idf.get(w, 0.0) >= min_idf)
+    everything = set().union(*words_of.values()) if words_of else set()
+    return {doc: sorted(everything - words) for doc, words in words_of.items()}
+
+
+def _chatty(query: PseudoQuery, probability: float, rng: random.Random) -> PseudoQuery:
+    if query.kind == "cloze" or rng.random() >= probability:
+        return query
+    return replace(query, text=conversational(query.text, rng))
+
+
 def _remove_sentence(text: str, sentence: str) -> str:
     return re.sub(r"\s+", " ", text.replace(sentence, " ")).strip()
 
@@ -414,6 +482,8 @@ def build_weak_supervision(
     n_hard: int = 2,
     n_random: int = 1,
     swap_prob: float = 0.3,
+    conversational_prob: float = 0.4,
+    focus_prob: float = 0.7,
     top_k: int = 10,
     near_duplicate_cos: float = NEAR_DUPLICATE_COS,
 ) -> WeakSupervision:
@@ -441,6 +511,11 @@ def build_weak_supervision(
     val_queries = make_queries(
         [c for c in chunks if c.id in val_ids], dups, rng, n_cloze, n_template, skip_names=names, headings=headings
     )
+    train_queries = [_chatty(q, conversational_prob, rng) for q in train_queries]
+    val_queries = [_chatty(q, conversational_prob, rng) for q in val_queries]
+    idf = inverse_document_frequency(chunks)
+    vocabulary = focus_vocabulary(chunks, idf)
+    document_of = {c.id: c.document for c in chunks}
     all_queries = train_queries + val_queries
     q_emb = _normalise(embed([q.text for q in all_queries])) if all_queries else np.zeros((0, embeddings.shape[1]))
     sims = q_emb @ embeddings.T  # question-to-chunk cosine: what retrieval would rank by
@@ -468,7 +543,16 @@ def build_weak_supervision(
                 if q.positive_text != text_of[q.source_id]:
                     out.append(Pair(q.text, text_of[q.source_id], 1, "positive", q.kind, q.source_id))
                 out.append(Pair(q.text, swapped, 0, "swap", q.kind, q.source_id))
+        if q.kind != "cloze" and rng.random() < focus_prob:
+            unrelated = focus_question(q)
+            if unrelated:
+                out.append(Pair(unrelated, q.positive_text, 0, "focus", q.kind, q.source_id))
         return out
+
+    def focus_question(q: PseudoQuery) -> str | None:
+        """q about something its source (and every chunk that shares its answer) never mentions."""
+        words = {w.lower() for cid in q.related | {q.source_id} for w in _words(text_of[cid])}
+        return swap_focus(q.text, words, vocabulary[document_of[q.source_id]], idf, rng)
 
     all_pool = np.ones(len(ids), dtype=bool)
     train_pairs: list[Pair] = []
@@ -495,10 +579,14 @@ def build_weak_supervision(
         if not any(ids[j] in q.related for j in present):
             present = present[: k - 1] + [index[q.source_id]]  # the answer is there, ranked last
         absent = [j for j in order if ids[j] not in q.related][:k]
-        for is_present, members in ((True, present), (False, absent)):
+        sets = [(q.text, True, present), (q.text, False, absent)]
+        unrelated = focus_question(q) if focus_prob > 0 else None
+        if unrelated:
+            sets.append((unrelated, False, present))  # on topic, source retrieved, answer not there
+        for question, is_present, members in sets:
             calibration.append(
                 CandidateSet(
-                    q.text,
+                    question,
                     q.kind,
                     is_present,
                     tuple(ids[j] for j in members),

@@ -33,9 +33,11 @@ from crag.training import calibrate, evaluate_evaluator, held_out_passages, roc_
 from crag.weak_supervision import (
     CorpusChunk,
     build_weak_supervision,
+    conversational,
     find_entities,
     split_sentences,
     swap_entity,
+    swap_focus,
     template_question,
 )
 
@@ -162,7 +164,7 @@ def test_weak_supervision_splits_by_chunk_and_never_uses_near_duplicates(chunks,
         assert pair.chunk_id in ws.train_ids  # training never sees a held-out chunk
     source_of = {q.text: q for q in ws.train_queries + ws.val_queries}
     for pair in ws.train_pairs + ws.val_pairs:
-        if pair.label == 0 and pair.kind != "swap":
+        if pair.label == 0 and pair.kind not in ("swap", "focus"):
             assert text_to_id[pair.passage] not in source_of[pair.question].related
     kinds = {q.kind for q in ws.train_queries}
     assert kinds == {"cloze", "template", "heading"}
@@ -171,12 +173,49 @@ def test_weak_supervision_splits_by_chunk_and_never_uses_near_duplicates(chunks,
     # Inverse cloze removes the sentence from the positive most of the time.
     cloze = [q for q in ws.train_queries if q.kind == "cloze"]
     assert sum(q.text not in q.positive_text for q in cloze) > 0.7 * len(cloze)
-    # Calibration: every question has an answer-present and an answer-absent set.
+    # Calibration: every question has an answer-present and an answer-absent set; some also
+    # an on-topic absent set: the present candidates, asked about something they never mention.
     present = [s for s in ws.calibration_sets if s.present]
-    absent = [s for s in ws.calibration_sets if not s.present]
-    assert present and len(present) == len(absent)
+    absent = [s for s in ws.calibration_sets if not s.present and s.question in source_of]
+    on_topic = [s for s in ws.calibration_sets if not s.present and s.question not in source_of]
+    assert present and len(present) == len(absent) and on_topic
     for s in absent:
         assert not set(s.chunk_ids) & source_of[s.question].related
+    for s in on_topic:
+        twin = next(p for p in present if p.chunk_ids == s.chunk_ids)
+        assert _one_word_apart(twin.question, s.question)
+
+
+def _one_word_apart(a: str, b: str) -> bool:
+    wa, wb = a.split(), b.split()
+    return len(wa) == len(wb) and sum(x != y for x, y in zip(wa, wb)) == 1
+
+
+def test_focus_negatives_ask_about_something_the_source_never_mentions(chunks, embed):
+    ws = build_weak_supervision(chunks, embed, seed=0)
+    focus = [p for p in ws.train_pairs if p.kind == "focus"]
+    assert len(focus) > 0.3 * sum(q.kind != "cloze" for q in ws.train_queries)
+    questions = {q.text: q for q in ws.train_queries}
+    for pair in focus:
+        assert pair.label == 0 and pair.query_kind != "cloze"
+        original = next(q for q in questions.values() if q.source_id == pair.chunk_id and _one_word_apart(q.text, pair.question))
+        assert pair.passage == original.positive_text  # the very passage that answers the original
+        new_word = next(y for x, y in zip(original.text.split(), pair.question.split()) if x != y)
+        assert new_word.strip("?,.!").lower() not in pair.passage.lower()
+
+    source = "Every employee receives 10 paid sick days per year."
+    words = {w.lower().strip(".") for w in source.split()}
+    swapped = swap_focus("How many paid sick days per year?", words, ["bicycle", "sick"], {"sick": 3.0, "paid": 1.0}, random.Random(0))
+    assert swapped == "How many paid bicycle days per year?"  # the rarest shared word goes, for a word the source lacks
+    assert swap_focus("What is this?", words, ["bicycle"], {}, random.Random(0)) is None  # no focus word
+
+
+def test_conversational_questions_keep_the_question():
+    rng_a, rng_b = random.Random(4), random.Random(4)
+    variants = [conversational("How many sick days do I get?", rng_a) for _ in range(20)]
+    assert variants == [conversational("How many sick days do I get?", rng_b) for _ in range(20)]  # deterministic
+    assert all("sick days do i get" in v.lower() for v in variants)
+    assert len(set(variants)) > 5 and "How many sick days do I get?" not in variants
 
 
 def test_weak_supervision_is_deterministic(chunks, embed):
