@@ -7,7 +7,9 @@ admin can see whether training was worth it (`TrainingResult.beats_cosine`).
 
 Metrics:
 * ``auc``: pair-level ROC AUC, positives against hard and random negatives of held-out
-  questions (entity swaps are reported apart: cosine cannot see them by construction).
+  questions (entity swaps and focus swaps are reported apart in ``auc_by_kind``: cosine
+  cannot see swaps by construction, and both would make the number incomparable across
+  versions of the data).
 * ``routing_accuracy``: simulated retrieval sets of held-out template and heading questions,
   with the answer present (source chunk among the candidates) or absent (source chunk and its
   near-duplicates removed), routed by the CRAG decision. Present->Correct and
@@ -287,7 +289,7 @@ def measure(
     scores = _score_everything(evaluator, ws, progress, t0)
 
     pairs = ws.val_pairs
-    main = [p for p in pairs if p.kind != "swap"]
+    main = [p for p in pairs if p.kind in ("positive", "hard", "random")]  # swaps and focus pairs are reported apart
     auc = roc_auc([scores[(p.question, p.passage)] for p in main], [p.label for p in main])
     by_kind: dict[str, float] = {}
     positives = [p for p in pairs if p.label == 1]

@@ -115,8 +115,10 @@ TINY = EvaluatorConfig(
     freeze_minilm_layers=3,
     lr_minilm=1e-4,
     lr_head=2e-3,
-    max_steps=40,
-    min_steps=40,
+    # 40 steps were enough only by luck: held-out AUC of this prior-less toy model ranges
+    # about 0.4-0.65 over seeds and data changes at 40 steps, 0.63-0.68 at 80.
+    max_steps=80,
+    min_steps=80,
     similarity_prior=False,  # the test must show learning, not the embedding prior
 )
 
@@ -125,7 +127,7 @@ TINY = EvaluatorConfig(
 def trained(chunks, embed, tmp_path_factory):
     events: list[dict] = []
     out = tmp_path_factory.mktemp("evaluators")
-    result = train_evaluator(chunks, embed, out, budget_s=45, config=TINY, seed=0, progress=events.append)
+    result = train_evaluator(chunks, embed, out, budget_s=90, config=TINY, seed=0, progress=events.append)
     return result, events
 
 
