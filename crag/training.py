@@ -48,7 +48,7 @@ from crag.evaluator import (
     update_metadata,
 )
 from crag.types import Action, Evaluator, Thresholds
-from crag.weak_supervision import CandidateSet, CorpusChunk, Embed, WeakSupervision, build_weak_supervision
+from crag.weak_supervision import CandidateSet, CorpusChunk, Embed, Pair, WeakSupervision, build_weak_supervision
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -58,6 +58,7 @@ STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (k
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
 PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
 MIN_CALIBRATION_QUESTIONS = 40  # fewer held-out questions give thresholds too noisy to trust
+REVIEW_WEIGHT = 3  # a real labelled pair counts this many weak ones: rare, and how people really ask
 CALIBRATION_OVERHEAD = 1.3  # cosine on the same split, metrics, progress: on top of the model's scoring
 
 
@@ -454,8 +455,14 @@ def train_evaluator(
     config: EvaluatorConfig = EvaluatorConfig(),
     seed: int = 0,
     progress: Progress | None = None,
+    extra_pairs: Sequence[Pair] = (),
+    extra_weight: int = REVIEW_WEIGHT,
 ) -> TrainingResult:
     """Train an evaluator on weak supervision from `chunks`, calibrate it, save it.
+
+    `extra_pairs` (real questions labelled by admins) join the training pairs, each seen
+    `extra_weight` times as often as a weak pair; validation and calibration stay on the
+    weak-supervision split, so the metrics compare with cosine as before.
 
     The whole run (data, training, calibration, saving) aims at `budget_s`: training stops
     early enough to leave time for calibration, but always runs `config.min_steps` steps.
@@ -487,11 +494,14 @@ def train_evaluator(
     bundle = build_judge(config)
     model = bundle.model
     model.train()
+    train_pairs = [*ws.train_pairs, *(list(extra_pairs) * max(1, extra_weight))]
+    if extra_pairs:
+        notes.append(f"trained with {len(extra_pairs)} pairs from reviewed questions (each weighted x{max(1, extra_weight)})")
     rows = [
         encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0]
-        for p in ws.train_pairs
+        for p in train_pairs
     ]
-    labels = torch.tensor([float(p.label) for p in ws.train_pairs])
+    labels = torch.tensor([float(p.label) for p in train_pairs])
     n_pos = float(labels.sum())
     # Negatives outnumber positives about 3:1; weigh positives up so both classes count alike.
     pos_weight = torch.tensor((len(labels) - n_pos) / max(n_pos, 1.0))
@@ -608,7 +618,8 @@ def train_evaluator(
             "steps": step,
             "pairs_seen": seen,
             "epochs": seen / len(rows),
-            "n_train_pairs": len(ws.train_pairs),
+            "n_train_pairs": len(train_pairs),
+            "n_review_pairs": len(extra_pairs),
             "n_val_pairs": len(ws.val_pairs),
             "seconds": seconds,
             "phase_seconds": phases,
@@ -627,7 +638,7 @@ def train_evaluator(
         evaluator=model_metrics,
         cosine=cosine_metrics,
         thresholds=model_metrics.thresholds,
-        n_train_pairs=len(ws.train_pairs),
+        n_train_pairs=len(train_pairs),
         n_val_pairs=len(ws.val_pairs),
         steps=step,
         epochs=seen / len(rows),

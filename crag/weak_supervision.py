@@ -39,8 +39,8 @@ import numpy as np
 from crag import strips as refinement
 from crag.types import Passage
 
-QueryKind = Literal["cloze", "template", "heading"]
-PairKind = Literal["positive", "hard", "random", "swap", "focus"]
+QueryKind = Literal["cloze", "template", "heading", "review"]  # review: a real question an admin labelled
+PairKind = Literal["positive", "hard", "random", "swap", "focus", "review"]
 Embed = Callable[[list[str]], np.ndarray]
 
 NEAR_DUPLICATE_COS = 0.95

@@ -1,6 +1,8 @@
 """Recalibrate an evaluator version's thresholds from admins' reviews of logged answers.
 
-Admins label logged questions in the console (table `reviews`). Each label, read together
+Admins label logged questions in the console (table `reviews`). The labels recalibrate a
+version's thresholds (below) and, through `review_examples`, become training pairs for the
+next evaluator (`policybot evaluator train --with-reviews`). Each label, read together
 with what the pipeline did (the `questions` action log), says whether the knowledge base's
 candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
 each question is its set's score, and `crag.training.calibrate` turns the two score lists
@@ -112,38 +114,89 @@ class ReviewLabels:
         return len(self.labelled)
 
 
+def _labelled_questions(
+    settings: Settings, version: str | None
+) -> tuple[list[tuple[Question, Label, str | None]], Counter]:
+    """(question, label, expected document) of every reviewed question, one per question, and
+    the skipped ones per reason. `version` None reads the questions of every version.
+
+    A question reviewed by several admins counts once; when their labels disagree it is skipped.
+    """
+    query = select(Question, Review.verdict, Review.expected_document).join(Review, Review.question_id == Question.id)
+    if version is not None:
+        query = query.where(Question.evaluator_version == version)
+    with db.session(settings) as session:
+        rows = session.execute(query.order_by(Question.id, Review.id)).all()
+    per_question: dict[int, tuple[Question, list[tuple[Label | None, str, str | None]]]] = {}
+    for question, verdict, expected in rows:
+        label, reason = label_review(question, verdict, expected)
+        per_question.setdefault(question.id, (question, []))[1].append((label, reason, expected))
+    labelled: list[tuple[Question, Label, str | None]] = []
+    skipped: Counter = Counter()
+    for question, labels in per_question.values():
+        decided = {label for label, _, _ in labels if label is not None}
+        if len(decided) > 1:
+            skipped["reviewers disagree"] += 1
+        elif not decided:
+            skipped[labels[0][1]] += 1
+        else:
+            label = decided.pop()
+            expected = next((e for lab, _, e in labels if lab == label and e), None)
+            labelled.append((question, label, expected))
+    return labelled, skipped
+
+
 def collect_labels(settings: Settings, version: str) -> ReviewLabels:
     """Label every reviewed question logged with `version` (one label per question).
 
-    A question reviewed by several admins counts once; when their labels disagree it is
-    skipped. Questions logged with the int8 variant (`VERSION+int8`) score slightly
-    differently and are not included.
+    Questions logged with the int8 variant (`VERSION+int8`) score slightly differently and
+    are not included.
     """
-    with db.session(settings) as session:
-        rows = session.execute(
-            select(Question, Review.verdict, Review.expected_document)
-            .join(Review, Review.question_id == Question.id)
-            .where(Question.evaluator_version == version)
-            .order_by(Question.id)
-        ).all()
-        per_question: dict[int, tuple[Question, list[tuple[Label | None, str]]]] = {}
-        for question, verdict, expected in rows:
-            per_question.setdefault(question.id, (question, []))[1].append(label_review(question, verdict, expected))
-        result = ReviewLabels()
-        for question_id, (question, labels) in per_question.items():
-            decided = {label for label, _ in labels if label is not None}
-            if len(decided) > 1:
-                result.skipped["reviewers disagree"] += 1
-                continue
-            if not decided:
-                result.skipped[labels[0][1]] += 1
-                continue
-            label = decided.pop()
-            score = kb_max(question.scores)
-            assert score is not None  # label_review skips questions without one
-            result.labelled[question_id] = label
-            (result.present if label == "present" else result.absent).append(score)
+    labelled, skipped = _labelled_questions(settings, version)
+    result = ReviewLabels(skipped=skipped)
+    for question, label, _ in labelled:
+        score = kb_max(question.scores)
+        assert score is not None  # label_review skips questions without one
+        result.labelled[question.id] = label
+        (result.present if label == "present" else result.absent).append(score)
     return result
+
+
+@dataclass(frozen=True)
+class ReviewExample:
+    """A reviewed question as training data: the chunks that hold its answer, or that do not."""
+
+    question: str
+    label: Label
+    chunk_ids: tuple[str, ...]  # present: the chunk(s) that answer; absent: the top candidates, which do not
+
+
+ABSENT_NEGATIVES = 3  # an answer-absent question's best-scored candidates become its negatives
+
+
+def review_examples(settings: Settings) -> tuple[list[ReviewExample], Counter]:
+    """Training examples from every reviewed question, whatever evaluator version logged it.
+
+    present: the best-scored knowledge-base candidate of the expected document, or (a right
+    answer) of the documents the answer cited. absent: the best-scored knowledge-base
+    candidates, none of which held the answer. Questions logged before candidates carried
+    their chunk ids are skipped.
+    """
+    labelled, skipped = _labelled_questions(settings, None)
+    examples: list[ReviewExample] = []
+    for question, label, expected in labelled:
+        candidates = sorted((s for s in question.scores or () if s.get("origin") == "kb" and s.get("chunk_id")),
+                            key=lambda s: -float(s["score"]))
+        if label == "present":
+            documents = {expected} if expected else {c.get("document") for c in question.citations or () if c.get("origin") == "kb"}
+            chosen = [s["chunk_id"] for s in candidates if s.get("document") in documents][:1]
+        else:
+            chosen = [s["chunk_id"] for s in candidates[:ABSENT_NEGATIVES]]
+        if chosen:
+            examples.append(ReviewExample(question.question, label, tuple(chosen)))
+        else:
+            skipped["no candidate chunk ids logged"] += 1
+    return examples, skipped
 
 
 @dataclass

@@ -471,9 +471,10 @@ app.add_typer(evaluator_app, name="evaluator")
 def evaluator_train(
     minutes: Annotated[Optional[float], typer.Option("--minutes", help="Time budget [default: POLICYBOT_TRAIN_MINUTES or 10].")] = None,
     activate: Annotated[str, typer.Option("--activate", help="if-better (beats cosine), always or never.")] = "if-better",
+    with_reviews: Annotated[bool, typer.Option("--with-reviews", help="Also train on admins' reviewed questions (console labels).")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Train an evaluator on weak supervision from the ingested documents."""
+    """Train an evaluator on weak supervision from the ingested documents (and, optionally, review labels)."""
     from policybot import evaluators
 
     settings = _settings()
@@ -494,7 +495,8 @@ def evaluator_train(
                             phase=event.get("phase", ""), loss=loss)
 
         try:
-            result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show)  # type: ignore[arg-type]
+            result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show,  # type: ignore[arg-type]
+                                                   with_reviews=with_reviews)
         except evaluators.TrainingError as error:
             _fail(str(error), 1)
     active = evaluators.active_version(settings)

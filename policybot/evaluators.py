@@ -14,7 +14,7 @@ import numpy as np
 from sqlalchemy import select, update
 
 from crag.training import EvaluationReport, TrainingResult, evaluate_evaluator, train_evaluator
-from crag.weak_supervision import CorpusChunk
+from crag.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
 from policybot import db
 from policybot.config import Settings
@@ -54,6 +54,25 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
     return chunks
 
 
+def review_pairs(settings: Settings, chunks: list[CorpusChunk]) -> list[Pair]:
+    """Admins' reviewed questions as labelled (question, chunk) pairs, for chunks still ingested."""
+    from policybot.calibration import review_examples
+
+    examples, skipped = review_examples(settings)
+    text_of = {c.id: c.text for c in chunks}
+    pairs = [
+        Pair(example.question, text_of[chunk_id], int(example.label == "present"), "review", "review", chunk_id)
+        for example in examples
+        for chunk_id in example.chunk_ids
+        if chunk_id in text_of  # a chunk removed or re-ingested since: its text is gone
+    ]
+    if not pairs:
+        reasons = "; ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "no reviews yet"
+        raise TrainingError(f"--with-reviews: no reviewed question gives a training pair ({reasons}). "
+                            "Review answers in the admin console first, or train without --with-reviews.")
+    return pairs
+
+
 def _metrics_json(result: TrainingResult | EvaluationReport) -> dict:
     from dataclasses import asdict
 
@@ -65,14 +84,17 @@ def train_and_register(
     budget_s: float,
     activate: Activation = "if_better",
     progress: Callable[[dict], None] | None = None,
+    with_reviews: bool = False,
 ) -> TrainingResult:
     chunks = corpus_chunks(settings)
     if len(chunks) < MIN_CHUNKS:
         raise TrainingError(
             f"only {len(chunks)} chunks are ingested; training needs at least {MIN_CHUNKS}. Ingest your policies first."
         )
+    extra = review_pairs(settings, chunks) if with_reviews else []
     settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
-    result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress)
+    result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress,
+                             extra_pairs=extra)
     thresholds = result.thresholds
     should_activate = activate == "always" or (activate == "if_better" and result.beats_cosine)
     with db.session(settings) as session:

@@ -184,3 +184,49 @@ def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_
 
     unlabelled = policybot(policybot_home, "evaluator", "calibrate", version)
     assert unlabelled.returncode == 1 and "--from-reviews" in unlabelled.stderr
+
+
+# ------------------------------------------------------------------ review labels as training pairs
+
+
+def test_reviewed_questions_become_training_pairs(settings) -> None:
+    from crag.weak_supervision import CorpusChunk
+    from policybot import db
+    from policybot.evaluators import TrainingError, review_pairs
+    from policybot.models import Review
+
+    tag = uuid.uuid4().hex[:8]
+    ids = {name: f"{name}-{tag}" for name in ("carryover", "sick", "hotel", "gone")}
+    scores = [
+        {"document": "leave-policy.md", "section": "PTO", "origin": "kb", "source": "policies", "chunk_id": ids["carryover"], "score": 0.4},
+        {"document": "leave-policy.md", "section": "Sick", "origin": "kb", "source": "policies", "chunk_id": ids["sick"], "score": 0.6},
+        {"document": "travel-expenses.md", "section": "Hotels", "origin": "kb", "source": "policies", "chunk_id": ids["hotel"], "score": 0.5},
+        {"document": "hr-faq.md", "section": "Pets", "origin": "fallback", "source": "HR portal", "chunk_id": "f1", "score": 0.9},
+    ]
+    answered_right = question_row(question=f"How many PTO days roll over? {tag}", action="correct", citations=[KB_CITE], scores=scores)
+    should_have = question_row(question=f"Is there a hotel cap? {tag}", action="incorrect", found=False, citations=[], scores=scores)
+    should_abstain = question_row(question=f"Can I bring my dog? {tag}", action="correct", citations=[KB_CITE], scores=scores)
+    removed_chunk = question_row(question=f"Old question {tag}", action="correct", citations=[KB_CITE],
+                                 scores=[dict(scores[0], chunk_id=ids["gone"])])
+    with db.session(settings) as session:
+        session.add_all([answered_right, should_have, should_abstain, removed_chunk])
+        session.flush()
+        session.add_all([
+            Review(question_id=answered_right.id, reviewer="ada", verdict="right"),
+            Review(question_id=should_have.id, reviewer="ada", verdict="wrong", expected_document="travel-expenses.md"),
+            Review(question_id=should_abstain.id, reviewer="ada", verdict="wrong"),
+            Review(question_id=removed_chunk.id, reviewer="ada", verdict="right"),
+        ])
+    chunks = [CorpusChunk(id=ids[name], text=f"{name} text", document="d", section="s") for name in ("carryover", "sick", "hotel")]
+
+    pairs = {(p.question, p.passage, p.label) for p in review_pairs(settings, chunks) if tag in p.question}
+    assert pairs == {
+        (answered_right.question, "sick text", 1),  # the best-scored chunk of the cited document
+        (should_have.question, "hotel text", 1),  # the reviewer's expected document
+        (should_abstain.question, "sick text", 0),  # answered but should have abstained: its top candidates
+        (should_abstain.question, "hotel text", 0),
+        (should_abstain.question, "carryover text", 0),
+    }  # the removed chunk's question gives nothing (its text is gone), and fallback results are never used
+
+    with pytest.raises(TrainingError, match="no reviewed question gives a training pair"):
+        review_pairs(settings, [])

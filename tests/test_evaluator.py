@@ -461,3 +461,20 @@ def test_cache_returns_identical_scores_and_avoids_recomputation():
     inner.version = "fake-2"
     cached.score("q", ["a"])
     assert inner.calls[-1] == ["a"]
+
+
+def test_review_pairs_join_training_weighted(chunks, embed, tmp_path):
+    from dataclasses import replace
+
+    from crag.weak_supervision import Pair
+
+    extra = [Pair("Can I bring my dog to work?", chunks[4].text, 0, "review", "review", chunks[4].id),
+             Pair("How many days roll over into next year?", chunks[4].text, 1, "review", "review", chunks[4].id)]
+    quick = replace(TINY, max_steps=2, min_steps=2)
+    plain = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=quick, seed=0)
+    with_reviews = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=quick, seed=0, extra_pairs=extra, extra_weight=3)
+    assert with_reviews.n_train_pairs == plain.n_train_pairs + 6
+    assert with_reviews.n_val_pairs == plain.n_val_pairs  # validation stays on the weak split
+    assert "trained with 2 pairs from reviewed questions (each weighted x3)" in with_reviews.notes
+    metadata = json.loads((Path(with_reviews.folder) / "metadata.json").read_text())
+    assert metadata["training"]["n_review_pairs"] == 2
