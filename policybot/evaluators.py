@@ -17,6 +17,7 @@ from crag.training import EvaluationReport, TrainingResult, evaluate_evaluator, 
 from crag.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
 from policybot import db
+from policybot.calibration import review_examples
 from policybot.config import Settings
 from policybot.errors import NotFound, UserError
 from policybot.models import Document, EvaluatorVersion
@@ -56,8 +57,6 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
 
 def review_pairs(settings: Settings, chunks: list[CorpusChunk]) -> list[Pair]:
     """Admins' reviewed questions as labelled (question, chunk) pairs, for chunks still ingested."""
-    from policybot.calibration import review_examples
-
     examples, skipped = review_examples(settings)
     text_of = {c.id: c.text for c in chunks}
     pairs = [
