@@ -10,7 +10,10 @@ is still composed for the user's original question.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Sequence
+
+from wordfreq import zipf_frequency
 
 EMAIL_PLACEHOLDER = "[email]"
 PHONE_PLACEHOLDER = "[phone]"
@@ -145,6 +148,7 @@ _COMMON_WORDS = frozenset(
     " used using take taking people person".split()
 )
 
+_ACRONYM = re.compile(r"\b[A-Z]{2,5}s?\b")
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,'’-][a-z0-9]+)*")
 
 
@@ -152,32 +156,53 @@ def keyword_query(question: str, max_keywords: int = 3) -> str:
     """Rewrite an (already redacted) question into at most `max_keywords` search keywords.
 
     Lower-cases, drops placeholders, punctuation, stopwords, question words and filler,
-    keeps numbers and domain words, prefers rarer/longer words when trimming, and keeps
-    the chosen words in their original order.
+    keeps numbers, acronyms ("IT", "HSA") and domain words, prefers the words that are
+    rarest in English when trimming (what makes a question specific: "dog", "bike"), and
+    keeps the chosen words in their original order.
     """
-    text = redact(question).lower()  # defence in depth: never send contact details or IDs
-    text = _PLACEHOLDER.sub(" ", text)
+    redacted = redact(question)  # defence in depth: never send contact details or IDs
+    acronyms = _acronyms(redacted)
+    text = _PLACEHOLDER.sub(" ", redacted.lower())
     text = _FILLER_PHRASES.sub(" ", text)
     words: list[str] = []
     for token in _TOKEN.findall(text):
         word = re.sub(r"['’]s$", "", token).replace("’", "'")
-        if word in STOPWORDS or word in words or (len(word) < 2 and not word.isdigit()):
+        if word in words or (len(word) < 2 and not word.isdigit()):
+            continue
+        if word in STOPWORDS and word not in acronyms:  # "IT support" is not "it"
             continue
         words.append(word)
     if max_keywords <= 0:
         return ""
-    ranked = sorted(range(len(words)), key=lambda i: (-_keyword_weight(words[i]), i))
+    ranked = sorted(range(len(words)), key=lambda i: (-_keyword_weight(words[i], acronyms), i))
     chosen = sorted(ranked[:max_keywords])
     return " ".join(words[i] for i in chosen)
 
 
-def _keyword_weight(word: str) -> float:
-    """Prefer numbers, domain words and longer (usually rarer) words."""
+def _acronyms(text: str) -> frozenset[str]:
+    """Lower-cased all-caps words of 2-5 letters ("IT", "HSAs"), unless the whole text is shouted."""
+    found = _ACRONYM.findall(text)
+    lower_words = re.findall(r"\b[a-z][a-z]+\b", text)
+    if len(found) > len(lower_words):  # "CAN I BRING MY DOG": caps lock, not acronyms
+        return frozenset()
+    return frozenset(a.lower().removesuffix("s") if len(a) > 2 and a.endswith("s") else a.lower() for a in found)
+
+
+@lru_cache(maxsize=4096)
+def _rarity(word: str) -> float:
+    """How rare `word` is in English: 7 minus its Zipf frequency ("the" ~0, "dog" ~1.9, unknown 7)."""
+    return max(0.0, 7.0 - zipf_frequency(word, "en"))
+
+
+def _keyword_weight(word: str, acronyms: frozenset[str] = frozenset()) -> float:
+    """Prefer numbers, then rare words; acronyms and policy nouns get a lift, generic ones a cut."""
     if any(ch.isdigit() for ch in word):
         return 8.0
-    weight = float(min(len(word), 12))
+    weight = _rarity(word)
+    if word in acronyms:
+        weight = max(weight, 4.0)
     if word in _DOMAIN_TERMS:
-        weight += 4.0
+        weight += 1.0
     if word in _COMMON_WORDS:
-        weight -= 3.0
+        weight -= 1.0
     return weight

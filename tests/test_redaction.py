@@ -107,11 +107,32 @@ def test_keyword_query_drops_filler_and_keeps_domain_words_and_numbers(question:
     assert keyword_query(question) == expected
 
 
-def test_keyword_query_prefers_longer_words_when_trimming() -> None:
+def test_keyword_query_prefers_rarer_words_when_trimming() -> None:
     assert keyword_query("What is the reimbursement limit for hotel lodging abroad?", max_keywords=2) == (
         "reimbursement lodging"
     )
     assert keyword_query("reimbursement limit hotel", max_keywords=0) == ""
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # Short but specific words win over longer generic ones ("office", "company").
+        ("Can I bring my dog to the office on Fridays?", "bring dog fridays"),
+        ("Where can I lock up my bike at the Boston office?", "lock bike boston"),
+        ("Do account executives get a company car?", "account executives car"),
+    ],
+)
+def test_keyword_query_keeps_the_specific_word_even_when_it_is_short(question: str, expected: str) -> None:
+    assert keyword_query(question) == expected
+
+
+def test_keyword_query_keeps_acronyms_that_look_like_stopwords() -> None:
+    assert keyword_query("What hours is IT support around?") == "hours it support"
+    assert "hsa" in keyword_query("How much goes into my HSA each year?").split()
+    # Lower-case "it" is the pronoun; a shouted question has no acronyms.
+    assert "it" not in keyword_query("where do I return it after my trip?").split()
+    assert "it" not in keyword_query("WHERE DO I RETURN IT AFTER MY TRIP").split()
 
 
 def test_keyword_query_is_deterministic() -> None:
