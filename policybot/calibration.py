@@ -1,8 +1,11 @@
 """Recalibrate an evaluator version's thresholds from admins' reviews of logged answers.
 
-Admins label logged questions in the console (table `reviews`). The labels recalibrate a
-version's thresholds (below) and, through `review_examples`, become training pairs for the
-next evaluator (`policybot evaluator train --with-reviews`). Each label, read together
+Admins label logged questions in the console (table `reviews`); askers vote 👍/👎 in Slack
+(table `feedback`). The labels recalibrate a version's thresholds (below) and, through
+`review_examples`, become training pairs for the next evaluator (`policybot evaluator train
+--with-reviews`). A question's votes, when asked for, count as one bare review: more 👍 than
+👎 is "right", more 👎 is "wrong" without an expected document, a tie says nothing; an admin's
+review of the same question outranks the votes. Each label, read together
 with what the pipeline did (the `questions` action log), says whether the knowledge base's
 candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
 each question is its set's score, and `crag.training.calibrate` turns the two score lists
@@ -19,13 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from crag.training import calibrate
 from policybot import db
 from policybot.config import Settings
 from policybot.errors import UserError
-from policybot.models import EvaluatorVersion, Question, Review
+from policybot.models import EvaluatorVersion, Feedback, Question, Review
 
 Label = Literal["present", "absent"]
 MIN_LABELS = 10  # per side: fewer present or absent sets give thresholds too noisy to trust
@@ -114,26 +117,56 @@ class ReviewLabels:
         return len(self.labelled)
 
 
+@dataclass(frozen=True)
+class LabelSources:
+    """Where labels come from: admins' reviews, askers' 👍/👎 votes, or both."""
+
+    reviews: bool = True
+    feedback: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.reviews or self.feedback):
+            raise ValueError("at least one label source is needed: reviews or feedback")
+
+    def describe(self) -> str:
+        return " and ".join(name for name, on in (("reviews", self.reviews), ("feedback", self.feedback)) if on)
+
+
+REVIEWS = LabelSources()
+
+
 def _labelled_questions(
-    settings: Settings, version: str | None
+    settings: Settings, version: str | None, sources: LabelSources = REVIEWS
 ) -> tuple[list[tuple[Question, Label, str | None]], Counter]:
-    """(question, label, expected document) of every reviewed question, one per question, and
+    """(question, label, expected document) of every labelled question, one per question, and
     the skipped ones per reason. `version` None reads the questions of every version.
 
     A question reviewed by several admins counts once; when their labels disagree it is skipped.
     """
-    query = select(Question, Review.verdict, Review.expected_document).join(Review, Review.question_id == Question.id)
-    if version is not None:
-        query = query.where(Question.evaluator_version == version)
-    with db.session(settings) as session:
-        rows = session.execute(query.order_by(Question.id, Review.id)).all()
     per_question: dict[int, tuple[Question, list[tuple[Label | None, str, str | None]]]] = {}
-    for question, verdict, expected in rows:
-        label, reason = label_review(question, verdict, expected)
-        per_question.setdefault(question.id, (question, []))[1].append((label, reason, expected))
+    with db.session(settings) as session:
+        if sources.reviews:
+            query = select(Question, Review.verdict, Review.expected_document).join(Review, Review.question_id == Question.id)
+            if version is not None:
+                query = query.where(Question.evaluator_version == version)
+            for question, verdict, expected in session.execute(query.order_by(Question.id, Review.id)).all():
+                label, reason = label_review(question, verdict, expected)
+                per_question.setdefault(question.id, (question, []))[1].append((label, reason, expected))
+        if sources.feedback:
+            votes = select(Question, func.sum(Feedback.vote)).join(Feedback, Feedback.question_id == Question.id)
+            if version is not None:
+                votes = votes.where(Question.evaluator_version == version)
+            for question, total in session.execute(votes.group_by(Question.id).order_by(Question.id)).all():
+                if question.id in per_question:
+                    continue  # an admin's review outranks the askers' votes
+                if not total:
+                    per_question[question.id] = (question, [(None, "feedback: votes tied", None)])
+                    continue
+                label, reason = label_review(question, "right" if total > 0 else "wrong", None)
+                per_question[question.id] = (question, [(label, f"feedback: {reason}", None)])
     labelled: list[tuple[Question, Label, str | None]] = []
     skipped: Counter = Counter()
-    for question, labels in per_question.values():
+    for question, labels in sorted(per_question.values(), key=lambda item: item[0].id):
         decided = {label for label, _, _ in labels if label is not None}
         if len(decided) > 1:
             skipped["reviewers disagree"] += 1
@@ -146,13 +179,13 @@ def _labelled_questions(
     return labelled, skipped
 
 
-def collect_labels(settings: Settings, version: str) -> ReviewLabels:
-    """Label every reviewed question logged with `version` (one label per question).
+def collect_labels(settings: Settings, version: str, sources: LabelSources = REVIEWS) -> ReviewLabels:
+    """Label every reviewed (or voted-on) question logged with `version` (one label per question).
 
     Questions logged with the int8 variant (`VERSION+int8`) score slightly differently and
     are not included.
     """
-    labelled, skipped = _labelled_questions(settings, version)
+    labelled, skipped = _labelled_questions(settings, version, sources)
     result = ReviewLabels(skipped=skipped)
     for question, label, _ in labelled:
         score = kb_max(question.scores)
@@ -174,15 +207,15 @@ class ReviewExample:
 ABSENT_NEGATIVES = 3  # an answer-absent question's best-scored candidates become its negatives
 
 
-def review_examples(settings: Settings) -> tuple[list[ReviewExample], Counter]:
-    """Training examples from every reviewed question, whatever evaluator version logged it.
+def review_examples(settings: Settings, sources: LabelSources = REVIEWS) -> tuple[list[ReviewExample], Counter]:
+    """Training examples from every labelled question, whatever evaluator version logged it.
 
     present: the best-scored knowledge-base candidate of the expected document, or (a right
     answer) of the documents the answer cited. absent: the best-scored knowledge-base
     candidates, none of which held the answer. Questions logged before candidates carried
     their chunk ids are skipped.
     """
-    labelled, skipped = _labelled_questions(settings, None)
+    labelled, skipped = _labelled_questions(settings, None, sources)
     examples: list[ReviewExample] = []
     for question, label, expected in labelled:
         candidates = sorted((s for s in question.scores or () if s.get("origin") == "kb" and s.get("chunk_id")),
@@ -207,6 +240,7 @@ class Proposal:
     n_present: int
     n_absent: int
     skipped: dict[str, int]
+    sources: LabelSources = REVIEWS
 
     @property
     def n_reviews(self) -> int:
@@ -214,7 +248,8 @@ class Proposal:
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "current": self.current, "proposed": self.proposed,
-                "labels": {"present": self.n_present, "absent": self.n_absent}, "skipped": self.skipped}
+                "labels": {"present": self.n_present, "absent": self.n_absent}, "skipped": self.skipped,
+                "sources": self.sources.describe()}
 
 
 def _version_row(session, version: str | None) -> EvaluatorVersion:  # type: ignore[no-untyped-def]
@@ -227,23 +262,25 @@ def _version_row(session, version: str | None) -> EvaluatorVersion:  # type: ign
     return row
 
 
-def propose_from_reviews(settings: Settings, version: str | None = None, min_labels: int = MIN_LABELS) -> Proposal:
-    """Thresholds for `version` (default: the active one) calibrated on reviewed questions."""
+def propose_from_reviews(settings: Settings, version: str | None = None, min_labels: int = MIN_LABELS,
+                         sources: LabelSources = REVIEWS) -> Proposal:
+    """Thresholds for `version` (default: the active one) calibrated on labelled questions."""
     with db.session(settings) as session:
         row = _version_row(session, version)
         version = row.version
         current = {"upper": row.upper, "lower": row.lower, "strip": row.strip_threshold}
-    labels = collect_labels(settings, version)
+    labels = collect_labels(settings, version, sources)
     n_present, n_absent = len(labels.present), len(labels.absent)
     if n_present < min_labels or n_absent < min_labels:
+        more = "Review more answers in the console" + ("" if sources.feedback else ", or add askers' votes (--from-feedback)")
         raise CalibrationError(
-            f"too few review labels for {version}: {n_present} answer-present and {n_absent} answer-absent questions; "
-            f"calibration needs at least {min_labels} of each ({sum(labels.skipped.values())} reviewed questions "
-            "were skipped as ambiguous). Review more answers in the console."
+            f"too few labels ({sources.describe()}) for {version}: {n_present} answer-present and {n_absent} "
+            f"answer-absent questions; calibration needs at least {min_labels} of each "
+            f"({sum(labels.skipped.values())} labelled questions were skipped as ambiguous). {more}."
         )
     proposed = calibrate(labels.present, labels.absent)
     proposed["strip"] = current["strip"]  # reviews carry no strip labels
-    return Proposal(version, current, proposed, n_present, n_absent, dict(labels.skipped))
+    return Proposal(version, current, proposed, n_present, n_absent, dict(labels.skipped), sources)
 
 
 def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
@@ -256,7 +293,7 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
     from policybot.runtime import reset_runtime
 
     notes: list[str] = []
-    source = {"source": "reviews", "n_reviews": proposal.n_reviews, "present": proposal.n_present,
+    source = {"source": proposal.sources.describe(), "n_reviews": proposal.n_reviews, "present": proposal.n_present,
               "absent": proposal.n_absent, "previous": proposal.current,
               "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     with db.session(settings) as session:

@@ -472,6 +472,7 @@ def evaluator_train(
     minutes: Annotated[Optional[float], typer.Option("--minutes", help="Time budget [default: POLICYBOT_TRAIN_MINUTES or 10].")] = None,
     activate: Annotated[str, typer.Option("--activate", help="if-better (beats cosine), always or never.")] = "if-better",
     with_reviews: Annotated[bool, typer.Option("--with-reviews", help="Also train on admins' reviewed questions (console labels).")] = False,
+    with_feedback: Annotated[bool, typer.Option("--with-feedback", help="Also train on askers' 👍/👎 votes (a review outranks them).")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Train an evaluator on weak supervision from the ingested documents (and, optionally, review labels)."""
@@ -496,7 +497,7 @@ def evaluator_train(
 
         try:
             result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show,  # type: ignore[arg-type]
-                                                   with_reviews=with_reviews)
+                                                   with_reviews=with_reviews, with_feedback=with_feedback)
         except evaluators.TrainingError as error:
             _fail(str(error), 1)
     active = evaluators.active_version(settings)
@@ -588,24 +589,27 @@ def evaluator_eval(
 def evaluator_calibrate(
     version: Annotated[Optional[str], typer.Argument(help="Version [default: the active one].")] = None,
     from_reviews: Annotated[bool, typer.Option("--from-reviews", help="Calibrate on the console's review labels.")] = False,
+    from_feedback: Annotated[bool, typer.Option("--from-feedback", help="Calibrate on askers' 👍/👎 votes (a review outranks them).")] = False,
     apply: Annotated[bool, typer.Option("--apply", help="Store the proposed thresholds (default: only show them).")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Recalibrate a version's upper/lower thresholds from admins' reviews of logged answers."""
+    """Recalibrate a version's upper/lower thresholds from admins' reviews (and askers' votes) of logged answers."""
     from policybot import calibration
 
-    if not from_reviews:
-        _fail("say where the labels come from: --from-reviews (the only source so far)", 1)
+    if not (from_reviews or from_feedback):
+        _fail("say where the labels come from: --from-reviews, --from-feedback or both", 1)
     settings = _settings()
     try:
-        proposal = calibration.propose_from_reviews(settings, version)
+        proposal = calibration.propose_from_reviews(settings, version,
+                                                    sources=calibration.LabelSources(from_reviews, from_feedback))
         notes = calibration.apply_proposal(settings, proposal) if apply else []
     except calibration.CalibrationError as error:
         _fail(str(error), 1)
     if as_json:
         print(json.dumps(proposal.to_dict() | {"applied": apply, "notes": notes}))
         return
-    table = Table("threshold", "current", "proposed", title=f"evaluator {proposal.version}: thresholds from reviews")
+    table = Table("threshold", "current", "proposed",
+                  title=f"evaluator {proposal.version}: thresholds from {proposal.sources.describe()}")
     for key in ("upper", "lower", "strip"):
         table.add_row(key, f"{proposal.current[key]:.3f}", f"{proposal.proposed[key]:.3f}")
     console.print(table)
@@ -614,7 +618,7 @@ def evaluator_calibrate(
     for note in notes:
         errors.print(f"[yellow]warning:[/] {note}")
     if apply:
-        console.print(f"[green]stored[/] on {proposal.version} (from {proposal.n_reviews} reviews); "
+        console.print(f"[green]stored[/] on {proposal.version} (from {proposal.n_reviews} labelled questions); "
                       "running workers pick them up on restart")
     else:
         console.print("dry run: nothing changed (`--apply` stores them)")

@@ -17,7 +17,7 @@ from crag.training import EvaluationReport, TrainingResult, evaluate_evaluator, 
 from crag.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
 from policybot import db
-from policybot.calibration import review_examples
+from policybot.calibration import REVIEWS, LabelSources, review_examples
 from policybot.config import Settings
 from policybot.errors import NotFound, UserError
 from policybot.models import Document, EvaluatorVersion
@@ -55,9 +55,10 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
     return chunks
 
 
-def review_pairs(settings: Settings, chunks: list[CorpusChunk]) -> list[Pair]:
-    """Admins' reviewed questions as labelled (question, chunk) pairs, for chunks still ingested."""
-    examples, skipped = review_examples(settings)
+def review_pairs(settings: Settings, chunks: list[CorpusChunk], sources: LabelSources = REVIEWS) -> list[Pair]:
+    """Labelled questions (admins' reviews, and askers' votes if asked) as (question, chunk) pairs,
+    for chunks still ingested."""
+    examples, skipped = review_examples(settings, sources)
     text_of = {c.id: c.text for c in chunks}
     pairs = [
         Pair(example.question, text_of[chunk_id], int(example.label == "present"), "review", "review", chunk_id)
@@ -66,9 +67,10 @@ def review_pairs(settings: Settings, chunks: list[CorpusChunk]) -> list[Pair]:
         if chunk_id in text_of  # a chunk removed or re-ingested since: its text is gone
     ]
     if not pairs:
-        reasons = "; ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "no reviews yet"
-        raise TrainingError(f"--with-reviews: no reviewed question gives a training pair ({reasons}). "
-                            "Review answers in the admin console first, or train without --with-reviews.")
+        reasons = "; ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "no labels yet"
+        options = " ".join(f"--with-{name}" for name in sources.describe().split(" and "))
+        raise TrainingError(f"{options}: no labelled question gives a training pair ({reasons}). "
+                            f"Review answers in the admin console first, or train without {options}.")
     return pairs
 
 
@@ -84,13 +86,15 @@ def train_and_register(
     activate: Activation = "if_better",
     progress: Callable[[dict], None] | None = None,
     with_reviews: bool = False,
+    with_feedback: bool = False,
 ) -> TrainingResult:
     chunks = corpus_chunks(settings)
     if len(chunks) < MIN_CHUNKS:
         raise TrainingError(
             f"only {len(chunks)} chunks are ingested; training needs at least {MIN_CHUNKS}. Ingest your policies first."
         )
-    extra = review_pairs(settings, chunks) if with_reviews else []
+    labelled = with_reviews or with_feedback
+    extra = review_pairs(settings, chunks, LabelSources(with_reviews, with_feedback)) if labelled else []
     settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
     result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress,
                              extra_pairs=extra)

@@ -146,7 +146,8 @@ def test_too_few_labels_is_a_clear_error(settings, policybot_home, tmp_path) -> 
     with pytest.raises(CalibrationError, match=r"9 answer-present and 12 answer-absent.*at least 10 of each"):
         propose_from_reviews(settings, version)
     result = policybot(policybot_home, "evaluator", "calibrate", version, "--from-reviews")
-    assert result.returncode == 1 and "at least 10 of each" in result.stderr and "Traceback" not in result.stderr
+    message = " ".join(result.stderr.split())  # rich wraps long errors
+    assert result.returncode == 1 and "at least 10 of each" in message and "Traceback" not in message
     missing = policybot(policybot_home, "evaluator", "calibrate", "no-such-version", "--from-reviews")
     assert missing.returncode == 1 and "no evaluator version" in missing.stderr
     assert _stored(settings, version) == (0.5, 0.1, 0.2)
@@ -173,7 +174,7 @@ def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_
 
     applied = policybot(policybot_home, "evaluator", "calibrate", version, "--from-reviews", "--apply")
     assert applied.returncode == 0, applied.stderr
-    assert "from 24 reviews" in applied.stdout and "restart" in applied.stdout
+    assert "from 24 labelled questions" in applied.stdout and "restart" in applied.stdout
     upper, lower, strip = _stored(settings, version)
     assert (upper, lower) == (pytest.approx(expected["upper"]), pytest.approx(expected["lower"])) and strip == 0.2
     assert (upper, lower) != (0.5, 0.1)
@@ -228,5 +229,90 @@ def test_reviewed_questions_become_training_pairs(settings) -> None:
         (should_abstain.question, "carryover text", 0),
     }  # the removed chunk's question gives nothing (its text is gone), and fallback results are never used
 
-    with pytest.raises(TrainingError, match="no reviewed question gives a training pair"):
+    with pytest.raises(TrainingError, match="--with-reviews: no labelled question gives a training pair"):
         review_pairs(settings, [])
+
+
+# ------------------------------------------------------------------ askers' 👍/👎 votes as labels
+
+
+def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+    """Questions of a fresh version with votes (and one admin review), by name."""
+    from policybot import db
+    from policybot.models import EvaluatorVersion, Feedback, Review
+
+    version = f"t5-votes-{tag}"
+    scores = [dict(KB, score=0.61, chunk_id=f"n1-{tag}"), dict(OTHER_KB, score=0.2, chunk_id=f"n2-{tag}")]
+    answered = dict(action="correct", citations=[KB_CITE], scores=scores)
+    questions = {
+        "liked": question_row(question=f"liked {tag}", **answered),
+        "disliked": question_row(question=f"disliked {tag}", **answered),
+        "tied": question_row(question=f"tied {tag}", **answered),
+        "reviewed": question_row(question=f"reviewed {tag}", **answered),
+        "disliked_abstention": question_row(question=f"abstained {tag}", action="incorrect", found=False, scores=scores),
+    }
+    votes = {"liked": [1, 1, -1], "disliked": [-1], "tied": [1, -1], "reviewed": [-1, -1], "disliked_abstention": [-1]}
+    with db.session(settings) as session:
+        session.add(EvaluatorVersion(version=version, kind="minilm_t5", path=f"/nonexistent/{version}", upper=0.5,
+                                     lower=0.1, strip_threshold=0.2, metrics={}, beats_cosine=True, active=False))
+        for question in questions.values():
+            question.evaluator_version = version
+            session.add(question)
+        session.flush()
+        for name, values in votes.items():
+            session.add_all(Feedback(question_id=questions[name].id, user_id=f"U{i}", vote=v) for i, v in enumerate(values))
+        session.add(Review(question_id=questions["reviewed"].id, reviewer="ada", verdict="right"))
+    return version, questions
+
+
+def test_votes_become_labels_and_an_admin_review_outranks_them(settings) -> None:
+    from policybot.calibration import LabelSources, collect_labels
+
+    version, questions = _voted(settings, uuid.uuid4().hex[:8])
+    ids = {name: q.id for name, q in questions.items()}
+
+    both = collect_labels(settings, version, LabelSources(reviews=True, feedback=True))
+    assert both.labelled == {ids["liked"]: "present", ids["disliked"]: "absent", ids["reviewed"]: "present"}
+    assert both.skipped == {"feedback: votes tied": 1,
+                            "feedback: wrong abstention or fallback answer without an expected document": 1}
+    assert sorted(both.present) == pytest.approx([0.61, 0.61]) and both.absent == pytest.approx([0.61])
+
+    votes_only = collect_labels(settings, version, LabelSources(reviews=False, feedback=True))
+    assert votes_only.labelled[ids["reviewed"]] == "absent"  # no review asked for: the two 👎 decide
+    reviews_only = collect_labels(settings, version)
+    assert reviews_only.labelled == {ids["reviewed"]: "present"}
+
+    with pytest.raises(ValueError, match="at least one label source"):
+        LabelSources(reviews=False, feedback=False)
+
+
+def test_votes_become_training_pairs(settings) -> None:
+    from crag.weak_supervision import CorpusChunk
+    from policybot.calibration import LabelSources
+    from policybot.evaluators import review_pairs
+
+    tag = uuid.uuid4().hex[:8]
+    _voted(settings, tag)
+    chunks = [CorpusChunk(id=f"n1-{tag}", text=f"carry-over rule {tag}", document="d", section="s"),
+              CorpusChunk(id=f"n2-{tag}", text=f"hotel rule {tag}", document="d", section="s")]
+    pairs = {(p.question.split()[0], p.passage.split()[0], p.label)
+             for p in review_pairs(settings, chunks, LabelSources(reviews=False, feedback=True)) if tag in p.question}
+    assert pairs == {
+        ("liked", "carry-over", 1),  # the cited document's best candidate
+        ("disliked", "carry-over", 0), ("disliked", "hotel", 0),  # answered, should have abstained
+        ("reviewed", "carry-over", 0), ("reviewed", "hotel", 0),
+    }
+
+
+def test_calibrate_from_feedback_on_the_command_line(settings, policybot_home, tmp_path) -> None:
+    version, _ = _voted(settings, uuid.uuid4().hex[:8])
+    few = policybot(policybot_home, "evaluator", "calibrate", version, "--from-feedback")
+    assert few.returncode == 1 and "Traceback" not in few.stderr
+    message = " ".join(few.stderr.split())
+    assert "too few labels (feedback)" in message and "1 answer-present and 2 answer-absent" in message
+    both = policybot(policybot_home, "evaluator", "calibrate", version, "--from-reviews", "--from-feedback")
+    message = " ".join(both.stderr.split())
+    assert both.returncode == 1 and "too few labels (reviews and feedback)" in message
+    assert "2 answer-present and 1 answer-absent" in message
+    neither = policybot(policybot_home, "evaluator", "calibrate", version)
+    assert neither.returncode == 1 and "--from-feedback" in neither.stderr
