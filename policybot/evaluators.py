@@ -150,7 +150,9 @@ def evaluate_version(settings: Settings, version: str | None = None,
 
     rows = [r for r in list_versions(settings) if (r.version == version if version else r.active)]
     if not rows:
-        raise TrainingError("no such evaluator version" if version else "no active evaluator; train one first")
+        if version:
+            raise VersionNotFound(f"no evaluator version {version!r} (see `policybot evaluator list`)")
+        raise TrainingError("no active evaluator; train one first")
     row = rows[0]
     evaluator = load_evaluator(row.path, threads=settings.evaluator_threads)
     return evaluate_evaluator(evaluator, corpus_chunks(settings), embed_function(settings), progress=progress)

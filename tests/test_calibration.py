@@ -150,6 +150,8 @@ def test_too_few_labels_is_a_clear_error(settings, policybot_home, tmp_path) -> 
     assert result.returncode == 1 and "at least 10 of each" in message and "Traceback" not in message
     missing = policybot(policybot_home, "evaluator", "calibrate", "no-such-version", "--from-reviews")
     assert missing.returncode == 1 and "no evaluator version" in missing.stderr
+    not_stored = policybot(policybot_home, "evaluator", "eval", "no-such-version")
+    assert not_stored.returncode == 1 and "no evaluator version 'no-such-version'" in not_stored.stderr
     assert _stored(settings, version) == (0.5, 0.1, 0.2)
 
 
