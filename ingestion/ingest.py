@@ -24,7 +24,9 @@ from policybot.config import Settings
 from policybot.errors import UserError
 from policybot.models import Document
 
-FileStatus = Literal["added", "updated", "unchanged", "removed", "failed"]
+# skipped: the same content is already in the collection from another file (a copy would
+# double every citation and every weak-supervision pair).
+FileStatus = Literal["added", "updated", "unchanged", "skipped", "removed", "failed"]
 
 
 @dataclass
@@ -33,7 +35,7 @@ class FileResult:
     document: str
     status: FileStatus
     chunks: int = 0
-    error: str | None = None
+    error: str | None = None  # why it failed, or why it was skipped
 
 
 @dataclass
@@ -58,10 +60,12 @@ class IngestReport:
             "added": self.count("added"),
             "updated": self.count("updated"),
             "unchanged": self.count("unchanged"),
+            "skipped": self.count("skipped"),
             "removed": self.count("removed"),
             "failed": [{"path": item.path, "error": item.error} for item in self.failed],
             "files": [
                 {"path": item.path, "document": item.document, "status": item.status, "chunks": item.chunks}
+                | ({"detail": item.error} if item.error else {})
                 for item in self.files
             ],
         }
@@ -165,6 +169,11 @@ def _ingest_file(
             existing = _find(session, collection, source)
             if existing and not existing.deleted and existing.content_hash == content_hash and access_channels is None:
                 return FileResult(source, existing.name, "unchanged", existing.chunk_count)
+            twin = None if existing and not existing.deleted else _live_twin(session, collection, content_hash)
+            if twin is not None:
+                return FileResult(source, path.name, "skipped", error=(
+                    f"same content as {twin.name} (from {twin.source}), already in {collection}: not ingested twice; "
+                    f"remove that one first (`policybot docs remove {twin.id}`) to ingest this copy instead"))
         # Slow work (parsing, embedding) happens outside any transaction.
         loaded = load_document(path)
         drafts = chunk_markdown(loaded.text, tokenize, settings.chunk_tokens, settings.chunk_overlap)
@@ -204,6 +213,13 @@ def _find(session, collection: str, source: str, for_update: bool = False) -> Do
     if for_update:
         query = query.with_for_update()
     return session.execute(query).scalar_one_or_none()
+
+
+def _live_twin(session, collection: str, content_hash: str) -> Document | None:  # type: ignore[no-untyped-def]
+    """A live document of `collection` with exactly this content, if any."""
+    query = select(Document).where(Document.collection == collection, Document.content_hash == content_hash,
+                                   Document.deleted.is_(False))
+    return session.execute(query.order_by(Document.id).limit(1)).scalar_one_or_none()
 
 
 def _prune(settings: Settings, collection: str, folders: Iterable[Path], seen: set[str]) -> list[FileResult]:

@@ -174,14 +174,14 @@ def ingest(
 
 
 def _print_ingest_report(report) -> None:  # type: ignore[no-untyped-def]
-    colours = {"added": "green", "updated": "cyan", "unchanged": "dim", "removed": "yellow", "failed": "red"}
+    colours = {"added": "green", "updated": "cyan", "unchanged": "dim", "skipped": "yellow", "removed": "yellow", "failed": "red"}
     table = Table("document", "status", "chunks", "detail", title=f"collection: {report.collection}")
     table.columns[0].no_wrap = True
     for item in report.files:
         colour = colours[item.status]
         table.add_row(item.document, f"[{colour}]{item.status}[/]", str(item.chunks), item.error or "")
     console.print(table)
-    counts = ", ".join(f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "removed", "failed"))
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "skipped", "removed", "failed"))
     console.print(f"{counts}; {report.chunks} chunks written in {report.seconds:.1f}s")
 
 

@@ -23,7 +23,7 @@ def test_ingest_json_contract_and_docs_list(settings, policybot_home, ingested_s
     result = policybot(policybot_home, "ingest", str(SAMPLES), "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"added", "updated", "unchanged", "removed", "failed", "files"}
+    assert set(report) == {"added", "updated", "unchanged", "skipped", "removed", "failed", "files"}
     assert report["failed"] == [] and report["unchanged"] == len(report["files"]) >= 12
     assert all(set(item) == {"path", "document", "status", "chunks"} and item["chunks"] > 0 for item in report["files"])
 

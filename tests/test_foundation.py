@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, select, text
 
 from conftest import SAMPLES
-from ingestion.ingest import ingest_paths
+from ingestion.ingest import ingest_paths, remove_document
 from ingestion.retriever import ChunkRetriever
 from policybot import db, services
 from policybot.models import CHUNKS_TABLE, Document
@@ -126,6 +126,38 @@ def test_replacement_is_atomic_for_readers(settings, tmp_path):
         watcher.join()
     old_count, new_count = report.files[0].chunks, 3
     assert seen <= {(old_count, 0), (0, new_count)}, seen  # never empty, never both
+
+
+def test_a_copy_of_an_ingested_file_is_skipped_not_doubled(settings, tmp_path):
+    text = "# Gamma\n\n## Lockers\n\nGamma lockers are on floor 2. Keys are at reception.\n"
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    (tmp_path / "one" / "gamma.md").write_text(text)
+    (tmp_path / "two" / "gamma-copy.md").write_text(text)
+    (tmp_path / "two" / "delta.md").write_text("# Delta\n\nDelta desks are booked in Robin.\n")
+
+    first = ingest_paths(settings, [tmp_path / "one"], collection="twins")
+    second = ingest_paths(settings, [tmp_path / "two"], collection="twins")
+    statuses = {f.document: f.status for f in second.files}
+    assert statuses == {"gamma-copy.md": "skipped", "delta.md": "added"}  # the rest of the batch lands
+    skipped = next(f for f in second.files if f.status == "skipped")
+    assert "same content as gamma.md" in skipped.error and "docs remove" in skipped.error
+    assert second.as_json()["skipped"] == 1 and not second.failed
+    with db.session(settings) as session:
+        names = session.execute(select(Document.name).where(Document.collection == "twins")).scalars().all()
+    assert sorted(names) == ["delta.md", "gamma.md"]
+    # Elsewhere the same content is welcome, and once the original is removed the copy goes in.
+    assert [f.status for f in ingest_paths(settings, [tmp_path / "two" / "gamma-copy.md"], collection="other").files] == ["added"]
+    remove_document(settings, next(d for d in _documents(settings, "twins") if d.name == "gamma.md").id)
+    again = ingest_paths(settings, [tmp_path / "two"], collection="twins")
+    assert {f.document: f.status for f in again.files} == {"gamma-copy.md": "added", "delta.md": "unchanged"}
+    assert first.files[0].status == "added"
+
+
+def _documents(settings, collection: str) -> list[Document]:  # type: ignore[no-untyped-def]
+    with db.session(settings) as session:
+        return list(session.execute(select(Document).where(Document.collection == collection,
+                                                           Document.deleted.is_(False))).scalars())
 
 
 def test_corrupt_and_unsupported_files_are_reported_and_the_rest_lands(settings, tmp_path):

@@ -283,6 +283,8 @@ def _ingest_uploads(client, settings, file_ids: Sequence[str]) -> tuple[list[str
             if item.status == "failed":
                 ok = False
                 lines.append(f"{item.document}: {item.error}")
+            elif item.status == "skipped":
+                lines.append(f"{item.document}: skipped, {item.error}")
             else:
                 lines.append(f"{item.document}: {item.status}, {item.chunks} chunks in collection {collection}")
         if report.count("added") or report.count("updated"):
