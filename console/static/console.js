@@ -15,7 +15,7 @@
     if (job.error) { parts.push(job.error); }
     if (job.status === "done" && job.result) {
       if (job.result.files) {
-        parts.push(job.result.files.map(function (f) { return f.document + " " + f.status + " (" + f.chunks + " chunks)"; }).join(", "));
+        parts.push(job.result.files.map(function (f) { return f.document + " " + f.status + " (" + f.chunks + " chunks)" + (f.detail ? ": " + f.detail : ""); }).join(", "));
       } else if (job.result.version) {
         parts.push("version " + job.result.version + (job.result.activated ? " (active)" : " (not activated)"));
       }
