@@ -81,6 +81,9 @@ class EvaluatorConfig:
     # (pooled per segment, from the same joint pass) to the logit. A short training budget
     # then starts near embedding similarity and learns corrections, instead of from nothing.
     similarity_prior: bool = True
+    # Read question and passage apart (as the retriever's bi-encoder does) and let only the T5
+    # blocks read them together: the prior is then exactly the retriever's cosine similarity.
+    separate_encoding: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,7 +155,7 @@ def _t5_config(config: EvaluatorConfig, d_model: int, vocab_size: int) -> Any:
 class MiniLMT5Judge(nn.Module):
     """MiniLM cross-encoder -> T5 encoder blocks -> mean pooling -> linear head (one logit)."""
 
-    def __init__(self, bert_config: Any, t5_config: Any, similarity_prior: bool = True):
+    def __init__(self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False):
         super().__init__()
         from transformers import BertModel, T5EncoderModel
 
@@ -166,6 +169,11 @@ class MiniLMT5Judge(nn.Module):
         # higher): scale and shift map them to logits of about +-2.
         self.prior_scale = nn.Parameter(torch.tensor(20.0))
         self.prior_shift = nn.Parameter(torch.tensor(0.82))
+        self.separate_encoding = separate_encoding
+        if separate_encoding:
+            # Bi-encoder cosines of a question and a passage sit in about [0.1, 0.8].
+            self.prior_scale = nn.Parameter(torch.tensor(10.0))
+            self.prior_shift = nn.Parameter(torch.tensor(0.45))
 
     def forward(
         self,
@@ -173,6 +181,8 @@ class MiniLMT5Judge(nn.Module):
         attention_mask: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        if self.separate_encoding and token_type_ids is not None:
+            return self._forward_separate(input_ids, attention_mask, token_type_ids)
         minilm_states = self.minilm(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).last_hidden_state
@@ -182,6 +192,39 @@ class MiniLMT5Judge(nn.Module):
             question = _masked_mean(minilm_states, attention_mask * (token_type_ids == 0))
             passage = _masked_mean(minilm_states, attention_mask * (token_type_ids == 1))
             cosine = nn.functional.cosine_similarity(question, passage, dim=-1)
+            logit = logit + self.prior_scale * (cosine - self.prior_shift)
+        return logit
+
+    def _forward_separate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                          token_type_ids: torch.Tensor) -> torch.Tensor:
+        """[CLS] q [SEP] p [SEP] rows, read as [CLS] q [SEP] and [CLS] p [SEP] apart, then packed
+        back together for the T5 blocks."""
+        valid = attention_mask.bool()
+        q_len = (valid & (token_type_ids == 0)).sum(1)
+        p_len = (valid & (token_type_ids == 1)).sum(1) + 1  # + the [CLS] put in front
+        steps_q = torch.arange(int(q_len.max()), device=input_ids.device)
+        q_mask = (steps_q[None, :] < q_len[:, None]).long()
+        q_ids = input_ids[:, : steps_q.numel()] * q_mask
+        steps_p = torch.arange(int(p_len.max()), device=input_ids.device)
+        p_mask = (steps_p[None, :] < p_len[:, None]).long()
+        source = (q_len[:, None] + steps_p[None, :] - 1).clamp(max=input_ids.shape[1] - 1)
+        p_ids = torch.gather(input_ids, 1, source) * p_mask
+        p_ids[:, 0] = input_ids[:, 0]  # [CLS]
+        q_states = self.minilm(input_ids=q_ids, attention_mask=q_mask).last_hidden_state
+        p_states = self.minilm(input_ids=p_ids, attention_mask=p_mask).last_hidden_state
+        # Pack: the question's tokens, then the passage's, then padding.
+        total = q_len + p_len
+        steps = torch.arange(int(total.max()), device=input_ids.device)
+        mask = (steps[None, :] < total[:, None]).long()
+        from_passage = steps[None, :] >= q_len[:, None]
+        index = torch.where(from_passage, steps_q.numel() + steps[None, :] - q_len[:, None], steps[None, :])
+        index = index.clamp(max=steps_q.numel() + steps_p.numel() - 1)
+        both = torch.cat([q_states, p_states], dim=1)
+        packed = torch.gather(both, 1, index.unsqueeze(-1).expand(-1, -1, both.shape[-1]))
+        states = self.t5(inputs_embeds=packed, attention_mask=mask).last_hidden_state
+        logit = self.head(_masked_mean(states, mask)).squeeze(-1)
+        if self.similarity_prior:
+            cosine = nn.functional.cosine_similarity(_masked_mean(q_states, q_mask), _masked_mean(p_states, p_mask), dim=-1)
             logit = logit + self.prior_scale * (cosine - self.prior_shift)
         return logit
 
@@ -248,7 +291,7 @@ def build_judge(config: EvaluatorConfig) -> JudgeBundle:
     bert_config = BertConfig.from_pretrained(folder, local_files_only=True)
     if config.kind == "minilm_t5":
         t5_config = _t5_config(config, bert_config.hidden_size, vocab_size=1)
-        model: nn.Module = MiniLMT5Judge(bert_config, t5_config, config.similarity_prior)
+        model: nn.Module = MiniLMT5Judge(bert_config, t5_config, config.similarity_prior, config.separate_encoding)
         pretrained = BertModel.from_pretrained(folder, local_files_only=True, add_pooling_layer=False)
         model.minilm.load_state_dict(pretrained.state_dict())
         configs = {"bert": bert_config.to_dict(), "t5": t5_config.to_dict()}
@@ -577,7 +620,8 @@ def load_evaluator(
         configs = config["model_configs"]
         if kind == "minilm_t5":
             model = MiniLMT5Judge(
-                BertConfig.from_dict(configs["bert"]), T5Config.from_dict(configs["t5"]), saved.similarity_prior
+                BertConfig.from_dict(configs["bert"]), T5Config.from_dict(configs["t5"]), saved.similarity_prior,
+                saved.separate_encoding,
             )
         elif kind == "t5_encoder":
             model = T5EncoderJudge(T5Config.from_dict(configs["t5"]))

@@ -336,6 +336,21 @@ def test_save_load_round_trip_gives_the_same_scores(tmp_path):
     assert len(set(np.round(expected, 4))) > 1
 
 
+def test_separate_encoding_starts_exactly_at_the_retrievers_cosine(embed, tmp_path):
+    """Question and passage read apart: before training, the score is the bi-encoder cosine
+    that retrieval ranks by (through the prior), whatever the passages' lengths."""
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    judge = evaluator_from_bundle(bundle, "late")
+    question = "How long do I have to submit my expense report?"
+    passages = [t for _, _, t in TOY[:6]] + ["Short one.", TOY[0][2] * 3]
+    cosine = embed(passages) @ embed([question])[0]
+    logits = 10.0 * (cosine - 0.45)  # the prior's starting scale and shift; the head starts at zero
+    expected = 2.0 / (1.0 + np.exp(-logits)) - 1.0
+    assert judge.score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
+    save_evaluator(bundle, tmp_path / "late", {"version": "late"})
+    assert load_evaluator(tmp_path / "late", threads=1).score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
+
+
 def test_t5_encoder_kind_round_trips(tmp_path):
     torch.manual_seed(0)
     bundle = build_judge(EvaluatorConfig(kind="t5_encoder", t5_layers=1, t5_heads=2, t5_d_ff=64))
