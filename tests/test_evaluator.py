@@ -120,6 +120,7 @@ TINY = EvaluatorConfig(
     max_steps=80,
     min_steps=80,
     similarity_prior=False,  # the test must show learning, not the embedding prior
+    separate_encoding=False,  # with no prior, the joint reading is the one that can learn in 80 steps
 )
 
 
@@ -351,6 +352,24 @@ def test_separate_encoding_starts_exactly_at_the_retrievers_cosine(embed, tmp_pa
     assert load_evaluator(tmp_path / "late", threads=1).score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
 
 
+def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
+    config = EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=128, max_length=128, train_max_length=96,
+                             max_steps=20, min_steps=20, separate_encoding=True)
+    result = train_evaluator(chunks, embed, tmp_path, budget_s=60, config=config, seed=0)
+    assert result.steps == 20 and result.evaluator.score_std > 1e-3
+    assert result.evaluator.auc > 0.6, result.evaluator  # it starts from the retriever's cosine
+    saved = json.loads((Path(result.folder) / "config.json").read_text())["evaluator_config"]
+    assert saved["separate_encoding"] is True
+    scores = load_evaluator(result.folder, threads=1).score("How many sick days do I get?", [TOY[5][2], TOY[8][2]])
+    assert all(-1.0 <= s <= 1.0 for s in scores) and scores[0] != scores[1]
+
+
+def test_configs_saved_before_separate_encoding_read_jointly():
+    assert EvaluatorConfig.from_dict({"kind": "minilm_t5", "t5_layers": 2}).separate_encoding is False
+    assert EvaluatorConfig.from_dict({"separate_encoding": True}).separate_encoding is True
+    assert EvaluatorConfig().separate_encoding is True  # new evaluators read apart
+
+
 def test_t5_encoder_kind_round_trips(tmp_path):
     torch.manual_seed(0)
     bundle = build_judge(EvaluatorConfig(kind="t5_encoder", t5_layers=1, t5_heads=2, t5_d_ff=64))
@@ -369,7 +388,7 @@ def test_int8_path_runs_and_stays_close(tmp_path):
     # Without the similarity prior: it multiplies small int8 errors in MiniLM's states by its
     # scale, which is why int8 evaluators get thresholds of their own (checked below).
     torch.manual_seed(0)  # the T5 block starts random: fix it
-    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, similarity_prior=False))
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, similarity_prior=False, separate_encoding=False))
     with torch.no_grad():
         bundle.model.head.weight.normal_(0, 0.5, generator=torch.Generator().manual_seed(1))
     thresholds = {"upper": 0.5, "lower": -0.5, "strip": 0.0}
@@ -388,6 +407,19 @@ def test_int8_path_runs_and_stays_close(tmp_path):
     print("int8 vs fp32: corr", np.corrcoef(a, b)[0, 1], "mean abs diff", np.abs(np.subtract(a, b)).mean())
     assert np.corrcoef(a, b)[0, 1] > 0.7 and np.abs(np.subtract(a, b)).mean() < 0.1
     assert fp32.thresholds.upper == 0.5 and int8.thresholds.upper == 0.4 and int8.strip_threshold == -0.1
+
+
+def test_int8_keeps_the_ranking_of_a_separate_encoding_judge(tmp_path):
+    # int8 shifts scores (hence its own thresholds); what must survive is the order.
+    torch.manual_seed(0)
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    with torch.no_grad():
+        bundle.model.head.weight.normal_(0, 0.1, generator=torch.Generator().manual_seed(1))
+    save_evaluator(bundle, tmp_path / "v3", {"version": "v3"})
+    passages = [t for _, _, t in TOY[:8]]
+    a = load_evaluator(tmp_path / "v3", threads=1).score("What is the hotel cap?", passages)
+    b = load_evaluator(tmp_path / "v3", threads=1, quantize_int8=True).score("What is the hotel cap?", passages)
+    assert np.corrcoef(a, b)[0, 1] > 0.9 and all(-1.0 <= s <= 1.0 for s in b)
 
 
 # --- bring a checkpoint: the official CRAG format ------------------------------------------
