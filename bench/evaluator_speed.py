@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.evaluator_speed [--questions 64] [--large-pairs 16] [--no-large]
 
 Side by side in one run, on the same pairs:
-- the default evaluator (MiniLM cross-encoder + 2 T5 encoder blocks, the active trained
+- the default evaluator (MiniLM + 2 T5 encoder blocks, the active trained
   version), fp32, bf16 (autocast) and int8, batch sizes 1, 8 and 32;
 - the paper's architecture: `T5ForSequenceClassification` with t5-large's published
   configuration (24+24 layers, d_model 1024, d_ff 4096, 16 heads; ~738M parameters),

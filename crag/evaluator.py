@@ -4,10 +4,13 @@ Two ways to get one, behind the single `crag.types.Evaluator` interface:
 
 * **Trained here** (`kind="minilm_t5"`, the default). No pretrained T5 can be downloaded,
   and a T5 with random weights does not learn from a few thousand weak pairs. So the
-  packaged MiniLM (sentence-transformers all-MiniLM-L6-v2) reads `question [SEP] passage`
-  jointly as a cross-encoder, and its token states go as `inputs_embeds` into a few T5
-  encoder blocks, then mean pooling and a linear head. Trained with BCE on the logit;
-  score = 2 * sigmoid(logit) - 1, in [-1, 1].
+  packaged MiniLM (sentence-transformers all-MiniLM-L6-v2) reads the question and the
+  passage apart, as the retriever does, and their token states, packed one after the other,
+  go as `inputs_embeds` into a few T5 encoder blocks that read them together, then mean
+  pooling and a linear head, plus a learnt multiple of the two texts' cosine similarity
+  (which starts exactly at the retriever's). Evaluators trained before that option read
+  `question [SEP] passage` jointly (`separate_encoding=False`) and still load so. Trained
+  with BCE on the logit; score = 2 * sigmoid(logit) - 1, in [-1, 1].
 * **Brought** (`kind="t5_seq_cls"`): any local Hugging Face `T5ForSequenceClassification`
   folder with `num_labels=1`, e.g. the official CRAG evaluator (t5-large). Input is
   `question + " [SEP] " + passage`; score is the raw regression logit, as in the paper.
@@ -156,7 +159,8 @@ def _t5_config(config: EvaluatorConfig, d_model: int, vocab_size: int) -> Any:
 
 
 class MiniLMT5Judge(nn.Module):
-    """MiniLM cross-encoder -> T5 encoder blocks -> mean pooling -> linear head (one logit)."""
+    """MiniLM (question and passage apart, or jointly) -> T5 encoder blocks -> mean pooling ->
+    linear head (one logit), plus the similarity prior."""
 
     def __init__(self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False):
         super().__init__()
