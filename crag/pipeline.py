@@ -121,7 +121,7 @@ class CragPipeline:
             evidence = choose_evidence(action, scored, fallback, config.thresholds)
             kept = self._refine(question, [s.passage for s in evidence])
             if not kept:
-                kept = self._best_strip_of_a_confident_passage(question, evidence)
+                kept = self._best_strip_of_the_best_evidence(question, evidence)
             answer.sources_used += sorted(
                 {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
             )
@@ -154,13 +154,14 @@ class CragPipeline:
             mode=self.config.strip_mode,
         )
 
-    def _best_strip_of_a_confident_passage(self, question: str, evidence: Sequence[ScoredPassage]) -> list[Strip]:
-        """When no strip clears the strip threshold but the evaluator judged a whole passage to
-        hold the answer (>= upper), that passage's best strip. The strip threshold is calibrated
-        on pseudo-queries and runs stricter on real questions than the passage verdict; abstaining
-        against the evaluator's own Correct would throw the answer away."""
+    def _best_strip_of_the_best_evidence(self, question: str, evidence: Sequence[ScoredPassage]) -> list[Strip]:
+        """When no strip clears the strip threshold but a passage cleared the bar its action sets
+        for evidence (upper for Correct and Incorrect, the middle of the band for Ambiguous), the
+        best such passage's best strip. The strip threshold is calibrated on pseudo-queries and
+        runs stricter on real questions than the passage verdict; abstaining against the
+        evaluator's own verdict on the passage would throw the answer away."""
         best = max(evidence, key=lambda s: s.score, default=None)
-        if best is None or best.score < self.config.thresholds.upper:
+        if best is None:
             return []
         return self._refine(question, [best.passage], strip_threshold=float("-inf"), top_n=1)
 

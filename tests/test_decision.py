@@ -120,7 +120,7 @@ def test_an_ambiguous_answer_from_the_fallback_cites_no_knowledge_base_passage()
 
 
 class _PassageOverStrips:
-    """Judges the whole passage relevant (0.7 >= upper) but each of its sentences weak."""
+    """Judges the whole passage fairly relevant (0.7) but each of its sentences weak."""
 
     version = "passage-over-strips"
 
@@ -137,18 +137,19 @@ class _OneLongRule:
                         document="leave-policy.md")]
 
 
-@pytest.mark.parametrize("passage_score_clears_upper", [True, False])
-def test_a_correct_passage_keeps_its_best_strip_even_below_the_strip_threshold(passage_score_clears_upper: bool):
-    upper = 0.6 if passage_score_clears_upper else 0.75  # the passage scores 0.7
-    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=0.0), strip_threshold=0.5,
+@pytest.mark.parametrize(("upper", "lower", "action", "kept"), [
+    (0.6, 0.0, Action.CORRECT, True),  # the passage (0.7) clears upper
+    (0.75, 0.0, Action.AMBIGUOUS, True),  # below upper, above the middle of the band (0.375)
+    (0.95, 0.6, Action.AMBIGUOUS, False),  # below the middle (0.775): not evidence, abstain
+])
+def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(upper, lower, action, kept):
+    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=lower), strip_threshold=0.5,
                             strip_mode="sentences")
     pipeline = CragPipeline(lambda _: _OneLongRule(), _PassageOverStrips(), [], config)
     answer = pipeline.answer("How many PTO days roll over?", AskContext())
-    if passage_score_clears_upper:
-        assert answer.action == Action.CORRECT and answer.found
+    assert answer.action == action and answer.found == kept
+    if kept:
         # The best strip only (the one with the rule), not the whole passage.
         assert len(answer.strips) == 1 and "carry over" in answer.strips[0].text
         assert "March 31" not in answer.text
         assert [c.document for c in answer.citations] == ["leave-policy.md"]
-    else:  # Ambiguous: nothing clears the bar, no fallback: abstain as before
-        assert answer.action == Action.AMBIGUOUS and not answer.found
