@@ -3,7 +3,7 @@
 Admins label logged questions in the console (table `reviews`); askers vote 👍/👎 in Slack
 (table `feedback`). The labels recalibrate a version's thresholds (below) and, through
 `review_examples`, become training pairs for the next evaluator (`policybot evaluator train
---with-reviews`). A question's votes, when asked for, count as one bare review: more 👍 than
+--with-reviews --with-feedback`). A question's votes, when asked for, count as one bare review: more 👍 than
 👎 is "right", more 👎 is "wrong" without an expected document, a tie says nothing; an admin's
 review of the same question outranks the votes. Each label, read together
 with what the pipeline did (the `questions` action log), says whether the knowledge base's
