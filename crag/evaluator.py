@@ -172,15 +172,12 @@ class MiniLMT5Judge(nn.Module):
         nn.init.zeros_(self.head.weight)  # start neutral: only the prior speaks at first
         nn.init.zeros_(self.head.bias)
         self.similarity_prior = similarity_prior
-        # Segment cosines of the untrained joint pass sit in about [0.7, 0.95] (positives
-        # higher): scale and shift map them to logits of about +-2.
-        self.prior_scale = nn.Parameter(torch.tensor(20.0))
-        self.prior_shift = nn.Parameter(torch.tensor(0.82))
         self.separate_encoding = separate_encoding
-        if separate_encoding:
-            # Bi-encoder cosines of a question and a passage sit in about [0.1, 0.8].
-            self.prior_scale = nn.Parameter(torch.tensor(10.0))
-            self.prior_shift = nn.Parameter(torch.tensor(0.45))
+        # Scale and shift map the untrained cosines to logits of about +-2 to +-4: read apart
+        # (bi-encoder) they sit in about [0.1, 0.8]; segments of one joint pass in [0.7, 0.95].
+        scale, shift = (10.0, 0.45) if separate_encoding else (20.0, 0.82)
+        self.prior_scale = nn.Parameter(torch.tensor(scale))
+        self.prior_shift = nn.Parameter(torch.tensor(shift))
 
     def forward(
         self,
@@ -198,9 +195,13 @@ class MiniLMT5Judge(nn.Module):
         if self.similarity_prior and token_type_ids is not None:
             question = _masked_mean(minilm_states, attention_mask * (token_type_ids == 0))
             passage = _masked_mean(minilm_states, attention_mask * (token_type_ids == 1))
-            cosine = nn.functional.cosine_similarity(question, passage, dim=-1)
-            logit = logit + self.prior_scale * (cosine - self.prior_shift)
+            logit = self._with_prior(logit, question, passage)
         return logit
+
+    def _with_prior(self, logit: torch.Tensor, question: torch.Tensor, passage: torch.Tensor) -> torch.Tensor:
+        """`logit` plus the learnt multiple of the pooled question and passage states' cosine."""
+        cosine = nn.functional.cosine_similarity(question, passage, dim=-1)
+        return logit + self.prior_scale * (cosine - self.prior_shift)
 
     def _forward_separate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                           token_type_ids: torch.Tensor) -> torch.Tensor:
@@ -231,8 +232,7 @@ class MiniLMT5Judge(nn.Module):
         states = self.t5(inputs_embeds=packed, attention_mask=mask).last_hidden_state
         logit = self.head(_masked_mean(states, mask)).squeeze(-1)
         if self.similarity_prior:
-            cosine = nn.functional.cosine_similarity(_masked_mean(q_states, q_mask), _masked_mean(p_states, p_mask), dim=-1)
-            logit = logit + self.prior_scale * (cosine - self.prior_shift)
+            logit = self._with_prior(logit, _masked_mean(q_states, q_mask), _masked_mean(p_states, p_mask))
         return logit
 
     def freeze_lower(self, n_layers: int) -> None:

@@ -148,7 +148,7 @@ _COMMON_WORDS = frozenset(
     " used using take taking people person".split()
 )
 
-_ACRONYM = re.compile(r"\b[A-Z]{2,5}s?\b")
+_ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,'’-][a-z0-9]+)*")
 
 
@@ -180,12 +180,12 @@ def keyword_query(question: str, max_keywords: int = 3) -> str:
 
 
 def _acronyms(text: str) -> frozenset[str]:
-    """Lower-cased all-caps words of 2-5 letters ("IT", "HSAs"), unless the whole text is shouted."""
+    """Lower-cased all-caps words of 2-5 letters ("IT", "HSA"), unless the whole text is shouted."""
     found = _ACRONYM.findall(text)
     lower_words = re.findall(r"\b[a-z][a-z]+\b", text)
     if len(found) > len(lower_words):  # "CAN I BRING MY DOG": caps lock, not acronyms
         return frozenset()
-    return frozenset(a.lower().removesuffix("s") if len(a) > 2 and a.endswith("s") else a.lower() for a in found)
+    return frozenset(a.lower() for a in found)
 
 
 @lru_cache(maxsize=4096)

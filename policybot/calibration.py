@@ -2,11 +2,11 @@
 
 Admins label logged questions in the console (table `reviews`); askers vote 👍/👎 in Slack
 (table `feedback`). The labels recalibrate a version's thresholds (below) and, through
-`review_examples`, become training pairs for the next evaluator (`policybot evaluator train
---with-reviews --with-feedback`). A question's votes, when asked for, count as one bare review: more 👍 than
-👎 is "right", more 👎 is "wrong" without an expected document, a tie says nothing; an admin's
-review of the same question outranks the votes. Each label, read together
-with what the pipeline did (the `questions` action log), says whether the knowledge base's
+`review_examples`, become training pairs for the next evaluator (`policybot evaluator
+train --with-reviews --with-feedback`). A question's votes, when asked for, count as one
+bare review: more 👍 than 👎 is "right", more 👎 is "wrong" without an expected document, a
+tie says nothing; an admin's review of the same question outranks the votes. Each label,
+read together with what the pipeline did (the `questions` action log), says whether the knowledge base's
 candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
 each question is its set's score, and `crag.training.calibrate` turns the two score lists
 into thresholds, as it does for the simulated sets of training. Only the upper and lower
