@@ -6,8 +6,7 @@ For every question in bench/questions.yaml it retrieves the knowledge-base candi
 the fallback results (always, whatever action the pipeline would take), scores both with
 cosine similarity and with the active trained evaluator, and prints per evaluator:
 
-- the AUC of the best knowledge-base score (a passage scores as its best strip, as in the
-  pipeline), answerable-from-KB questions against the rest,
+- the AUC of the best knowledge-base score, answerable-from-KB questions against the rest,
   and of the best fallback score, fallback-only questions against unanswerable ones;
 - the **ceiling**: the best worst-category accuracy of the rule "answer from the KB if its
   best score >= t, else from the fallback if its best score >= t, else abstain", with `t`
@@ -32,7 +31,6 @@ from bench.quality import CATEGORIES, REPO, load_questions, open_bench
 def best_scores(settings, evaluator, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
     """Per question: the best knowledge-base score and the best fallback score (-inf when none)."""
     from crag.pipeline import AskContext, plan_fallback
-    from crag.strips import passage_score, score_strips, strips_by_passage
     from policybot.runtime import Runtime
 
     pipeline = Runtime(settings, evaluator).pipeline(None)
@@ -43,8 +41,8 @@ def best_scores(settings, evaluator, questions: list[dict]) -> tuple[np.ndarray,
         plan = plan_fallback(question, AskContext(), pipeline.fallback_sources, pipeline.config)
         results = [p for source in plan.sources for p in source.search(plan.keywords, pipeline.config.fallback_limit)]
         for passages, out in ((candidates, kb_best), (results, fallback_best)):
-            strips = score_strips(question, passages, evaluator.evaluator, mode=pipeline.config.strip_mode)
-            out.append(max((passage_score(group) for group in strips_by_passage(strips).values()), default=float("-inf")))
+            scores = evaluator.evaluator.score(question, [p.text for p in passages]) if passages else []
+            out.append(max(scores, default=float("-inf")))
     return np.asarray(kb_best), np.asarray(fallback_best)
 
 

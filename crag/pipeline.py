@@ -3,10 +3,6 @@
 retrieve → evaluate → decide → fall back (Ambiguous, Incorrect) → choose the evidence
 the action calls for → refine it into strips → compose a cited answer, or abstain.
 
-The evaluator reads strips, not whole passages: every candidate is decomposed and all its
-strips are scored in one batch, and a passage scores as its best strip. The decision and
-the refinement then use the same scores, so nothing is scored twice.
-
 Every piece is passed in (retriever, evaluator, fallback sources, policy), so the
 pipeline runs the same in a CLI, a Celery worker or a test.
 """
@@ -22,7 +18,7 @@ from crag.compose import abstention_text, compose_extractive
 from crag.decision import decide
 from crag.fallback import ActionPolicy, FallbackError, classify_question
 from crag.redaction import keyword_query, redact
-from crag.strips import StripMode, passage_key, passage_score, score_strips, select_strips, strips_by_passage
+from crag.strips import StripMode, refine
 from crag.types import Action, Answer, Citation, Evaluator, FallbackSource, Passage, Retriever, ScoredPassage, Strip, Thresholds
 
 log = logging.getLogger(__name__)
@@ -96,10 +92,10 @@ class CragPipeline:
         with _timer(timings, "retrieve"):
             candidates = self.retriever_for(context).retrieve(question, config.top_k)
 
-        # 2. Evaluate: every strip of every candidate in one batch; a candidate scores as its best strip.
+        # 2. Evaluate every (question, candidate) pair in one batch.
         with _timer(timings, "evaluate"):
-            candidate_strips = self._score_strips(question, candidates)
-        scored = _scored_passages(candidates, candidate_strips)
+            scores = self.evaluator.score(question, [p.text for p in candidates]) if candidates else []
+        scored = [ScoredPassage(p, float(s)) for p, s in zip(candidates, scores, strict=True)]
 
         # 3. Decide the action.
         action = decide([s.score for s in scored], config.thresholds)
@@ -116,18 +112,16 @@ class CragPipeline:
 
         # 4. Fall back (Ambiguous, Incorrect) to allow-listed sources that the policy permits.
         fallback: list[ScoredPassage] = []
-        fallback_strips: list[Strip] = []
         with _timer(timings, "fallback"):
             if action in (Action.AMBIGUOUS, Action.INCORRECT):
-                fallback, fallback_strips = self._fall_back(question, context, answer)
+                fallback = self._fall_back(question, context, answer)
 
         # 5. Refine the evidence the action calls for into the strips that matter.
         with _timer(timings, "refine"):
             evidence = choose_evidence(action, scored, fallback, config.thresholds)
-            strips_of = strips_by_passage([*candidate_strips, *fallback_strips])
-            kept = select_strips(_strips_of_passages(evidence, strips_of), config.strip_threshold, config.strips_top_n)
+            kept = self._refine(question, [s.passage for s in evidence])
             if not kept:
-                kept = _best_strip_of_the_best_evidence(evidence, strips_of)
+                kept = self._best_strip_of_the_best_evidence(question, evidence)
             answer.sources_used += sorted(
                 {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
             )
@@ -147,19 +141,40 @@ class CragPipeline:
         answer.timings_ms = {name: round(value, 1) for name, value in timings.items()}
         return answer
 
-    def _score_strips(self, question: str, passages: Sequence[Passage]) -> list[Strip]:
-        return score_strips(question, passages, self.evaluator, mode=self.config.strip_mode)
+    def _refine(self, question: str, passages: Sequence[Passage], strip_threshold: float | None = None,
+                top_n: int | None = None) -> list[Strip]:
+        if not passages:
+            return []
+        return refine(
+            question,
+            passages,
+            self.evaluator,
+            strip_threshold=self.config.strip_threshold if strip_threshold is None else strip_threshold,
+            top_n=self.config.strips_top_n if top_n is None else top_n,
+            mode=self.config.strip_mode,
+        )
 
-    def _fall_back(self, question: str, context: AskContext, answer: Answer) -> tuple[list[ScoredPassage], list[Strip]]:
+    def _best_strip_of_the_best_evidence(self, question: str, evidence: Sequence[ScoredPassage]) -> list[Strip]:
+        """When no strip clears the strip threshold but a passage cleared the bar its action sets
+        for evidence (upper for Correct and Incorrect, the middle of the band for Ambiguous), the
+        best such passage's best strip. The strip threshold is calibrated on pseudo-queries and
+        runs stricter on real questions than the passage verdict; abstaining against the
+        evaluator's own verdict on the passage would throw the answer away."""
+        best = max(evidence, key=lambda s: s.score, default=None)
+        if best is None:
+            return []
+        return self._refine(question, [best.passage], strip_threshold=float("-inf"), top_n=1)
+
+    def _fall_back(self, question: str, context: AskContext, answer: Answer) -> list[ScoredPassage]:
         config = self.config
         plan = plan_fallback(question, context, self.fallback_sources, config)
         if not plan.sources:
             answer.notes.append("no fallback source is permitted for this question")
-            return [], []
+            return []
         keywords = plan.keywords
         if not keywords:
             answer.notes.append("nothing left to send to fallback sources after redaction")
-            return [], []
+            return []
         results: list[Passage] = []
         for source in plan.sources:
             answer.fallback_queries.append({"source": source.name, "query": keywords})
@@ -168,11 +183,13 @@ class CragPipeline:
             except FallbackError as error:
                 log.warning("fallback source %s failed: %s", source.name, error)
                 answer.notes.append(f"fallback source {source.name} failed: {error}")
-        # Fallback results are judged by the same evaluator, strip by strip, against the original question.
-        result_strips = self._score_strips(question, results)
-        scored = _scored_passages(results, result_strips)
+        if not results:
+            return []
+        # Fallback results are judged by the same evaluator against the original question.
+        result_scores = self.evaluator.score(question, [p.text for p in results])
+        scored = [ScoredPassage(p, float(s)) for p, s in zip(results, result_scores, strict=True)]
         answer.scores += scored
-        return scored, result_strips
+        return scored
 
     def _generate(self, question: str, strips: Sequence[Strip], answer: Answer) -> str | None:
         assert self.generator is not None
@@ -204,31 +221,6 @@ def choose_evidence(
     best_fallback = max((s.score for s in fallback), default=float("-inf"))
     side = fallback if best_fallback > best_internal else internal
     return [s for s in side if s.score >= bar]
-
-
-def _scored_passages(passages: Sequence[Passage], strips: Sequence[Strip]) -> list[ScoredPassage]:
-    """Each passage with its score: the score of its best strip."""
-    strips_of = strips_by_passage(strips)
-    return [ScoredPassage(p, passage_score(strips_of.get(passage_key(p), []))) for p in passages]
-
-
-def _strips_of_passages(passages: Sequence[ScoredPassage], strips_of: dict[tuple[str, str, str], list[Strip]]) -> list[Strip]:
-    keys = dict.fromkeys(passage_key(s.passage) for s in passages)  # each passage once, in order
-    return [strip for key in keys for strip in strips_of.get(key, [])]
-
-
-def _best_strip_of_the_best_evidence(
-    evidence: Sequence[ScoredPassage], strips_of: dict[tuple[str, str, str], list[Strip]]
-) -> list[Strip]:
-    """When no strip clears the strip threshold but a passage cleared the bar its action sets
-    for evidence (upper for Correct and Incorrect, the middle of the band for Ambiguous), the
-    best such passage's best strip. The strip threshold is calibrated on pseudo-queries and
-    runs stricter on real questions than the passage verdict; abstaining against the
-    evaluator's own verdict on the passage would throw the answer away."""
-    best = max(evidence, key=lambda s: s.score, default=None)
-    if best is None:
-        return []
-    return select_strips(strips_of.get(passage_key(best.passage), []), float("-inf"), 1)
 
 
 def _document_order(strips: Sequence[Strip]) -> list[Strip]:

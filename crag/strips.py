@@ -21,11 +21,6 @@ from crag.types import Evaluator, Passage, Strip
 
 StripMode = Literal["sentences", "words"]
 
-NO_TEXT_SCORE = -1.0  # the bottom of the score range: a passage with no sentence holds no answer
-# How a passage's score is derived, recorded with calibrated thresholds (evaluators saved
-# without it were calibrated on whole chunks).
-PASSAGE_SCORE = "best_strip"
-
 # --- sentence splitting -------------------------------------------------------------
 
 # Abbreviations after which a period never ends a sentence (they precede a name, number or
@@ -315,19 +310,6 @@ def refine(
     are dropped, the `top_n` best are kept, and they are returned grouped per passage
     (passages ordered by their best strip score) and in strip order within a passage.
     """
-    scored = score_strips(question, passages, evaluator, mode, sentences_per_strip, words_per_strip)
-    return select_strips(scored, strip_threshold, top_n)
-
-
-def score_strips(
-    question: str,
-    passages: Sequence[Passage],
-    evaluator: Evaluator,
-    mode: StripMode = "sentences",
-    sentences_per_strip: int = 3,
-    words_per_strip: int = 50,
-) -> list[Strip]:
-    """Every strip of every (distinct) passage, scored against the question in one batched call."""
     strips = [
         strip
         for passage in _unique_passages(passages)
@@ -338,33 +320,12 @@ def score_strips(
     scores = evaluator.score(question, [strip_text_for_scoring(s) for s in strips])
     if len(scores) != len(strips):
         raise ValueError(f"evaluator returned {len(scores)} scores for {len(strips)} strips")
-    return [replace(strip, score=float(score)) for strip, score in zip(strips, scores, strict=True)]
 
-
-def select_strips(scored: Sequence[Strip], strip_threshold: float, top_n: int) -> list[Strip]:
-    """The `top_n` best strips at or above `strip_threshold`, grouped per passage in document order."""
+    scored = [replace(strip, score=float(score)) for strip, score in zip(strips, scores, strict=True)]
     kept = [s for s in scored if s.score is not None and s.score >= strip_threshold]
     # sorted() is stable, so ties keep document order.
     best = sorted(kept, key=lambda s: -_score(s))[: max(0, top_n)]
     return _in_document_order(best)
-
-
-def passage_score(strips: Sequence[Strip]) -> float:
-    """A passage's score: the score of its best strip.
-
-    A policy chunk holds several rules and a question asks about one; scoring the whole
-    chunk dilutes that rule with its neighbours, scoring its strips does not (measured in
-    docs/quality.md, "Routing on strips").
-    """
-    return max((_score(s) for s in strips), default=NO_TEXT_SCORE)
-
-
-def strips_by_passage(strips: Sequence[Strip]) -> dict[tuple[str, str, str], list[Strip]]:
-    """Scored strips grouped by the passage they come from (origin, source, id)."""
-    groups: dict[tuple[str, str, str], list[Strip]] = {}
-    for strip in strips:
-        groups.setdefault(passage_key(strip.passage), []).append(strip)
-    return groups
 
 
 def _unique_passages(passages: Sequence[Passage]) -> list[Passage]:
@@ -372,15 +333,14 @@ def _unique_passages(passages: Sequence[Passage]) -> list[Passage]:
     seen: set[tuple[str, str, str]] = set()
     unique: list[Passage] = []
     for passage in passages:
-        key = passage_key(passage)
+        key = _passage_key(passage)
         if key not in seen:
             seen.add(key)
             unique.append(passage)
     return unique
 
 
-def passage_key(passage: Passage) -> tuple[str, str, str]:
-    """What makes a passage distinct: origin, source and id."""
+def _passage_key(passage: Passage) -> tuple[str, str, str]:
     return (passage.origin, passage.source, passage.id)
 
 
@@ -390,7 +350,9 @@ def _score(strip: Strip) -> float:
 
 def _in_document_order(strips: Sequence[Strip]) -> list[Strip]:
     """Group per passage (best passage first), strips by index inside each passage."""
-    groups = strips_by_passage(strips)  # strips arrive best-first, so groups are created best-first
+    groups: dict[tuple[str, str, str], list[Strip]] = {}
+    for strip in strips:  # strips arrive best-first, so groups are created best-first
+        groups.setdefault(_passage_key(strip.passage), []).append(strip)
     return [strip for group in groups.values() for strip in sorted(group, key=lambda s: s.index)]
 
 
@@ -402,7 +364,10 @@ def recompose(strips: Sequence[Strip]) -> str:
     The context line repeats only the scope sentences that none of the passage's kept
     strips already contain.
     """
-    groups = strips_by_passage(strips)
+    groups: dict[tuple[str, str, str], list[Strip]] = {}
+    for strip in strips:
+        groups.setdefault(_passage_key(strip.passage), []).append(strip)
+
     blocks: list[str] = []
     for group in groups.values():
         passage = group[0].passage

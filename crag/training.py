@@ -12,8 +12,7 @@ Metrics:
   versions of the data).
 * ``routing_accuracy``: simulated retrieval sets of held-out template and heading questions,
   with the answer present (source chunk among the candidates) or absent (source chunk and its
-  near-duplicates removed), routed by the CRAG decision on each candidate's best strip, as
-  the pipeline scores it. Present->Correct and
+  near-duplicates removed), routed by the CRAG decision. Present->Correct and
   absent->Incorrect count 1, Ambiguous counts 0.5 (safe but costs a fallback query), the
   opposite action 0. Thresholds are cross-fitted: calibrated on one half of the questions and
   applied to the other, so the number is not measured on the data that set the thresholds.
@@ -29,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -48,7 +47,6 @@ from crag.evaluator import (
     save_evaluator,
     update_metadata,
 )
-from crag.strips import NO_TEXT_SCORE, PASSAGE_SCORE
 from crag.types import Action, Evaluator, Thresholds
 from crag.weak_supervision import CandidateSet, CorpusChunk, Embed, Pair, WeakSupervision, build_weak_supervision
 
@@ -194,12 +192,7 @@ def calibrate(
 
 def _route(sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: dict[str, float]) -> list[tuple[bool, Action]]:
     t = Thresholds(upper=thresholds["upper"], lower=thresholds["lower"])
-    return [(s.present, decide(_passage_scores(s, scores), t)) for s in sets]
-
-
-def _passage_scores(s: CandidateSet, scores: dict[tuple[str, str], float]) -> list[float]:
-    """Each candidate's score as the pipeline derives it: the score of its best strip."""
-    return [max((scores[(s.question, strip)] for strip in strips), default=NO_TEXT_SCORE) for strips in s.passage_strips]
+    return [(s.present, decide([scores[(s.question, p)] for p in s.passages], t)) for s in sets]
 
 
 def _routing_credit(routed: Sequence[tuple[bool, Action]]) -> float:
@@ -233,14 +226,14 @@ def held_out_passages(ws: WeakSupervision) -> dict[str, dict[str, None]]:
     for p in ws.val_pairs:
         needed.setdefault(p.question, {})[p.passage] = None
     for s in ws.calibration_sets:
-        needed.setdefault(s.question, {}).update(dict.fromkeys(strip for strips in s.passage_strips for strip in strips))
+        needed.setdefault(s.question, {}).update(dict.fromkeys(s.passages))
     for e in ws.strip_examples:
         needed.setdefault(e.question, {})[e.text] = None
     return needed
 
 
 def within_time(
-    ws: WeakSupervision, seconds_per_char: float, seconds_left: float, min_questions: int = MIN_CALIBRATION_QUESTIONS
+    ws: WeakSupervision, seconds_per_pair: float, seconds_left: float, min_questions: int = MIN_CALIBRATION_QUESTIONS
 ) -> tuple[WeakSupervision, str | None]:
     """The held-out questions that can be scored in the time left, and a note when some were left out.
 
@@ -249,14 +242,14 @@ def within_time(
     always kept, because fewer give thresholds too noisy to trust.
     """
     needed = held_out_passages(ws)
-    if sum(_scoring_chars(q, passages) for q, passages in needed.items()) * seconds_per_char <= seconds_left:
+    if sum(len(passages) for passages in needed.values()) * seconds_per_pair <= seconds_left:
         return ws, None
     calibrating = {s.question for s in ws.calibration_sets}
     order = sorted(needed, key=lambda q: (q not in calibrating, hashlib.sha1(q.encode()).hexdigest()))
     chosen: set[str] = set()
     cost = 0.0
     for question in order:
-        question_cost = _scoring_chars(question, needed[question]) * seconds_per_char
+        question_cost = len(needed[question]) * seconds_per_pair
         if len(chosen) >= min_questions and cost + question_cost > seconds_left:
             break
         chosen.add(question)
@@ -313,7 +306,7 @@ def measure(
     sets = ws.calibration_sets
 
     def set_max(s: CandidateSet) -> float:
-        return max(_passage_scores(s, scores))
+        return max(scores[(s.question, p)] for p in s.passages)
 
     def fit(subset: Sequence[CandidateSet]) -> dict[str, float]:
         questions = {s.question for s in subset}
@@ -424,14 +417,8 @@ def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> lis
     return batches
 
 
-def _scoring_chars(question: str, passages: Iterable[str]) -> int:
-    """The characters scoring `question` against `passages` reads: what its cost grows with
-    (calibration scores whole chunks and short strips alike, so a count of pairs misleads)."""
-    return sum(len(question) + len(passage) for passage in passages)
-
-
-def _inference_seconds_per_char(model: torch.nn.Module, ws: WeakSupervision, tokenizer: Any, config: EvaluatorConfig, pad_id: int) -> float:
-    """Time one inference batch of held-out pairs (scoring them is what calibration costs), per character read."""
+def _inference_seconds_per_pair(model: torch.nn.Module, ws: WeakSupervision, tokenizer: Any, config: EvaluatorConfig, pad_id: int) -> float:
+    """Time one inference batch of held-out pairs (scoring them is what calibration costs)."""
     sample = ws.val_pairs[: config.batch_size]
     rows = [encode_pairs(tokenizer, config.kind, p.question, [p.passage], config.max_length)[0] for p in sample]
     model.eval()
@@ -440,7 +427,7 @@ def _inference_seconds_per_char(model: torch.nn.Module, ws: WeakSupervision, tok
         started = time.monotonic()
         model(**collate(rows, pad_id))
     model.train()
-    return (time.monotonic() - started) / max(1, sum(_scoring_chars(p.question, [p.passage]) for p in sample))
+    return (time.monotonic() - started) / max(1, len(rows))
 
 
 def _corpus_fingerprint(chunks: Sequence[CorpusChunk]) -> str:
@@ -537,9 +524,9 @@ def train_evaluator(
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     # Time kept for calibration: measured inference speed times the pairs it will score.
-    eval_chars = sum(_scoring_chars(q, passages) for q, passages in held_out_passages(ws).items())
-    infer_per_char = _inference_seconds_per_char(model, ws, bundle.tokenizer, config, pad_id)
-    reserve = eval_chars * infer_per_char * CALIBRATION_OVERHEAD + 5.0
+    n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
+    infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id)
+    reserve = n_eval_pairs * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
     if config.quantize_int8:
         reserve *= 1.6  # the int8 variant is calibrated too
     # Training gets at least 60% of the budget even if calibration then overruns it: a model
@@ -588,10 +575,10 @@ def train_evaluator(
     evaluator = evaluator_from_bundle(bundle, version)
     # Training may have run past its share (min_steps, a slower machine than measured): score
     # only as many held-out questions as the budget still allows, re-timed now.
-    per_char = _inference_seconds_per_char(model, ws, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
+    per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
     model.eval()
     seconds_left = budget_s - (time.monotonic() - t0) - 2.0
-    eval_ws, subset_note = within_time(ws, per_char * (1.6 if config.quantize_int8 else 1.0), seconds_left)
+    eval_ws, subset_note = within_time(ws, per_pair * (1.6 if config.quantize_int8 else 1.0), seconds_left)
     if subset_note:
         notes.append(subset_note)
     model_metrics = measure(CachedEvaluator(evaluator), eval_ws, progress=progress, t0=t0)
@@ -617,7 +604,6 @@ def train_evaluator(
         "kind": config.kind,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "score": "2*sigmoid(logit)-1",
-        "passage_score": PASSAGE_SCORE,
         "thresholds": model_metrics.thresholds,
         "metrics": {"evaluator": model_metrics.to_dict(), "cosine": cosine_metrics.to_dict()},
         **(

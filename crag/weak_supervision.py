@@ -85,7 +85,7 @@ class CandidateSet:
     query_kind: QueryKind
     present: bool  # the source chunk is among the candidates
     chunk_ids: tuple[str, ...]
-    passage_strips: tuple[tuple[str, ...], ...]  # per candidate, its strips as the pipeline scores them
+    passages: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -131,9 +131,9 @@ def split_sentences(text: str) -> list[str]:
     return [sentence for sentence in cleaned if sentence]
 
 
-def split_strips(text: str, section: str = "", sentences_per_strip: int = 3) -> list[str]:
-    """Strips exactly as the pipeline makes and scores them, so the thresholds fit."""
-    passage = Passage(id="calibration", text=text, origin="kb", source="", document="", section=section)
+def split_strips(text: str, sentences_per_strip: int = 3) -> list[str]:
+    """Strips exactly as refinement makes and scores them, so the strip threshold fits."""
+    passage = Passage(id="calibration", text=text, origin="kb", source="", document="")
     return [refinement.strip_text_for_scoring(strip) for strip in refinement.decompose(passage, "sentences", sentences_per_strip)]
 
 
@@ -503,7 +503,6 @@ def build_weak_supervision(
     val_ids = _split_ids(ids, dups, val_fraction, rng)
     train_ids = frozenset(ids) - val_ids
     text_of = {c.id: c.text for c in chunks}
-    strips_of = {c.id: tuple(split_strips(c.text, c.section)) for c in chunks}
 
     names, headings = common_names(chunks), heading_phrases(chunks)
     train_queries = make_queries(
@@ -591,15 +590,15 @@ def build_weak_supervision(
                     q.kind,
                     is_present,
                     tuple(ids[j] for j in members),
-                    tuple(strips_of[ids[j]] for j in members),
+                    tuple(text_of[ids[j]] for j in members),
                 )
             )
         if q.kind == "template":
-            for strip in strips_of[q.source_id]:
+            for strip in split_strips(text_of[q.source_id]):
                 if q.entity in strip:
                     strips.append(StripExample(q.text, strip, 1))
             for j in absent[:2]:
-                strips += [StripExample(q.text, s, 0) for s in strips_of[ids[j]]]
+                strips += [StripExample(q.text, s, 0) for s in split_strips(text_of[ids[j]])]
 
     return WeakSupervision(
         chunks=chunks,

@@ -19,7 +19,6 @@ from sqlalchemy import select
 from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
 from crag.fallback import HttpFallbackSource, HttpSourceConfig
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
-from crag.strips import PASSAGE_SCORE
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding
 from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
@@ -101,20 +100,9 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
                                 bf16=use_bf16(settings))
         thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
-        stale = stale_calibration(active.version, loaded.metadata)
-        if stale:
-            log.warning(stale)
         return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
 
     return cosine_evaluator(settings, "cosine similarity (no trained evaluator yet: run `policybot evaluator train`)")
-
-
-def stale_calibration(version: str, metadata: dict) -> str | None:
-    """A warning when a version's thresholds were calibrated on a different passage score than the pipeline uses."""
-    if metadata.get("passage_score") == PASSAGE_SCORE:
-        return None
-    return (f"evaluator {version} was calibrated on whole chunks, but a passage now scores as its best strip: its "
-            "thresholds may route less well; train a new version with `policybot evaluator train`")
 
 
 def cosine_evaluator(settings: Settings, description: str = "cosine similarity") -> LoadedEvaluator:

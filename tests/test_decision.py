@@ -119,13 +119,13 @@ def test_an_ambiguous_answer_from_the_fallback_cites_no_knowledge_base_passage()
     assert [s.passage.id for s in answer.scores] == ["kb-carryover", "fb-payslips"]  # both are still logged
 
 
-class _RuleStripAt07:
-    """Judges the strip with the carry-over rule fairly relevant (0.7), every other strip weak."""
+class _PassageOverStrips:
+    """Judges the whole passage fairly relevant (0.7) but each of its sentences weak."""
 
-    version = "rule-strip-at-0.7"
+    version = "passage-over-strips"
 
     def score(self, question: str, passages):  # type: ignore[no-untyped-def]
-        return [0.7 if "carry over" in p else -0.5 for p in passages]
+        return [0.7 if p == KB_RULE.text + " " + KB_EXTRA else (0.2 if "carry over" in p else -0.5) for p in passages]
 
 
 KB_EXTRA = "Requests go through Workday. Your manager approves them. Unused days expire on March 31."
@@ -138,15 +138,14 @@ class _OneLongRule:
 
 
 @pytest.mark.parametrize(("upper", "lower", "action", "kept"), [
-    (0.6, 0.0, Action.CORRECT, True),  # the passage (its best strip, 0.7) clears upper
+    (0.6, 0.0, Action.CORRECT, True),  # the passage (0.7) clears upper
     (0.75, 0.0, Action.AMBIGUOUS, True),  # below upper, above the middle of the band (0.375)
     (0.95, 0.6, Action.AMBIGUOUS, False),  # below the middle (0.775): not evidence, abstain
 ])
 def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(upper, lower, action, kept):
-    # A strip threshold set above the passage's best strip (operators may override it).
-    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=lower), strip_threshold=0.8,
+    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=lower), strip_threshold=0.5,
                             strip_mode="sentences")
-    pipeline = CragPipeline(lambda _: _OneLongRule(), _RuleStripAt07(), [], config)
+    pipeline = CragPipeline(lambda _: _OneLongRule(), _PassageOverStrips(), [], config)
     answer = pipeline.answer("How many PTO days roll over?", AskContext())
     assert answer.action == action and answer.found == kept
     if kept:
@@ -154,34 +153,3 @@ def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(u
         assert len(answer.strips) == 1 and "carry over" in answer.strips[0].text
         assert "March 31" not in answer.text
         assert [c.document for c in answer.citations] == ["leave-policy.md"]
-
-
-# --- the decision reads strips: a passage scores as its best strip ---------------------------------
-
-
-class _RecordingRuleJudge:
-    """Scores any text holding the carry-over rule 0.7 on its own and -0.5 when other rules
-    dilute it (a whole chunk), and records every call."""
-
-    version = "recording"
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
-        self.calls.append(list(passages))
-        return [0.7 if "carry over" in p and "March 31" not in p else -0.5 for p in passages]
-
-
-def test_a_passage_scores_as_its_best_strip_and_each_text_is_scored_once():
-    judge = _RecordingRuleJudge()
-    config = PipelineConfig(thresholds=Thresholds(upper=0.6, lower=0.0), strip_threshold=0.0, strip_mode="sentences",
-                            strips_top_n=5)
-    answer = CragPipeline(lambda _: _OneLongRule(), judge, [], config).answer("How many PTO days roll over?", AskContext())
-    # The whole chunk would score -0.5 (Incorrect); its rule strip scores 0.7, so the question is Correct.
-    assert answer.action == Action.CORRECT and answer.found
-    assert [round(s.score, 3) for s in answer.scores] == [0.7]
-    # One evaluator call for the question: the chunk's strips, never the chunk itself, nothing twice.
-    assert len(judge.calls) == 1
-    scored = judge.calls[0]
-    assert KB_RULE.text + " " + KB_EXTRA not in scored and len(scored) == len(set(scored)) == 2
