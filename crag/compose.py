@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from crag.redaction import STOPWORDS
-from crag.strips import context_scope, is_applicability_sentence, split_sentences
+from crag.strips import context_scope, is_applicability_sentence, passage_key, split_sentences
 from crag.types import Citation, Passage, Strip
 
 ABSTENTION_LEAD = "I couldn't find this in the approved policy sources. "
@@ -75,7 +75,7 @@ class _Reply:
         fresh: list[str] = []
         for sentence in sentences:
             tidy = tidy_sentence(sentence)
-            seen_key = (_passage_key(passage), tidy)  # per passage: each source is cited for what it says
+            seen_key = (passage_key(passage), tidy)  # per passage: each source is cited for what it says
             if tidy and seen_key not in self.shown:
                 self.shown.add(seen_key)
                 fresh.append(tidy)
@@ -84,7 +84,7 @@ class _Reply:
         return f"{' '.join(fresh)} [{self.number(passage)}]"
 
     def number(self, passage: Passage) -> int:
-        key = _passage_key(passage)
+        key = passage_key(passage)
         if key not in self.numbers:
             self.numbers[key] = len(self.numbers) + 1
             self.citations.append(_citation(self.numbers[key], passage, self.best_scores[key]))
@@ -104,10 +104,6 @@ def _citation(n: int, passage: Passage, score: float) -> Citation:
     )
 
 
-def _passage_key(passage: Passage) -> PassageKey:
-    return (passage.origin, passage.source, passage.id)
-
-
 def _score(strip: Strip) -> float:
     return strip.score if strip.score is not None else float("-inf")
 
@@ -115,7 +111,7 @@ def _score(strip: Strip) -> float:
 def _best_scores(strips: Sequence[Strip]) -> dict[PassageKey, float]:
     best: dict[PassageKey, float] = {}
     for strip in strips:
-        key = _passage_key(strip.passage)
+        key = passage_key(strip.passage)
         score = strip.score if strip.score is not None else 0.0
         best[key] = max(best.get(key, score), score)
     return best

@@ -333,14 +333,15 @@ def _unique_passages(passages: Sequence[Passage]) -> list[Passage]:
     seen: set[tuple[str, str, str]] = set()
     unique: list[Passage] = []
     for passage in passages:
-        key = _passage_key(passage)
+        key = passage_key(passage)
         if key not in seen:
             seen.add(key)
             unique.append(passage)
     return unique
 
 
-def _passage_key(passage: Passage) -> tuple[str, str, str]:
+def passage_key(passage: Passage) -> tuple[str, str, str]:
+    """What makes a passage distinct: origin, source and id."""
     return (passage.origin, passage.source, passage.id)
 
 
@@ -352,7 +353,7 @@ def _in_document_order(strips: Sequence[Strip]) -> list[Strip]:
     """Group per passage (best passage first), strips by index inside each passage."""
     groups: dict[tuple[str, str, str], list[Strip]] = {}
     for strip in strips:  # strips arrive best-first, so groups are created best-first
-        groups.setdefault(_passage_key(strip.passage), []).append(strip)
+        groups.setdefault(passage_key(strip.passage), []).append(strip)
     return [strip for group in groups.values() for strip in sorted(group, key=lambda s: s.index)]
 
 
@@ -366,7 +367,7 @@ def recompose(strips: Sequence[Strip]) -> str:
     """
     groups: dict[tuple[str, str, str], list[Strip]] = {}
     for strip in strips:
-        groups.setdefault(_passage_key(strip.passage), []).append(strip)
+        groups.setdefault(passage_key(strip.passage), []).append(strip)
 
     blocks: list[str] = []
     for group in groups.values():
