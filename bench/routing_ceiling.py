@@ -12,6 +12,10 @@ cosine similarity and with the active trained evaluator, and prints per evaluato
   best score >= t, else from the fallback if its best score >= t, else abstain", with `t`
   fitted on these very questions.
 
+Each evaluator is read two ways: a passage scored whole (what the pipeline does) and a
+passage scored as its best strip (an alternative that ranks better but that the calibrated
+pipeline did not answer better with; docs/quality.md, "Routing on strips").
+
 The ceiling is fitted on the test questions on purpose: it bounds what any calibration
 could do with these scores. Below the quality targets, better thresholds cannot reach
 them; only a better evaluator can. Uses bench.quality's home and setup.
@@ -28,22 +32,29 @@ import numpy as np
 from bench.quality import CATEGORIES, REPO, load_questions, open_bench
 
 
-def best_scores(settings, evaluator, questions: list[dict]) -> tuple[np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
-    """Per question: the best knowledge-base score and the best fallback score (-inf when none)."""
+BestScores = dict[str, tuple[np.ndarray, np.ndarray]]  # reading -> (best KB score, best fallback score) per question
+
+
+def best_scores(settings, evaluator, questions: list[dict]) -> BestScores:  # type: ignore[no-untyped-def]
+    """Per question and reading ("passage": whole passages; "best strip": each passage's best
+    strip): the best knowledge-base score and the best fallback score (-inf when none)."""
     from crag.pipeline import AskContext, plan_fallback
+    from crag.strips import decompose, strip_text_for_scoring
     from policybot.runtime import Runtime
 
     pipeline = Runtime(settings, evaluator).pipeline(None)
-    kb_best, fallback_best = [], []
+    best: dict[str, tuple[list[float], list[float]]] = {"passage": ([], []), "best strip": ([], [])}
     for item in questions:
         question = item["question"]
         candidates = pipeline.retriever_for(AskContext()).retrieve(question, pipeline.config.top_k)
         plan = plan_fallback(question, AskContext(), pipeline.fallback_sources, pipeline.config)
         results = [p for source in plan.sources for p in source.search(plan.keywords, pipeline.config.fallback_limit)]
-        for passages, out in ((candidates, kb_best), (results, fallback_best)):
-            scores = evaluator.evaluator.score(question, [p.text for p in passages]) if passages else []
-            out.append(max(scores, default=float("-inf")))
-    return np.asarray(kb_best), np.asarray(fallback_best)
+        for side, passages in enumerate((candidates, results)):
+            strips = [strip_text_for_scoring(s) for p in passages for s in decompose(p, pipeline.config.strip_mode)]
+            for reading, texts in (("passage", [p.text for p in passages]), ("best strip", strips)):
+                scores = evaluator.evaluator.score(question, texts) if texts else []
+                best[reading][side].append(max(scores, default=float("-inf")))
+    return {reading: (np.asarray(kb), np.asarray(fallback)) for reading, (kb, fallback) in best.items()}
 
 
 def ceiling(kb_best: np.ndarray, fallback_best: np.ndarray, categories: np.ndarray) -> tuple[float, float, dict[str, float]]:
@@ -71,15 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     categories = np.asarray([q["category"] for q in questions])
     not_kb = categories != "kb"
     print(f"{len(questions)} questions; thresholds below are fitted on them (a ceiling, not a result)")
-    print("| evaluator | AUC kb vs rest | AUC fallback vs none | ceiling (worst category) | t | kb | fallback | none |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| evaluator | passage scored as | AUC kb vs rest | AUC fallback vs none | ceiling (worst category) | t | kb | fallback | none |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for evaluator in (cosine_evaluator(settings), load_active_evaluator(settings)):
-        kb_best, fallback_best = best_scores(settings, evaluator, questions)
-        auc_kb = roc_auc(kb_best.tolist(), (categories == "kb").tolist())
-        auc_fallback = roc_auc(fallback_best[not_kb].tolist(), (categories[not_kb] == "fallback").tolist())
-        worst, t, accuracy = ceiling(kb_best, fallback_best, categories)
-        print(f"| {evaluator.description} | {auc_kb:.3f} | {auc_fallback:.3f} | {worst:.0%} | {t:.3f} | "
-              + " | ".join(f"{accuracy.get(c, 0.0):.0%}" for c in CATEGORIES) + " |", flush=True)
+        for reading, (kb_best, fallback_best) in best_scores(settings, evaluator, questions).items():
+            auc_kb = roc_auc(kb_best.tolist(), (categories == "kb").tolist())
+            auc_fallback = roc_auc(fallback_best[not_kb].tolist(), (categories[not_kb] == "fallback").tolist())
+            worst, t, accuracy = ceiling(kb_best, fallback_best, categories)
+            print(f"| {evaluator.description} | {reading} | {auc_kb:.3f} | {auc_fallback:.3f} | {worst:.0%} | {t:.3f} | "
+                  + " | ".join(f"{accuracy.get(c, 0.0):.0%}" for c in CATEGORIES) + " |", flush=True)
     return 0
 
 
