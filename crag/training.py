@@ -460,7 +460,7 @@ def train_evaluator(
 ) -> TrainingResult:
     """Train an evaluator on weak supervision from `chunks`, calibrate it, save it.
 
-    `extra_pairs` (real questions labelled by admins) join the training pairs, each seen
+    `extra_pairs` (real questions labelled by admins' reviews or askers' votes) join the training pairs, each seen
     `extra_weight` times as often as a weak pair; validation and calibration stay on the
     weak-supervision split, so the metrics compare with cosine as before.
 
@@ -496,7 +496,7 @@ def train_evaluator(
     model.train()
     train_pairs = [*ws.train_pairs, *(list(extra_pairs) * max(1, extra_weight))]
     if extra_pairs:
-        notes.append(f"trained with {len(extra_pairs)} pairs from reviewed questions (each weighted x{max(1, extra_weight)})")
+        notes.append(f"trained with {len(extra_pairs)} pairs from labelled real questions (each weighted x{max(1, extra_weight)})")
     rows = [
         encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0]
         for p in train_pairs

@@ -522,6 +522,6 @@ def test_review_pairs_join_training_weighted(chunks, embed, tmp_path):
     with_reviews = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=quick, seed=0, extra_pairs=extra, extra_weight=3)
     assert with_reviews.n_train_pairs == plain.n_train_pairs + 6
     assert with_reviews.n_val_pairs == plain.n_val_pairs  # validation stays on the weak split
-    assert "trained with 2 pairs from reviewed questions (each weighted x3)" in with_reviews.notes
+    assert "trained with 2 pairs from labelled real questions (each weighted x3)" in with_reviews.notes
     metadata = json.loads((Path(with_reviews.folder) / "metadata.json").read_text())
     assert metadata["training"]["n_review_pairs"] == 2
