@@ -351,10 +351,16 @@ def _score(strip: Strip) -> float:
 
 def _in_document_order(strips: Sequence[Strip]) -> list[Strip]:
     """Group per passage (best passage first), strips by index inside each passage."""
-    groups: dict[tuple[str, str, str], list[Strip]] = {}
-    for strip in strips:  # strips arrive best-first, so groups are created best-first
-        groups.setdefault(passage_key(strip.passage), []).append(strip)
+    groups = _by_passage(strips)  # strips arrive best-first, so groups are created best-first
     return [strip for group in groups.values() for strip in sorted(group, key=lambda s: s.index)]
+
+
+def _by_passage(strips: Sequence[Strip]) -> dict[tuple[str, str, str], list[Strip]]:
+    """Strips grouped by their passage, groups in order of first appearance."""
+    groups: dict[tuple[str, str, str], list[Strip]] = {}
+    for strip in strips:
+        groups.setdefault(passage_key(strip.passage), []).append(strip)
+    return groups
 
 
 def recompose(strips: Sequence[Strip]) -> str:
@@ -365,10 +371,7 @@ def recompose(strips: Sequence[Strip]) -> str:
     The context line repeats only the scope sentences that none of the passage's kept
     strips already contain.
     """
-    groups: dict[tuple[str, str, str], list[Strip]] = {}
-    for strip in strips:
-        groups.setdefault(passage_key(strip.passage), []).append(strip)
-
+    groups = _by_passage(strips)
     blocks: list[str] = []
     for group in groups.values():
         passage = group[0].passage

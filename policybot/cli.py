@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, get_args
 
 import typer
 from rich.console import Console
@@ -174,6 +174,7 @@ def ingest(
 
 
 def _print_ingest_report(report) -> None:  # type: ignore[no-untyped-def]
+    from ingestion.ingest import FileStatus
     colours = {"added": "green", "updated": "cyan", "unchanged": "dim", "skipped": "yellow", "removed": "yellow", "failed": "red"}
     table = Table("document", "status", "chunks", "detail", title=f"collection: {report.collection}")
     table.columns[0].no_wrap = True
@@ -181,7 +182,7 @@ def _print_ingest_report(report) -> None:  # type: ignore[no-untyped-def]
         colour = colours[item.status]
         table.add_row(item.document, f"[{colour}]{item.status}[/]", str(item.chunks), item.error or "")
     console.print(table)
-    counts = ", ".join(f"{report.count(s)} {s}" for s in ("added", "updated", "unchanged", "skipped", "removed", "failed"))
+    counts = ", ".join(f"{report.count(s)} {s}" for s in get_args(FileStatus))
     console.print(f"{counts}; {report.chunks} chunks written in {report.seconds:.1f}s")
 
 
