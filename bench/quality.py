@@ -33,6 +33,7 @@ class Outcome:
     right: bool  # answered with the expected phrase and a citation of the expected document/origin
     action: str
     seconds: float
+    leads_with_answer: bool = False  # right, and the reply's first line already holds the answer
 
 
 @dataclass
@@ -56,6 +57,11 @@ class SystemResult:
         fits += [o.action in ("ambiguous", "incorrect") for c in ("fallback", "none") for o in self.outcomes[c]]
         return sum(fits) / len(fits) if fits else 0.0
 
+    def answer_first(self) -> float:
+        """Of the right answers (KB and fallback-only), the share whose first line holds the answer."""
+        right = [o for c in ("kb", "fallback") for o in self.outcomes[c] if o.right]
+        return sum(o.leads_with_answer for o in right) / len(right) if right else 0.0
+
     def median_ms(self) -> float:
         return statistics.median(o.seconds for c in CATEGORIES for o in self.outcomes[c]) * 1000
 
@@ -69,6 +75,12 @@ def judge(item: dict, answer_text: str, found: bool, citations: list[tuple[str, 
     origin = "kb" if item["category"] == "kb" else "fallback"
     cited_ok = any(doc == item["expected_document"] and o == origin for doc, o in citations)
     return phrase_ok and cited_ok
+
+
+def leads_with_answer(item: dict, answer_text: str) -> bool:
+    """The reply's first line holds an expected phrase: the issue asks for the answer first."""
+    first_line = answer_text.strip().split("\n")[0].lower()
+    return any(phrase.lower() in first_line for phrase in item.get("expected_phrases", []))
 
 
 def prepare(settings, minutes: float, retrain: bool) -> None:  # type: ignore[no-untyped-def]
@@ -162,7 +174,8 @@ def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Pat
                 answer = runtime.pipeline(None).answer(item["question"])
                 text, found, action = answer.text, answer.found, answer.action.value
                 cites = [(c.document, c.origin) for c in answer.citations]
-            outcome = Outcome(found, judge(item, text, found, cites), action, time.perf_counter() - started)
+            right = judge(item, text, found, cites)
+            outcome = Outcome(found, right, action, time.perf_counter() - started, right and leads_with_answer(item, text))
             results[name].outcomes[item["category"]].append(outcome)
             if runtime is not None and dump is not None:
                 dumped.append(dump_record(item, name, answer, outcome))
@@ -178,15 +191,16 @@ def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Pat
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
         "",
         "| system | KB: right answer + citation | KB: wrong | fallback-only: answered from fallback | fallback: wrong | "
-        "unanswerable: abstained | unanswerable: answered | routing accuracy | median latency |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "unanswerable: abstained | unanswerable: answered | right answers led by the answer | routing accuracy | "
+        "median latency |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, result in results.items():
         lines.append(
             f"| {name} | {result.rate('kb', 'right'):.0%} | {result.rate('kb', 'wrong'):.0%} | "
             f"{result.rate('fallback', 'right'):.0%} | {result.rate('fallback', 'wrong'):.0%} | "
             f"{result.rate('none', 'right'):.0%} | {result.rate('none', 'wrong'):.0%} | "
-            f"{result.routing_accuracy():.0%} | {result.median_ms():.0f} ms |"
+            f"{result.answer_first():.0%} | {result.routing_accuracy():.0%} | {result.median_ms():.0f} ms |"
         )
     lines += ["", "Missed questions per system:"]
     lines += [f"- {name}: {', '.join(missed) or 'none'}" for name, missed in wrong_examples.items()]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from crag.redaction import STOPWORDS
-from crag.strips import context_scope, is_applicability_sentence, passage_key, split_sentences
+from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key, split_sentences
 from crag.types import Citation, Passage, Strip
 
 ABSTENTION_LEAD = "I couldn't find this in the approved policy sources. "
@@ -33,15 +33,14 @@ def compose_extractive(question: str, strips: Sequence[Strip]) -> tuple[str, lis
     if not usable:
         raise ValueError("compose_extractive needs at least one non-empty strip; abstain instead")
 
-    lead_strip = max(usable, key=_score)  # max() keeps the first of equal scores
-    lead_sentence = _best_sentence(question, split_sentences(lead_strip.text))
+    lead_strip, lead_sentences = _lead(question, usable)
     reply = _Reply(best_scores=_best_scores(usable))
 
     # Lead: the answer sentence, then the scope that conditions it, all from one passage.
     lead_scope = context_scope(lead_strip) + [
-        s for s in split_sentences(lead_strip.text) if s != lead_sentence and is_applicability_sentence(s)
+        s for s in split_sentences(lead_strip.text) if s not in lead_sentences and is_applicability_sentence(s)
     ]
-    lead_line = reply.line(lead_strip.passage, [lead_sentence, *lead_scope])
+    lead_line = reply.line(lead_strip.passage, [*lead_sentences, *lead_scope])
 
     # Then the rest of the evidence in the order given (refine returns document order).
     rest_lines: list[str] = []
@@ -120,17 +119,53 @@ def _best_scores(strips: Sequence[Strip]) -> dict[PassageKey, float]:
 # --- choosing the lead sentence -------------------------------------------------------------
 
 
-def _best_sentence(question: str, sentences: Sequence[str]) -> str:
-    """The sentence sharing most content words with the question (rules before scope)."""
+def _lead(question: str, strips: Sequence[Strip]) -> tuple[Strip, list[str]]:
+    """The strip and sentences the reply opens with.
+
+    The best strip's best sentence, unless that is a page header ("HR Portal > Tools and
+    IT > IT Helpdesk."): then the next strip, by score, whose best sentence is not. A
+    list's opening line ("you receive a referral bonus:") comes with its items.
+    """
+    by_score = sorted(strips, key=lambda strip: -_score(strip))  # sorted() is stable: ties keep order
+    for strip in by_score:
+        sentences = split_sentences(strip.text)
+        index = _best_sentence(question, sentences)
+        if not is_breadcrumb(sentences[index]):
+            return strip, _with_list_items(sentences, index)
+    sentences = split_sentences(by_score[0].text)
+    return by_score[0], _with_list_items(sentences, _best_sentence(question, sentences))
+
+
+def _best_sentence(question: str, sentences: Sequence[str]) -> int:
+    """The index of the sentence sharing most content words with the question (rules before
+    scope sentences and page headers)."""
     wanted = content_words(question)
 
     def rank(indexed: tuple[int, str]) -> tuple[bool, int, int]:
         index, sentence = indexed
         overlap = len(wanted & content_words(sentence))
-        is_rule = overlap > 0 and not is_applicability_sentence(sentence)
+        is_rule = overlap > 0 and not is_applicability_sentence(sentence) and not is_breadcrumb(sentence)
         return (is_rule, overlap, -index)  # earliest sentence wins ties
 
-    return max(enumerate(sentences), key=rank)[1]
+    return max(enumerate(sentences), key=rank)[0]
+
+
+def _with_list_items(sentences: Sequence[str], index: int) -> list[str]:
+    """sentences[index], followed by its list items when it introduces a list (ends with ":")."""
+    lead = [sentences[index]]
+    if sentences[index].rstrip().endswith(":"):
+        for sentence in sentences[index + 1 :]:
+            if not is_list_item(sentence):
+                break
+            lead.append(sentence)
+    return lead
+
+
+def is_breadcrumb(sentence: str) -> bool:
+    """A navigation path such as "HR Portal > Tools and IT > IT Helpdesk.": a page header,
+    never an answer. A rule that names a menu ("under Pay > Payslips") is not one."""
+    parts = sentence.strip().rstrip(".").split(" > ")
+    return len(parts) >= 2 and all(0 < len(part.split()) <= 5 for part in parts)
 
 
 def content_words(text: str) -> set[str]:

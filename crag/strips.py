@@ -257,10 +257,15 @@ def join_sentences(sentences: Sequence[str]) -> str:
     return text
 
 
+def is_list_item(sentence: str) -> bool:
+    """A bullet or numbered item ("- $3,000 for engineering roles;", "2) Keep receipts.")."""
+    return _BULLET.match(sentence) is not None
+
+
 def _is_structural(sentence: str) -> bool:
     return bool(
         _HEADING.match(sentence)
-        or _BULLET.match(sentence)
+        or is_list_item(sentence)
         or _TABLE_ROW.match(sentence)
         or sentence.rstrip().endswith(":")
     )

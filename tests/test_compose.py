@@ -4,7 +4,7 @@ from typing import Sequence
 
 import pytest
 
-from crag.compose import abstention_text, compose_extractive, content_words, tidy_sentence
+from crag.compose import abstention_text, compose_extractive, content_words, is_breadcrumb, tidy_sentence
 from crag.strips import decompose, refine
 from crag.types import Citation, Passage, Strip
 
@@ -31,6 +31,11 @@ class WordOverlapEvaluator:
     def score(self, question: str, passages: Sequence[str]) -> list[float]:
         wanted = content_words(question)
         return [2.0 * len(wanted & content_words(p)) / len(wanted) - 1.0 for p in passages]
+
+
+def policy_passage(passage_id: str, section: str, text: str) -> Passage:
+    """Another passage of the travel example's source, with its own section and text."""
+    return replace(DOMESTIC, id=passage_id, section=section, text=text)
 
 
 def scored(passage: Passage, scores: Sequence[float]) -> list[Strip]:
@@ -107,11 +112,10 @@ def test_rest_follows_the_given_order_without_repeating_sentences() -> None:
 
 
 def test_lead_sentence_is_the_best_overlap_within_the_best_strip() -> None:
-    passage = replace(
-        DOMESTIC,
-        id="leave",
-        section="Leave",
-        text="Leave requests go to your manager. Unused PTO days carry over until March. PTO is paid.",
+    passage = policy_passage(
+        "leave",
+        "Leave",
+        "Leave requests go to your manager. Unused PTO days carry over until March. PTO is paid.",
     )
     strip = Strip(passage=passage, index=0, text=passage.text, score=0.7)
     text, _ = compose_extractive("Do unused PTO days carry over?", [strip])
@@ -178,3 +182,53 @@ def test_content_words_match_inflections() -> None:
     assert content_words("How many days do I have to submit travel expenses?") == content_words(
         "submitted expense travel day"
     )
+
+
+def test_a_list_leads_with_its_items() -> None:
+    passage = policy_passage(
+        "referrals",
+        "Referral bonus > Amounts",
+        "If your referral is hired, you receive a referral bonus:\n- $3,000 for engineering roles;\n"
+        "- $2,000 for all other roles.\nDrive bonuses are doubled.",
+    )
+    strip = Strip(passage=passage, index=0, text=passage.text, score=0.7)
+    text, _ = compose_extractive("How much is the referral bonus?", [strip])
+    assert text.split("\n")[0] == (
+        "If your referral is hired, you receive a referral bonus: $3,000 for engineering roles; "
+        "$2,000 for all other roles. [1]"
+    )
+    assert text.count("$3,000") == 1
+
+
+def test_a_page_header_never_leads_when_a_rule_answers() -> None:
+    passage = policy_passage(
+        "helpdesk",
+        "IT Helpdesk",
+        "HR Portal > Tools and IT > IT Helpdesk. Maintained by IT Support. "
+        "The Helpdesk phone is internal extension 4357.",
+    )
+    header, rule = decompose(passage, sentences_per_strip=2)
+    strips = [replace(header, score=0.9), replace(rule, score=0.6)]  # the evaluator likes the header best
+    text, _ = compose_extractive("what's the IT helpdesk extension?", strips)
+    assert text.startswith("The Helpdesk phone is internal extension 4357. [1]")
+    assert "HR Portal > Tools and IT > IT Helpdesk." in text  # still quoted, just not first
+
+
+@pytest.mark.parametrize(
+    ("sentence", "breadcrumb"),
+    [
+        ("HR Portal > Tools and IT > IT Helpdesk.", True),
+        ("Benefits > Health plans", True),
+        ("Payslips are available in Workday under Pay > Payslips 2 business days before each pay date.", False),
+        ("Amounts over $500 need approval.", False),
+    ],
+)
+def test_breadcrumbs(sentence: str, breadcrumb: bool) -> None:
+    assert is_breadcrumb(sentence) is breadcrumb
+
+
+def test_without_any_rule_the_best_strip_still_leads() -> None:
+    passage = policy_passage("misc", "Misc", "Lockers are emptied on Fridays. Desks are hot desks.")
+    first, second = decompose(passage, sentences_per_strip=1)
+    text, _ = compose_extractive("Where is the gym?", [replace(first, score=0.2), replace(second, score=0.5)])
+    assert text.startswith("Desks are hot desks. [1]")
