@@ -218,7 +218,11 @@ class MiniLMT5Judge(nn.Module):
         source = (q_len[:, None] + steps_p[None, :] - 1).clamp(max=input_ids.shape[1] - 1)
         p_ids = torch.gather(input_ids, 1, source) * p_mask
         p_ids[:, 0] = input_ids[:, 0]  # [CLS]
-        q_states = self.minilm(input_ids=q_ids, attention_mask=q_mask).last_hidden_state
+        # Scoring asks one question against many passages: read each distinct question once.
+        distinct_q, row_of = torch.unique(q_ids, dim=0, return_inverse=True)
+        first_row = torch.zeros(distinct_q.shape[0], dtype=torch.long, device=input_ids.device)
+        first_row.scatter_(0, row_of, torch.arange(row_of.numel(), device=input_ids.device))
+        q_states = self.minilm(input_ids=distinct_q, attention_mask=q_mask[first_row]).last_hidden_state[row_of]
         p_states = self.minilm(input_ids=p_ids, attention_mask=p_mask).last_hidden_state
         # Pack: the question's tokens, then the passage's, then padding.
         total = q_len + p_len

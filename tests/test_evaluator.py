@@ -23,7 +23,9 @@ from crag.evaluator import (
     CosineEvaluator,
     EvaluatorConfig,
     build_judge,
+    collate,
     detect_format,
+    encode_pairs,
     evaluator_from_bundle,
     load_evaluator,
     minilm_folder,
@@ -350,6 +352,30 @@ def test_separate_encoding_starts_exactly_at_the_retrievers_cosine(embed, tmp_pa
     assert judge.score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
     save_evaluator(bundle, tmp_path / "late", {"version": "late"})
     assert load_evaluator(tmp_path / "late", threads=1).score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
+
+
+def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair():
+    """Rows that share a question share one reading of it; a mixed batch scores every row
+    exactly as that row alone (T5 blocks switched on with a random head)."""
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    model = bundle.model.eval()
+    torch.nn.init.normal_(model.head.weight, std=0.5)
+    questions = ["How long do I have to submit my expense report?", "What is the hotel cap in New York?"]
+    rows = [
+        row
+        for passage in (TOY[0][2], TOY[1][2], "Short one.")
+        for question in questions
+        for row in encode_pairs(bundle.tokenizer, "minilm_t5", question, [passage], 128)
+    ]
+    calls: list[int] = []
+    hook = model.minilm.register_forward_hook(lambda _m, args, kwargs, _out: calls.append(kwargs["input_ids"].shape[0]), with_kwargs=True)
+    with torch.inference_mode():
+        together = model(**collate(rows, 0))
+        alone = torch.cat([model(**collate([row], 0)) for row in rows])
+    hook.remove()
+    assert calls[:2] == [2, len(rows)]  # two distinct questions read once each, then every passage
+    assert together.tolist() == pytest.approx(alone.tolist(), abs=1e-4)
+    assert together.std() > 0.01  # the T5 part speaks, so the check is not only the prior
 
 
 def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
