@@ -618,8 +618,14 @@ class Console:
         if not 0 < minutes <= MAX_TRAIN_MINUTES:
             raise BadRequest(f"minutes must be more than 0 and at most {MAX_TRAIN_MINUTES:g} (the training task's "
                              "time limit)")
-        job_id = await self._enqueue(request, "train", {"minutes": minutes, "activate": activate},
-                                     lambda job_id: train_evaluator_task.delay(minutes, activate, job_id))
+        # Checkboxes: present ("on") when ticked, absent otherwise.
+        with_reviews = self._form_value(request, "with_reviews") == "on"
+        with_feedback = self._form_value(request, "with_feedback") == "on"
+        params = {"minutes": minutes, "activate": activate, "with_reviews": with_reviews, "with_feedback": with_feedback}
+        job_id = await self._enqueue(
+            request, "train", params,
+            lambda job_id: train_evaluator_task.delay(minutes, activate, job_id, with_reviews, with_feedback),
+        )
         return self.back(request, url("/evaluators", job=job_id), f"training queued (job {job_id})")
 
 

@@ -389,10 +389,34 @@ def test_evaluators_page_activation_errors_and_queued_training(csettings, admin,
         assert queued.status_code == 303
         job_id = int(queued.headers["location"].rsplit("=", 1)[1])
         job = admin.get(f"/admin/api/jobs/{job_id}").json()
-        assert job["kind"] == "train" and job["status"] == "queued" and job["params"] == {"minutes": 0.2, "activate": "never"}
+        assert job["kind"] == "train" and job["status"] == "queued"
+        assert job["params"] == {"minutes": 0.2, "activate": "never", "with_reviews": False, "with_feedback": False}
         assert job["created_by"] == ADMIN_USER
         assert any(j["id"] == job_id for j in jobs.recent_jobs(csettings, "train"))
     finally:  # no worker here: drop the message so a later test's worker does not train
+        with celery_app.connection_for_write() as connection:
+            connection.default_channel.queue_purge(INGEST_QUEUE)
+
+
+
+def test_training_on_reviews_and_votes_from_the_console(csettings, admin, ingested_samples) -> None:
+    """The two checkboxes are recorded on the job and reach the training task's arguments."""
+    from workers.celery_app import INGEST_QUEUE, celery_app
+
+    page = admin.get("/admin/evaluators")
+    assert 'name="with_reviews"' in page.text and 'name="with_feedback"' in page.text
+    data = {"csrf_token": csrf_of(page.text), "minutes": "0.2", "activate": "never", "with_reviews": "on", "with_feedback": "on"}
+    queued = admin.post("/admin/evaluators/train", data=data, follow_redirects=False)
+    job_id = int(queued.headers["location"].rsplit("=", 1)[1])
+    try:
+        params = admin.get(f"/admin/api/jobs/{job_id}").json()["params"]
+        assert params == {"minutes": 0.2, "activate": "never", "with_reviews": True, "with_feedback": True}
+        with celery_app.connection_for_write() as connection:
+            message = connection.SimpleQueue(INGEST_QUEUE).get(timeout=5)
+            assert message.headers["task"] == "policybot.train_evaluator"
+            assert message.decode()[0] == [0.2, "never", job_id, True, True]  # minutes, activate, job, reviews, votes
+            message.ack()
+    finally:
         with celery_app.connection_for_write() as connection:
             connection.default_channel.queue_purge(INGEST_QUEUE)
 

@@ -315,8 +315,10 @@ MAX_TRAIN_MINUTES = (INGEST_SOFT_LIMIT_S - 60) / 60
 
 @celery_app.task(name="policybot.train_evaluator", soft_time_limit=INGEST_SOFT_LIMIT_S,
                  time_limit=INGEST_HARD_LIMIT_S)
-def train_evaluator_task(minutes: float | None = None, activate: str = "if_better", job_id: int | None = None) -> dict[str, Any]:
-    """Train an evaluator on the ingest queue (activated only if it beats cosine, unless told otherwise).
+def train_evaluator_task(minutes: float | None = None, activate: str = "if_better", job_id: int | None = None,
+                         with_reviews: bool = False, with_feedback: bool = False) -> dict[str, Any]:
+    """Train an evaluator on the ingest queue (activated only if it beats cosine, unless told otherwise),
+    optionally also on admins' reviews and askers' votes (as `policybot evaluator train --with-...`).
 
     With a `job_id` (the admin console), progress and the outcome are written to that job.
     Answer workers load the active evaluator when their process starts: restart them
@@ -338,7 +340,7 @@ def train_evaluator_task(minutes: float | None = None, activate: str = "if_bette
                     "loss": event.get("loss")})
     try:
         result = train_and_register(settings, budget_s=budget_minutes * 60, activate=activate,  # type: ignore[arg-type]
-                                    progress=progress)
+                                    progress=progress, with_reviews=with_reviews, with_feedback=with_feedback)
     except Exception as error:
         if job_id is not None:
             jobs.fail_job(settings, job_id, str(error) if isinstance(error, UserError) else _describe(error))
