@@ -605,6 +605,28 @@ class Console:
         return self.back(request, url("/evaluators"),
                          f"active: {version}. Restart the answer workers to use it (`policybot worker`).")
 
+    async def recalibrate(self, request: Request) -> Response:
+        """A version's upper/lower thresholds from labelled questions: a preview, or stored with "apply"."""
+        from policybot import calibration
+
+        from_reviews = self._form_value(request, "from_reviews") == "on"
+        from_feedback = self._form_value(request, "from_feedback") == "on"
+        if not (from_reviews or from_feedback):
+            raise BadRequest("tick reviews, 👍/👎 votes or both: the labels to calibrate on")
+        sources = calibration.LabelSources(from_reviews, from_feedback)
+        apply = self._form_value(request, "apply") == "yes"
+        version = self._form_value(request, "version") or None
+        proposal = await self._call(calibration.propose_from_reviews, self.settings, version, sources=sources)
+        notes = await self._call(calibration.apply_proposal, self.settings, proposal) if apply else []
+        change = ", ".join(f"{key} {proposal.current[key]:.3f} → {proposal.proposed[key]:.3f}" for key in ("upper", "lower"))
+        counts = f"{proposal.n_present} answer-present and {proposal.n_absent} answer-absent questions"
+        if apply:
+            message = (f"{proposal.version}: stored {change} (from {counts}). "
+                       "Restart the answer workers to use them." + "".join(f" {note}" for note in notes))
+        else:
+            message = f"{proposal.version}: would set {change} (from {counts}). Preview only: nothing changed."
+        return self.back(request, url("/evaluators"), message)
+
     async def train(self, request: Request) -> Response:
         from workers.tasks import MAX_TRAIN_MINUTES, train_evaluator_task
 
@@ -654,6 +676,7 @@ def create_console_app(settings: Settings) -> Starlette:
         Route("/evaluators", page(c.evaluators), methods=["GET"]),
         Route("/evaluators/activate", page(c.activate), methods=["POST"]),
         Route("/evaluators/train", page(c.train), methods=["POST"]),
+        Route("/evaluators/recalibrate", page(c.recalibrate), methods=["POST"]),
         Route("/api/records/{ref:str}", data(c.record_json), methods=["GET"]),
         Route("/api/jobs/{id:int}", data(c.job), methods=["GET"]),
         Route("/api/stats", data(c.stats_json), methods=["GET"]),

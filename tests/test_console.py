@@ -421,6 +421,33 @@ def test_training_on_reviews_and_votes_from_the_console(csettings, admin, ingest
             connection.default_channel.queue_purge(INGEST_QUEUE)
 
 
+
+def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_path) -> None:
+    from crag.training import calibrate
+    from test_calibration import ABSENT, PRESENT, _seed, _stored
+
+    version, _ = _seed(csettings, tmp_path, 12, 12)
+    page = admin.get("/admin/evaluators")
+    assert 'id="recalibrate-form"' in page.text
+    form = {"csrf_token": csrf_of(page.text), "version": version, "from_reviews": "on"}
+
+    preview = admin.post("/admin/evaluators/recalibrate", data=form | {"apply": "no"})
+    expected = calibrate(PRESENT, ABSENT)
+    assert preview.status_code == 200 and f"upper 0.500 → {expected['upper']:.3f}" in preview.text
+    assert "Preview only: nothing changed" in preview.text and "12 answer-present and 12 answer-absent" in preview.text
+    assert _stored(csettings, version) == (0.5, 0.1, 0.2)
+
+    stored = admin.post("/admin/evaluators/recalibrate", data=form | {"apply": "yes"})
+    assert stored.status_code == 200 and "stored" in stored.text and "Restart the answer workers" in stored.text
+    upper, lower, strip = _stored(csettings, version)
+    assert (upper, lower, strip) == (pytest.approx(expected["upper"]), pytest.approx(expected["lower"]), 0.2)
+
+    few, _ = _seed(csettings, tmp_path, 9, 12)
+    too_few = admin.post("/admin/evaluators/recalibrate", data=form | {"version": few, "apply": "yes"})
+    assert too_few.status_code == 400 and "at least 10 of each" in too_few.text
+    nothing = admin.post("/admin/evaluators/recalibrate", data={"csrf_token": form["csrf_token"], "version": version})
+    assert nothing.status_code == 400 and "tick reviews" in nothing.text
+
 # ------------------------------------------------------------------ security fixes
 
 
