@@ -225,6 +225,10 @@ class Console:
         value = request.state.form.get(name, default)
         return value.strip() if isinstance(value, str) else default
 
+    def _checked(self, request: Request, name: str) -> bool:
+        """A checkbox: sent as "on" when ticked, left out otherwise."""
+        return self._form_value(request, name) == "on"
+
     @staticmethod
     def _job_param(request: Request) -> str:
         """The `job` to watch: a job id (digits), or nothing."""
@@ -542,7 +546,6 @@ class Console:
         return await self.sources(request)
 
     async def add_source(self, request: Request) -> Response:
-        form = request.state.form
         kind = self._form_value(request, "kind")
         if kind not in ("collection", "http"):
             raise BadRequest("kind must be collection or http")
@@ -559,8 +562,8 @@ class Console:
             field_map=self._form_value(request, "field_map") or None,
             query_template=self._form_value(request, "query_template") or None,
             allowed_hosts=self._form_value(request, "allowed_hosts") or None,
-            allow_private=form.get("allow_private") == "on", timeout=timeout, max_bytes=max_bytes,
-            open_web=form.get("open_web") == "on")
+            allow_private=self._checked(request, "allow_private"), timeout=timeout, max_bytes=max_bytes,
+            open_web=self._checked(request, "open_web"))
         return self.back(request, url("/sources"), f"allow-listed {name!r}")
 
     async def remove_source(self, request: Request) -> Response:
@@ -609,8 +612,7 @@ class Console:
         """A version's upper/lower thresholds from labelled questions: a preview, or stored with "apply"."""
         from policybot import calibration
 
-        from_reviews = self._form_value(request, "from_reviews") == "on"
-        from_feedback = self._form_value(request, "from_feedback") == "on"
+        from_reviews, from_feedback = self._checked(request, "from_reviews"), self._checked(request, "from_feedback")
         if not (from_reviews or from_feedback):
             raise BadRequest("tick reviews, 👍/👎 votes or both: the labels to calibrate on")
         sources = calibration.LabelSources(from_reviews, from_feedback)
@@ -640,9 +642,7 @@ class Console:
         if not 0 < minutes <= MAX_TRAIN_MINUTES:
             raise BadRequest(f"minutes must be more than 0 and at most {MAX_TRAIN_MINUTES:g} (the training task's "
                              "time limit)")
-        # Checkboxes: present ("on") when ticked, absent otherwise.
-        with_reviews = self._form_value(request, "with_reviews") == "on"
-        with_feedback = self._form_value(request, "with_feedback") == "on"
+        with_reviews, with_feedback = self._checked(request, "with_reviews"), self._checked(request, "with_feedback")
         params = {"minutes": minutes, "activate": activate, "with_reviews": with_reviews, "with_feedback": with_feedback}
         job_id = await self._enqueue(
             request, "train", params,
