@@ -70,8 +70,7 @@ def judge(item: dict, answer_text: str, found: bool, citations: list[tuple[str, 
     """citations: (document, origin) pairs."""
     if item["category"] == "none" or not found:
         return False
-    text = answer_text.lower()
-    phrase_ok = any(phrase.lower() in text for phrase in item.get("expected_phrases", []))
+    phrase_ok = _holds_expected_phrase(item, answer_text)
     origin = "kb" if item["category"] == "kb" else "fallback"
     cited_ok = any(doc == item["expected_document"] and o == origin for doc, o in citations)
     return phrase_ok and cited_ok
@@ -79,8 +78,11 @@ def judge(item: dict, answer_text: str, found: bool, citations: list[tuple[str, 
 
 def leads_with_answer(item: dict, answer_text: str) -> bool:
     """The reply's first line holds an expected phrase: the issue asks for the answer first."""
-    first_line = answer_text.strip().split("\n")[0].lower()
-    return any(phrase.lower() in first_line for phrase in item.get("expected_phrases", []))
+    return _holds_expected_phrase(item, answer_text.strip().split("\n")[0])
+
+
+def _holds_expected_phrase(item: dict, text: str) -> bool:
+    return any(phrase.lower() in text.lower() for phrase in item.get("expected_phrases", []))
 
 
 def prepare(settings, minutes: float, retrain: bool) -> None:  # type: ignore[no-untyped-def]

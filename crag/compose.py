@@ -126,14 +126,16 @@ def _lead(question: str, strips: Sequence[Strip]) -> tuple[Strip, list[str]]:
     IT > IT Helpdesk."): then the next strip, by score, whose best sentence is not. A
     list's opening line ("you receive a referral bonus:") comes with its items.
     """
-    by_score = sorted(strips, key=lambda strip: -_score(strip))  # sorted() is stable: ties keep order
-    for strip in by_score:
+    first: tuple[Strip, list[str], int] | None = None
+    for strip in sorted(strips, key=lambda strip: -_score(strip)):  # sorted() is stable: ties keep order
         sentences = split_sentences(strip.text)
         index = _best_sentence(question, sentences)
         if not is_breadcrumb(sentences[index]):
             return strip, _with_list_items(sentences, index)
-    sentences = split_sentences(by_score[0].text)
-    return by_score[0], _with_list_items(sentences, _best_sentence(question, sentences))
+        first = first or (strip, sentences, index)
+    assert first is not None, "compose_extractive passes at least one strip with sentences"
+    strip, sentences, index = first  # every strip leads with a page header: the best one still leads
+    return strip, _with_list_items(sentences, index)
 
 
 def _best_sentence(question: str, sentences: Sequence[str]) -> int:
