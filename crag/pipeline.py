@@ -1,7 +1,8 @@
 """The CRAG pipeline, top to bottom like the method:
 
 retrieve → evaluate → decide → fall back (Ambiguous, Incorrect) → choose the evidence
-the action calls for → refine it into strips → compose a cited answer, or abstain.
+the action calls for → refine it into strips (and, when Correct evidence names a fallback
+source, ask that source too) → compose a cited answer, or abstain.
 
 Every piece is passed in (retriever, evaluator, fallback sources, policy), so the
 pipeline runs the same in a CLI, a Celery worker or a test.
@@ -10,6 +11,7 @@ pipeline runs the same in a CLI, a Celery worker or a test.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -122,9 +124,21 @@ class CragPipeline:
             kept = self._refine(question, [s.passage for s in evidence])
             if not kept:
                 kept = self._best_strip_of_the_best_evidence(question, evidence)
-            answer.sources_used += sorted(
-                {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
-            )
+
+        # 5b. Knowledge-base evidence that defers to an allow-listed source ("dates are
+        # published on the HR portal") sends the question there too, as an employee would.
+        if action == Action.CORRECT and kept:
+            with _timer(timings, "fallback"):
+                named = {source.name for source in sources_named_in(kept, self.fallback_sources)}
+                referred = self._fall_back(question, context, answer, only=named) if named else []
+            with _timer(timings, "refine"):
+                referred = [s for s in referred if s.score >= config.thresholds.upper]  # as after Incorrect
+                if referred:
+                    answer.notes.append("the knowledge base refers to " + ", ".join(sorted(named)) + "; asked it too")
+                    kept += self._refine(question, [s.passage for s in referred])
+        answer.sources_used += sorted(
+            {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
+        )
 
         # 6. Compose a cited answer, or 7. abstain.
         with _timer(timings, "compose"):
@@ -165,18 +179,22 @@ class CragPipeline:
             return []
         return self._refine(question, [best.passage], strip_threshold=float("-inf"), top_n=1)
 
-    def _fall_back(self, question: str, context: AskContext, answer: Answer) -> list[ScoredPassage]:
+    def _fall_back(self, question: str, context: AskContext, answer: Answer,
+                   only: set[str] | None = None) -> list[ScoredPassage]:
+        """Ask the permitted fallback sources (or those of them named in `only`) and score the results."""
         config = self.config
         plan = plan_fallback(question, context, self.fallback_sources, config)
-        if not plan.sources:
-            answer.notes.append("no fallback source is permitted for this question")
+        sources = [s for s in plan.sources if only is None or s.name in only]
+        if not sources:
+            if only is None:
+                answer.notes.append("no fallback source is permitted for this question")
             return []
         keywords = plan.keywords
         if not keywords:
             answer.notes.append("nothing left to send to fallback sources after redaction")
             return []
         results: list[Passage] = []
-        for source in plan.sources:
+        for source in sources:
             answer.fallback_queries.append({"source": source.name, "query": keywords})
             try:
                 results += source.search(keywords, config.fallback_limit)
@@ -221,6 +239,18 @@ def choose_evidence(
     best_fallback = max((s.score for s in fallback), default=float("-inf"))
     side = fallback if best_fallback > best_internal else internal
     return [s for s in side if s.score >= bar]
+
+
+def sources_named_in(strips: Sequence[Strip], sources: Sequence[FallbackSource]) -> list[FallbackSource]:
+    """The fallback sources whose name the strips mention, as in "published on the HR portal"
+    (case and "-"/"_" between words ignored)."""
+    text = " ".join(strip.text for strip in strips)
+    named = []
+    for source in sources:
+        words = [re.escape(word) for word in re.split(r"[\s_-]+", source.name.strip()) if word]
+        if words and re.search(r"\b" + r"[\s_-]+".join(words) + r"\b", text, re.IGNORECASE):
+            named.append(source)
+    return named
 
 
 def _document_order(strips: Sequence[Strip]) -> list[Strip]:

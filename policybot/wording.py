@@ -4,6 +4,7 @@ from __future__ import annotations
 
 ACTION_WORDS = {
     "correct": "Answered from the policy knowledge base",
+    "correct_referred": "Answered from the policy knowledge base and {sources}, which it refers to",
     "ambiguous": "Knowledge base was inconclusive, also checked {sources}",
     "incorrect": "Not in the knowledge base, answered from {sources}",
     "abstain": "Not found in approved sources",
@@ -16,7 +17,7 @@ def describe_action(action: str, found: bool, sources_used: list[str]) -> str:
     if not found:
         return ACTION_WORDS["abstain"]
     if action == "correct":
-        return ACTION_WORDS["correct"]
+        return ACTION_WORDS["correct_referred"].format(sources=", ".join(fallback)) if fallback else ACTION_WORDS["correct"]
     template = ACTION_WORDS[action]
     if action == "ambiguous" and not fallback:
         return "Knowledge base was inconclusive; answered from the closest policy text"

@@ -153,3 +153,87 @@ def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(u
         assert len(answer.strips) == 1 and "carry over" in answer.strips[0].text
         assert "March 31" not in answer.text
         assert [c.document for c in answer.citations] == ["leave-policy.md"]
+
+
+# --- evidence that refers to an allow-listed source -----------------------------------------
+
+from crag.pipeline import sources_named_in  # noqa: E402
+from crag.types import Strip  # noqa: E402
+
+ENROLMENT_RULE = Passage(id="kb-enrol", text="Dates for open enrollment are published on the HR portal. "
+                         "Enroll in Workday within 30 days of your start date.", origin="kb", source="policies",
+                         document="onboarding.md")
+PORTAL_DATES = Passage(id="fb-dates", text="Open enrollment runs from November 2 to November 20.", origin="fallback",
+                       source="HR portal", document="benefits-enrollment.md")
+PORTAL_OFF_TOPIC = Passage(id="fb-parking", text="Parking in Boston costs $12 per day.", origin="fallback",
+                           source="HR portal", document="office-facilities.md")
+
+
+class _Recording:
+    """A fallback source that records the keywords it is sent."""
+
+    kind = "collection"
+
+    def __init__(self, name: str, results: list[Passage], open_web: bool = False) -> None:
+        self.name, self.results, self.open_web, self.sent = name, results, open_web, []
+
+    def search(self, keywords: str, limit: int) -> list[Passage]:
+        self.sent.append(keywords)
+        return self.results
+
+
+class _Judge:
+    version = "judge"
+
+    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+        return [0.9 if "November 2" in p or "published on the HR portal" in p else (0.5 if "Enroll" in p else -0.9)
+                for p in passages]
+
+
+class _Enrolment:
+    def retrieve(self, question: str, top_k: int) -> list[Passage]:
+        return [ENROLMENT_RULE]
+
+
+def _refer_pipeline(*sources: _Recording) -> CragPipeline:
+    config = PipelineConfig(thresholds=Thresholds(upper=0.8, lower=0.0), strip_threshold=0.0, strip_mode="sentences")
+    return CragPipeline(lambda _: _Enrolment(), _Judge(), list(sources), config)
+
+
+def test_a_correct_answer_that_refers_to_a_fallback_source_asks_it_too():
+    portal = _Recording("HR portal", [PORTAL_DATES, PORTAL_OFF_TOPIC])
+    wiki = _Recording("Engineering wiki", [PORTAL_DATES])
+    answer = _refer_pipeline(wiki, portal).answer("When does open enrollment start? My email is ada@example.com")
+    assert answer.action == Action.CORRECT and answer.found
+    # Only the source the evidence names is asked, and only with the redacted keywords.
+    assert wiki.sent == [] and len(portal.sent) == 1 and "ada@example.com" not in portal.sent[0]
+    assert answer.fallback_queries == [{"source": "HR portal", "query": portal.sent[0]}]
+    # Its result that clears upper joins the answer with a fallback citation; the off-topic one does not.
+    assert ("fallback", "benefits-enrollment.md") in [(c.origin, c.document) for c in answer.citations]
+    assert "office-facilities.md" not in [c.document for c in answer.citations]
+    assert "November 2" in answer.text.splitlines()[0]
+    assert answer.sources_used == ["HR portal", "knowledge base"]
+    assert any("refers to HR portal" in note for note in answer.notes)
+
+
+def test_a_correct_answer_that_names_no_source_or_an_unpermitted_one_asks_nothing():
+    open_web = _Recording("HR portal", [PORTAL_DATES], open_web=True)  # a policy question never reaches the open web
+    answer = _refer_pipeline(open_web).answer("When does open enrollment for health benefits start?")
+    assert answer.question_class == "policy"
+    assert answer.action == Action.CORRECT and open_web.sent == [] and answer.fallback_queries == []
+    assert [c.origin for c in answer.citations] == ["kb"]
+    unnamed = _Recording("Payroll calendar", [PORTAL_DATES])
+    answer = _refer_pipeline(unnamed).answer("When does open enrollment start?")
+    assert unnamed.sent == [] and [c.origin for c in answer.citations] == ["kb"]
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("Dates are published on the HR portal.", True),
+    ("Dates are published on the hr-portal.", True),
+    ("See the HR\nportal for dates.", True),
+    ("Dates are published on the HR portals page.", False),  # a different word
+    ("Ask HR for the dates; the portal is down.", False),
+])
+def test_sources_named_in_matches_the_source_name_as_words(text, named):
+    strip = Strip(passage=ENROLMENT_RULE, index=0, text=text)
+    assert (sources_named_in([strip], [_Recording("HR portal", [])]) != []) == named
