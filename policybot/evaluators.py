@@ -68,9 +68,9 @@ def review_pairs(settings: Settings, chunks: list[CorpusChunk], sources: LabelSo
     ]
     if not pairs:
         reasons = "; ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "no labels yet"
-        options = " ".join(f"--with-{name}" for name in sources.describe().split(" and "))
-        raise TrainingError(f"{options}: no labelled question gives a training pair ({reasons}). "
-                            f"Review answers in the admin console first, or train without {options}.")
+        # Worded for the CLI and the console alike: neither's option names.
+        raise TrainingError(f"training on {sources.describe()}: no labelled question gives a training pair ({reasons}). "
+                            f"Review answers in the admin console first, or train on the knowledge base alone.")
     return pairs
 
 

@@ -231,7 +231,7 @@ def test_reviewed_questions_become_training_pairs(settings) -> None:
         (should_abstain.question, "carryover text", 0),
     }  # the removed chunk's question gives nothing (its text is gone), and fallback results are never used
 
-    with pytest.raises(TrainingError, match="--with-reviews: no labelled question gives a training pair"):
+    with pytest.raises(TrainingError, match="training on reviews: no labelled question gives a training pair"):
         review_pairs(settings, [])
 
 
