@@ -35,7 +35,7 @@ class FileResult:
     document: str
     status: FileStatus
     chunks: int = 0
-    error: str | None = None  # why it failed, or why it was skipped
+    detail: str | None = None  # why it failed, or why it was skipped
 
 
 @dataclass
@@ -62,10 +62,10 @@ class IngestReport:
             "unchanged": self.count("unchanged"),
             "skipped": self.count("skipped"),
             "removed": self.count("removed"),
-            "failed": [{"path": item.path, "error": item.error} for item in self.failed],
+            "failed": [{"path": item.path, "error": item.detail} for item in self.failed],
             "files": [
                 {"path": item.path, "document": item.document, "status": item.status, "chunks": item.chunks}
-                | ({"detail": item.error} if item.error else {})
+                | ({"detail": item.detail} if item.detail else {})
                 for item in self.files
             ],
         }
@@ -102,7 +102,7 @@ def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[FileResult]]:
         elif path.is_file():
             files.append(path.resolve())
         else:
-            missing.append(FileResult(str(raw), raw.name, "failed", error="no such file or folder"))
+            missing.append(FileResult(str(raw), raw.name, "failed", detail="no such file or folder"))
     unique = list(dict.fromkeys(files))
     return unique, missing
 
@@ -171,7 +171,7 @@ def _ingest_file(
                 return FileResult(source, existing.name, "unchanged", existing.chunk_count)
             twin = None if existing and not existing.deleted else _live_twin(session, collection, content_hash)
             if twin is not None:
-                return FileResult(source, path.name, "skipped", error=(
+                return FileResult(source, path.name, "skipped", detail=(
                     f"same content as {twin.name} (from {twin.source}), already in {collection}: not ingested twice; "
                     f"remove that one first (`policybot docs remove {twin.id}`) to ingest this copy instead"))
         # Slow work (parsing, embedding) happens outside any transaction.
@@ -199,7 +199,7 @@ def _ingest_file(
             store.replace_chunks(session, settings, document, store.build_nodes(document, drafts, vectors))
         return FileResult(source, path.name, status, len(drafts))
     except (LoadError, OSError) as error:
-        return FileResult(source, path.name, "failed", error=str(error))
+        return FileResult(source, path.name, "failed", detail=str(error))
 
 
 def _embedding_text(title: str, section: str, body: str) -> str:

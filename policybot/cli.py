@@ -180,7 +180,7 @@ def _print_ingest_report(report) -> None:  # type: ignore[no-untyped-def]
     table.columns[0].no_wrap = True
     for item in report.files:
         colour = colours[item.status]
-        table.add_row(item.document, f"[{colour}]{item.status}[/]", str(item.chunks), item.error or "")
+        table.add_row(item.document, f"[{colour}]{item.status}[/]", str(item.chunks), item.detail or "")
     console.print(table)
     counts = ", ".join(f"{report.count(s)} {s}" for s in get_args(FileStatus))
     console.print(f"{counts}; {report.chunks} chunks written in {report.seconds:.1f}s")

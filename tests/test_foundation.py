@@ -141,7 +141,7 @@ def test_a_copy_of_an_ingested_file_is_skipped_not_doubled(settings, tmp_path):
     statuses = {f.document: f.status for f in second.files}
     assert statuses == {"gamma-copy.md": "skipped", "delta.md": "added"}  # the rest of the batch lands
     skipped = next(f for f in second.files if f.status == "skipped")
-    assert "same content as gamma.md" in skipped.error and "docs remove" in skipped.error
+    assert "same content as gamma.md" in skipped.detail and "docs remove" in skipped.detail
     assert second.as_json()["skipped"] == 1 and not second.failed
     with db.session(settings) as session:
         names = session.execute(select(Document.name).where(Document.collection == "twins")).scalars().all()
@@ -168,7 +168,7 @@ def test_corrupt_and_unsupported_files_are_reported_and_the_rest_lands(settings,
     (folder / "notes.xlsx").write_bytes(b"PK\x03\x04 not a policy")
     (folder / "empty.md").write_text("   \n")
     report = ingest_paths(settings, [folder], collection="batch")
-    statuses = {f.document: (f.status, f.error) for f in report.files}
+    statuses = {f.document: (f.status, f.detail) for f in report.files}
     assert statuses["travel-expenses.md"][0] == "added"
     assert statuses["broken.pdf"][0] == "failed" and "PDF" in statuses["broken.pdf"][1]
     assert statuses["notes.xlsx"][0] == "failed" and "unsupported" in statuses["notes.xlsx"][1]

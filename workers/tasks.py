@@ -282,9 +282,9 @@ def _ingest_uploads(client, settings, file_ids: Sequence[str]) -> tuple[list[str
         for item in report.files:
             if item.status == "failed":
                 ok = False
-                lines.append(f"{item.document}: {item.error}")
+                lines.append(f"{item.document}: {item.detail}")
             elif item.status == "skipped":
-                lines.append(f"{item.document}: skipped, {item.error}")
+                lines.append(f"{item.document}: skipped, {item.detail}")
             else:
                 lines.append(f"{item.document}: {item.status}, {item.chunks} chunks in collection {collection}")
         if report.count("added") or report.count("updated"):
@@ -384,7 +384,7 @@ def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
 
     def show(step) -> None:  # type: ignore[no-untyped-def]
         files.append({"document": step.result.document, "status": step.result.status, "chunks": step.result.chunks,
-                      "error": step.result.error})
+                      "detail": step.result.detail})
         report_progress({"done": step.done, "total": step.total, "files": list(files)})
 
     try:
@@ -398,7 +398,7 @@ def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     result = report.as_json() | {"collection": report.collection, "seconds": round(report.seconds, 1)}
     if report.failed:
         jobs.update_job(settings, job_id, status="failed", result=result,
-                        error="; ".join(f"{Path(item.path).name}: {item.error}" for item in report.failed))
+                        error="; ".join(f"{Path(item.path).name}: {item.detail}" for item in report.failed))
         return "failed"
     jobs.update_job(settings, job_id, status="done", result=result)
     return "ingested"
