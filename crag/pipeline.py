@@ -136,13 +136,14 @@ class CragPipeline:
                 if referred:
                     answer.notes.append("the knowledge base refers to " + ", ".join(sorted(named)) + "; asked it too")
                     kept += self._refine(question, [s.passage for s in referred])
-        answer.sources_used += sorted(
-            {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
-        )
 
         # 6. Compose a cited answer, or 7. abstain.
         with _timer(timings, "compose"):
             kept = sorted(kept, key=lambda strip: -(strip.score or 0.0))[: config.strips_top_n]
+            # The sources the reply cites, not every source asked.
+            answer.sources_used += sorted(
+                {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
+            )
             if kept:
                 answer.text, answer.citations = compose_extractive(question, _document_order(kept))
                 answer.found = True

@@ -195,8 +195,9 @@ class _Enrolment:
         return [ENROLMENT_RULE]
 
 
-def _refer_pipeline(*sources: _Recording) -> CragPipeline:
-    config = PipelineConfig(thresholds=Thresholds(upper=0.8, lower=0.0), strip_threshold=0.0, strip_mode="sentences")
+def _refer_pipeline(*sources: _Recording, strips_top_n: int = 5) -> CragPipeline:
+    config = PipelineConfig(thresholds=Thresholds(upper=0.8, lower=0.0), strip_threshold=0.0, strip_mode="sentences",
+                            strips_top_n=strips_top_n)
     return CragPipeline(lambda _: _Enrolment(), _Judge(), list(sources), config)
 
 
@@ -237,3 +238,12 @@ def test_a_correct_answer_that_names_no_source_or_an_unpermitted_one_asks_nothin
 def test_sources_named_in_matches_the_source_name_as_words(text, named):
     strip = Strip(passage=ENROLMENT_RULE, index=0, text=text)
     assert (sources_named_in([strip], [_Recording("HR portal", [])]) != []) == named
+
+
+def test_sources_used_are_the_sources_the_reply_cites():
+    # The portal was asked and its result cleared upper, but only one strip fits the reply.
+    portal = _Recording("HR portal", [PORTAL_DATES])
+    answer = _refer_pipeline(portal, strips_top_n=1).answer("When does open enrollment start?")
+    assert portal.sent and len(answer.citations) == 1
+    cited = {"knowledge base" if c.origin == "kb" else c.source for c in answer.citations}
+    assert set(answer.sources_used) == cited
