@@ -5,6 +5,7 @@ from __future__ import annotations
 ACTION_WORDS = {
     "correct": "Answered from the policy knowledge base",
     "correct_referred": "Answered from the policy knowledge base and {sources}, which it refers to",
+    "correct_referred_only": "Answered from {sources}, which the policy knowledge base refers to",
     "ambiguous": "Knowledge base was inconclusive, also checked {sources}",
     "incorrect": "Not in the knowledge base, answered from {sources}",
     "abstain": "Not found in approved sources",
@@ -17,7 +18,10 @@ def describe_action(action: str, found: bool, sources_used: list[str]) -> str:
     if not found:
         return ACTION_WORDS["abstain"]
     if action == "correct":
-        return ACTION_WORDS["correct_referred"].format(sources=", ".join(fallback)) if fallback else ACTION_WORDS["correct"]
+        if not fallback:
+            return ACTION_WORDS["correct"]
+        key = "correct_referred" if "knowledge base" in sources_used else "correct_referred_only"
+        return ACTION_WORDS[key].format(sources=", ".join(fallback))
     template = ACTION_WORDS[action]
     if action == "ambiguous" and not fallback:
         return "Knowledge base was inconclusive; answered from the closest policy text"

@@ -52,6 +52,7 @@ def test_source_with_url_is_a_link_and_fallback_origin_is_named() -> None:
     ("correct", True, ["knowledge base"], "Answered from the policy knowledge base"),
     ("correct", True, ["HR portal", "knowledge base"],  # the knowledge base pointed to the portal, asked too
      "Answered from the policy knowledge base and HR portal, which it refers to"),
+    ("correct", True, ["HR portal"], "Answered from HR portal, which the policy knowledge base refers to"),
     ("ambiguous", True, ["knowledge base", "HR portal"], "Knowledge base was inconclusive, also checked HR portal"),
     ("incorrect", True, ["HR portal"], "Not in the knowledge base, answered from HR portal"),
     ("incorrect", False, [], "Not found in approved sources"),
