@@ -53,7 +53,10 @@ from crag.weak_supervision import CandidateSet, CorpusChunk, Embed, Pair, WeakSu
 Progress = Callable[[dict[str, Any]], None]
 
 # Calibration knobs (see calibrate()).
-UPPER_J_SLACK = 0.02  # upper: the highest threshold within this of the best Youden's J
+# upper: the highest threshold within this of the best Youden's J. Zero: on weak-supervision
+# sets J is flat (best 0.30-0.36), and a slack of 0.02 put upper at the strict end of a wide
+# plateau, 0.1-0.3 above the best cut and decided by noise (docs/quality.md, "Calibration").
+UPPER_J_SLACK = 0.0
 STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
 PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
@@ -168,9 +171,8 @@ def calibrate(
 ) -> dict[str, float]:
     """(upper, lower, strip) from max-scores of answer-present and answer-absent sets.
 
-    upper: separates present from absent sets best (Youden's J), taking the highest threshold
-      that is nearly as good: a wrong "Correct" answers from the wrong passage, so we favour
-      precision. lower: below it fall most absent sets and almost no present set, so
+    upper: separates present from absent sets best (Youden's J); among equally good
+      thresholds the highest, since a wrong "Correct" answers from the wrong passage. lower: below it fall most absent sets and almost no present set, so
       "Incorrect" (knowledge base dropped) is only chosen when evidence is clearly missing.
     strip: separates answer-bearing strips from strips of unrelated chunks, taking the lowest
       nearly-best threshold, because refinement also keeps only the top strips.

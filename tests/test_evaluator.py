@@ -250,6 +250,13 @@ def test_calibration_separates_present_from_absent():
     assert roc_auc([0.5, 0.5], [1, 0]) == 0.5
 
 
+def test_upper_is_the_best_cut_not_the_strict_end_of_a_flat_optimum():
+    # One answer-present set at 0.4, 99 at 0.9, every answer-absent one at 0.0: a bar at 0.2
+    # separates them all (J = 1.00); one at 0.65 loses the set at 0.4 (J = 0.99), nearly as good.
+    t = calibrate([0.4] + [0.9] * 99, [0.0] * 100)
+    assert t["upper"] == pytest.approx(0.2)
+
+
 def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
     cosine = CosineEvaluator(embed)
     report = evaluate_evaluator(cosine, chunks, embed, seed=0)
