@@ -229,3 +229,29 @@ def test_embedded_stack_survives_down_and_up(tmp_path, monkeypatch):
         assert redis.Redis.from_url(services.redis_url(own)).get("keepsake") == b"queued"
     finally:
         services.services_down(own)
+
+
+def test_celery_configuration_loads_once_for_threads_that_enqueue_at_once() -> None:
+    """Plain Celery lets a second thread read its half-built configuration (no broker_url,
+    so a task goes to the default broker and is lost); ours makes it wait for the load."""
+    import threading
+    import time
+
+    from celery import Celery
+
+    from workers.celery_app import ThreadSafeCelery
+
+    def brokers_seen(app_class: type[Celery]) -> list[str | None]:
+        app = app_class("race")
+        app.add_defaults(lambda: time.sleep(0.5) or {"broker_url": "memory://"})  # like starting Redis
+        seen: list[str | None] = []
+        threads = [threading.Thread(target=lambda: seen.append(app.conf.broker_url)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.05)
+        for thread in threads:
+            thread.join()
+        return seen
+
+    assert None in brokers_seen(Celery)  # the race this guards against, still in Celery
+    assert brokers_seen(ThreadSafeCelery) == ["memory://"] * 4

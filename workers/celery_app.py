@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -61,7 +62,39 @@ def _configuration() -> dict:
     }
 
 
-celery_app = Celery("policybot", include=["workers.tasks"])
+class ThreadSafeCelery(Celery):
+    """Celery whose lazy configuration loads once, under a lock.
+
+    Celery publishes its half-built configuration before it applies the lazy defaults
+    (`_configuration`, which may start the embedded Redis and so takes a while). A second
+    thread reading `conf` in that window (Bolt's listener threads or the console's request
+    threads, enqueuing the first questions at once) found no broker_url and sent its task to
+    Celery's default broker, amqp://localhost, without any error: the question was lost.
+    """
+
+    _conf_lock = threading.RLock()  # re-entrant: loading reads conf itself
+    _conf_loaded = False
+
+    def _load_config(self):  # type: ignore[no-untyped-def]
+        with self._conf_lock:
+            if not self._conf_loaded:  # else another thread finished loading while this one waited
+                super()._load_config()
+                self._conf_loaded = True
+            return self._conf
+
+    @property
+    def conf(self):  # type: ignore[no-untyped-def, override]
+        if not self._conf_loaded:
+            with self._conf_lock:  # wait for a load in progress in another thread
+                pass
+        return Celery.conf.fget(self)  # type: ignore[attr-defined]
+
+    @conf.setter
+    def conf(self, value):  # type: ignore[no-untyped-def]
+        self._conf = value
+
+
+celery_app = ThreadSafeCelery("policybot", include=["workers.tasks"])
 celery_app.add_defaults(_configuration)
 celery_app.conf.update(
     task_queues=[Queue(ANSWER_QUEUE), Queue(INGEST_QUEUE)],
