@@ -132,7 +132,7 @@ class CragPipeline:
                 named = {source.name for source in sources_named_in(kept, self.fallback_sources)}
                 referred = self._fall_back(question, context, answer, only=named) if named else []
             with _timer(timings, "refine"):
-                referred = [s for s in referred if s.score >= config.thresholds.upper]  # as after Incorrect
+                referred = choose_evidence(Action.INCORRECT, [], referred, config.thresholds)  # as after Incorrect
                 if referred:
                     answer.notes.append("the knowledge base refers to " + ", ".join(sorted(named)) + "; asked it too")
                     kept += self._refine(question, [s.passage for s in referred])

@@ -172,8 +172,9 @@ def calibrate(
     """(upper, lower, strip) from max-scores of answer-present and answer-absent sets.
 
     upper: separates present from absent sets best (Youden's J); among equally good
-      thresholds the highest, since a wrong "Correct" answers from the wrong passage. lower: below it fall most absent sets and almost no present set, so
-      "Incorrect" (knowledge base dropped) is only chosen when evidence is clearly missing.
+      thresholds the highest, since a wrong "Correct" answers from the wrong passage.
+    lower: below it fall most absent sets and almost no present set, so "Incorrect"
+      (knowledge base dropped) is only chosen when evidence is clearly missing.
     strip: separates answer-bearing strips from strips of unrelated chunks, taking the lowest
       nearly-best threshold, because refinement also keeps only the top strips.
     """
