@@ -19,6 +19,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot import blocks, state
+from policybot import db
 from policybot.config import Settings
 
 log = logging.getLogger(__name__)
@@ -280,18 +281,19 @@ class Listeners:
         from policybot.answering import record_question
 
         settings = self.settings
-        claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "question")
-        if claim.handled_elsewhere:
-            log.info("message %s in %s is handled already (%s)", incoming.ts, incoming.channel,
-                     "retried delivery" if claim.same_event else "second event for the same message")
-            return
-        parent = state.earlier_question(settings, incoming.channel, incoming.thread_ts) if incoming.in_thread else None
-        recorded = record_question(
-            settings, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
-            thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id,
-            parent_id=parent.id if parent is not None else None,
-        )
-        state.link_question(settings, claim.id, recorded.id)
+        # Claim and record in one transaction: a second delivery waits for it, then finds the claim.
+        with db.session(settings) as session:
+            claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "question")
+            if claim.handled_elsewhere:
+                log.info("message %s in %s is handled already (%s)", incoming.ts, incoming.channel,
+                         "retried delivery" if claim.same_event else "second event for the same message")
+                return
+            parent_id = state.earlier_question_id(session, incoming.channel, incoming.thread_ts) if incoming.in_thread else None
+            recorded = record_question(
+                session, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
+                thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id, parent_id=parent_id,
+            )
+            state.link_question(session, claim.id, recorded.id)
         # Progress first, then enqueue: the worker removes what is already there.
         show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
         self.enqueuer.answer(recorded.id)
@@ -300,7 +302,8 @@ class Listeners:
 
     def _upload(self, incoming: Incoming, client: WebClient) -> None:
         settings = self.settings
-        claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "upload")
+        with db.session(settings) as session:
+            claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "upload")
         if claim.handled_elsewhere:
             return
         file_ids = [str(f["id"]) for f in incoming.files if f.get("id")]
@@ -316,7 +319,8 @@ class Listeners:
 
     def _notice(self, decision: Decision, incoming: Incoming, client: WebClient) -> None:
         settings = self.settings
-        claim = state.claim_message(settings, incoming.channel, incoming.ts, incoming.event_id, "reply")
+        with db.session(settings) as session:
+            claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "reply")
         if not claim.new and (not claim.same_event or claim.reply_ts):
             return
         if decision.kind == "empty":

@@ -1,6 +1,9 @@
 """Slack state kept in our own tables: message claims, greetings, agent-view threads.
 
 Small, fast statements only: the listener calls these between the ack and the enqueue.
+Those it runs together take a session, so that claiming a message and recording its
+question are one transaction (one commit per event instead of four; the ack waits
+behind this work for the CPU).
 """
 
 from __future__ import annotations
@@ -9,8 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
 
 from policybot import db
 from policybot.config import Settings
@@ -40,29 +44,33 @@ class Claim:
         return not self.new and (not self.same_event or self.enqueued or self.in_progress)
 
 
-def claim_message(settings: Settings, channel: str, message_ts: str, event_id: str | None, kind: str) -> Claim:
-    """Claim a Slack message for handling; a second event for the same message finds the claim."""
-    with db.session(settings) as session:
-        inserted = session.execute(
-            insert(SlackMessage)
-            .values(channel=channel, message_ts=message_ts, event_id=event_id, kind=kind)
-            .on_conflict_do_nothing(constraint="uq_slack_messages_channel_ts")
-            .returning(SlackMessage.id)
-        ).scalar_one_or_none()
-        if inserted is not None:
-            return Claim(inserted, True, True, None, False, None)
-        row = session.execute(
-            select(SlackMessage).where(SlackMessage.channel == channel, SlackMessage.message_ts == message_ts)
-        ).scalar_one()
-        fresh = row.created_at > datetime.now(timezone.utc) - timedelta(seconds=CLAIM_LEASE_S)
-        enqueued = row.enqueued_at is not None
-        return Claim(row.id, False, row.event_id == event_id, row.question_id, enqueued, row.reply_ts,
-                     in_progress=fresh and not enqueued)
+# As text, compiled once: SQLAlchemy never caches its PostgreSQL INSERT construct
+# (`inherit_cache = False`), so an ON CONFLICT statement would be compiled on every event.
+_CLAIM = text(
+    "INSERT INTO slack_messages (channel, message_ts, event_id, kind) VALUES (:channel, :message_ts, :event_id, :kind) "
+    "ON CONFLICT ON CONSTRAINT uq_slack_messages_channel_ts DO NOTHING RETURNING id"
+)
 
 
-def link_question(settings: Settings, claim_id: int, question_id: int) -> None:
-    with db.session(settings) as session:
-        session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(question_id=question_id))
+def claim_message(session: Session, channel: str, message_ts: str, event_id: str | None, kind: str) -> Claim:
+    """Claim a Slack message for handling; a second event for the same message finds the claim
+    (once this session's transaction commits: until then the second one waits for it)."""
+    inserted = session.execute(
+        _CLAIM, {"channel": channel, "message_ts": message_ts, "event_id": event_id, "kind": kind}
+    ).scalar_one_or_none()
+    if inserted is not None:
+        return Claim(inserted, True, True, None, False, None)
+    row = session.execute(
+        select(SlackMessage).where(SlackMessage.channel == channel, SlackMessage.message_ts == message_ts)
+    ).scalar_one()
+    fresh = row.created_at > datetime.now(timezone.utc) - timedelta(seconds=CLAIM_LEASE_S)
+    enqueued = row.enqueued_at is not None
+    return Claim(row.id, False, row.event_id == event_id, row.question_id, enqueued, row.reply_ts,
+                 in_progress=fresh and not enqueued)
+
+
+def link_question(session: Session, claim_id: int, question_id: int) -> None:
+    session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(question_id=question_id))
 
 
 def mark_enqueued(settings: Settings, claim_id: int) -> None:
@@ -82,15 +90,14 @@ def get_claim(settings: Settings, claim_id: int) -> SlackMessage | None:
         return session.get(SlackMessage, claim_id)
 
 
-def earlier_question(settings: Settings, channel: str, thread_ts: str) -> Question | None:
+def earlier_question_id(session: Session, channel: str, thread_ts: str) -> int | None:
     """The latest question already asked in this thread (our own log, not Slack's history)."""
-    with db.session(settings) as session:
-        return session.execute(
-            select(Question)
-            .where(Question.channel == channel, Question.thread_ts == thread_ts)
-            .order_by(Question.id.desc())
-            .limit(1)
-        ).scalar_one_or_none()
+    return session.execute(
+        select(Question.id)
+        .where(Question.channel == channel, Question.thread_ts == thread_ts)
+        .order_by(Question.id.desc())
+        .limit(1)
+    ).scalar_one_or_none()
 
 
 def mark_greeted(settings: Settings, user_id: str) -> bool:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
 
 from crag.pipeline import AskContext
 from crag.types import Answer
@@ -36,11 +37,21 @@ def new_reference() -> str:
     return "".join(secrets.choice(alphabet) for _ in range(6))
 
 
+# As text, compiled once: SQLAlchemy never caches its PostgreSQL INSERT construct
+# (`inherit_cache = False`), and the Slack listener runs this on every event.
+_QUESTION_COLUMNS = ("question", "surface", "asker", "channel", "thread_ts", "message_ts", "event_id", "parent_id",
+                     "reference", "status")
+_INSERT_QUESTION_ONCE = text(
+    f"INSERT INTO questions ({', '.join(_QUESTION_COLUMNS)}) VALUES ({', '.join(':' + c for c in _QUESTION_COLUMNS)}) "
+    "ON CONFLICT (event_id) DO NOTHING RETURNING id, reference"
+)
+
+
 def record_question(
-    settings: Settings,
+    session: Session,
     question: str,
     *,
-    surface: str = "cli",
+    surface: str,
     asker: str | None = None,
     channel: str | None = None,
     thread_ts: str | None = None,
@@ -48,24 +59,22 @@ def record_question(
     event_id: str | None = None,
     parent_id: int | None = None,
 ) -> RecordedQuestion:
-    """Insert a pending question; a second insert with the same Slack event_id is a no-op."""
+    """Insert a pending question in the caller's transaction (the Slack listener's claims the
+    message in the same one); a second insert with the same Slack event_id is a no-op."""
     values = dict(
         question=question, surface=surface, asker=asker, channel=channel, thread_ts=thread_ts,
         message_ts=message_ts, event_id=event_id, parent_id=parent_id, reference=new_reference(), status="pending",
     )
-    with db.session(settings) as session:
-        if event_id is None:
-            row = Question(**values)
-            session.add(row)
-            session.flush()
-            return RecordedQuestion(row.id, row.reference, True)
-        inserted = session.execute(
-            insert(Question).values(**values).on_conflict_do_nothing(index_elements=["event_id"]).returning(Question.id, Question.reference)
-        ).first()
-        if inserted is not None:
-            return RecordedQuestion(inserted[0], inserted[1], True)
-        existing = session.execute(select(Question.id, Question.reference).where(Question.event_id == event_id)).one()
-        return RecordedQuestion(existing[0], existing[1], False)
+    if event_id is None:
+        row = Question(**values)
+        session.add(row)
+        session.flush()
+        return RecordedQuestion(row.id, row.reference, True)
+    inserted = session.execute(_INSERT_QUESTION_ONCE, values).first()
+    if inserted is not None:
+        return RecordedQuestion(inserted[0], inserted[1], True)
+    existing = session.execute(select(Question.id, Question.reference).where(Question.event_id == event_id)).one()
+    return RecordedQuestion(existing[0], existing[1], False)
 
 
 def get_question(settings: Settings, question_id: int) -> Question | None:

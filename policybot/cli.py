@@ -367,7 +367,7 @@ def ask(
     channel: Annotated[Optional[str], typer.Option("--channel", help="Ask as if from this Slack channel (access lists).")] = None,
 ) -> None:
     """Answer a question with the full CRAG pipeline, in this process."""
-    from policybot import answering
+    from policybot import answering, db
     from policybot.runtime import get_runtime
 
     settings = _settings()
@@ -380,7 +380,8 @@ def ask(
             continue
         if len(text) > settings.max_question_chars:
             _fail(f"question is {len(text)} characters; the limit is {settings.max_question_chars} (POLICYBOT_MAX_QUESTION_CHARS)", 1)
-        recorded = answering.record_question(settings, text, surface="cli", asker=os.environ.get("USER"), channel=channel)
+        with db.session(settings) as session:
+            recorded = answering.record_question(session, text, surface="cli", asker=os.environ.get("USER"), channel=channel)
         answer = answering.answer_question(settings, recorded.id)
         if as_json:
             print(json.dumps(answering.answer_json(answer)), flush=True)

@@ -23,6 +23,8 @@ MIGRATION_LOCK_KEY = 7_201_401_884
 
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
+# One session factory per engine: sessionmaker builds a Session subclass, too slow to repeat per transaction.
+_session_factories: dict[Engine, sessionmaker[Session]] = {}
 _migrated: set[str] = set()
 
 
@@ -78,13 +80,17 @@ def dispose_engines() -> None:
         for created in _engines.values():
             created.dispose()
         _engines.clear()
+        _session_factories.clear()
         _migrated.clear()
 
 
 @contextmanager
 def session(settings: Settings) -> Iterator[Session]:
     """A transaction: committed on success, rolled back on error."""
-    factory = sessionmaker(bind=engine(settings), expire_on_commit=False)
+    bound = engine(settings)
+    factory = _session_factories.get(bound)
+    if factory is None:
+        factory = _session_factories.setdefault(bound, sessionmaker(bind=bound, expire_on_commit=False))
     with factory() as db_session, db_session.begin():
         yield db_session
 
