@@ -40,12 +40,15 @@ def targets(results: dict[str, dict]) -> list[list[str]]:
                      f"p50 {c1['p50']:.2f} s, p95 {c1['p95']:.2f} s", "met" if e2e.get("met") else "not met"])
     ev = results.get("evaluator_speed", {}).get("figures")
     if ev:
-        best = min((k for k in ev if k.startswith("per_question_")), key=lambda k: ev[k]["p50"])
+        fresh = {k: v for k, v in ev.items() if k.startswith("per_question_") and "cache" not in k}
+        best = min(fresh, key=lambda k: fresh[k]["p50"])
         default = ev.get("per_question_default") or ev.get("per_question_fp32_t1")
+        warm = ev.get("per_question_cache_warm")
         rows.append(["Default evaluator scores 10 candidates + their strips in < 300 ms",
-                     f"as deployed (bf16 where native, 1 thread): p50 {default['p50']:.0f} ms; fastest setting "
-                     f"{best.removeprefix('per_question_')}: p50 {ev[best]['p50']:.0f} ms",
-                     "met" if default["p50"] < 300 else "not met"])
+                     f"as deployed (bf16 where native, 1 thread), every passage read afresh: p50 {default['p50']:.0f} ms"
+                     + (f"; passages cached: p50 {warm['p50']:.0f} ms" if warm else "")
+                     + f"; fastest setting {best.removeprefix('per_question_')}: p50 {fresh[best]['p50']:.0f} ms",
+                     "met" if default["p50"] < 300 else "not met (passages read afresh)"])
     ret = results.get("retrieval_scale", {}).get("figures")
     if ret:
         rows.append(["Retrieval p99 < 50 ms at 1M chunks, recall@10 ≥ 0.95", ret["verdict"],

@@ -158,6 +158,42 @@ def _t5_config(config: EvaluatorConfig, d_model: int, vocab_size: int) -> Any:
     )
 
 
+class PassageStateCache:
+    """MiniLM's token states of passages read apart, per passage token ids, in an LRU bounded
+    by bytes. Read apart, a passage's states do not depend on the question, and the same
+    policy chunks and strips come back question after question: only the question, the T5
+    blocks and the head then run for them. Inference only (states are stored detached)."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._states: OrderedDict[bytes, torch.Tensor] = OrderedDict()
+
+    def get(self, key: bytes) -> torch.Tensor | None:
+        states = self._states.get(key)
+        if states is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._states.move_to_end(key)
+        return states
+
+    def put(self, key: bytes, states: torch.Tensor) -> None:
+        size = states.numel() * states.element_size()
+        if size > self.max_bytes or key in self._states:
+            return
+        self._states[key] = states
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, evicted = self._states.popitem(last=False)
+            self.bytes -= evicted.numel() * evicted.element_size()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+
 class MiniLMT5Judge(nn.Module):
     """MiniLM (question and passage apart, or jointly) -> T5 encoder blocks -> mean pooling ->
     linear head (one logit), plus the similarity prior."""
@@ -178,6 +214,7 @@ class MiniLMT5Judge(nn.Module):
         scale, shift = (10.0, 0.45) if separate_encoding else (20.0, 0.82)
         self.prior_scale = nn.Parameter(torch.tensor(scale))
         self.prior_shift = nn.Parameter(torch.tensor(shift))
+        self.passage_cache: PassageStateCache | None = None  # set for inference by TorchEvaluator
 
     def forward(
         self,
@@ -223,7 +260,7 @@ class MiniLMT5Judge(nn.Module):
         first_row = torch.zeros(distinct_q.shape[0], dtype=torch.long, device=input_ids.device)
         first_row.scatter_(0, row_of, torch.arange(row_of.numel(), device=input_ids.device))
         q_states = self.minilm(input_ids=distinct_q, attention_mask=q_mask[first_row]).last_hidden_state[row_of]
-        p_states = self.minilm(input_ids=p_ids, attention_mask=p_mask).last_hidden_state
+        p_states = self._passage_states(p_ids, p_mask, p_len)
         # Pack: the question's tokens, then the passage's, then padding.
         total = q_len + p_len
         steps = torch.arange(int(total.max()), device=input_ids.device)
@@ -238,6 +275,26 @@ class MiniLMT5Judge(nn.Module):
         if self.similarity_prior:
             logit = self._with_prior(logit, _masked_mean(q_states, q_mask), _masked_mean(p_states, p_mask))
         return logit
+
+    def _passage_states(self, p_ids: torch.Tensor, p_mask: torch.Tensor, p_len: torch.Tensor) -> torch.Tensor:
+        """MiniLM over the passages, padded like p_ids; through the cache when there is one."""
+        cache = self.passage_cache
+        if cache is None or torch.is_grad_enabled():
+            return self.minilm(input_ids=p_ids, attention_mask=p_mask).last_hidden_state
+        lengths = p_len.tolist()
+        keys = [p_ids[row, :n].numpy().tobytes() for row, n in enumerate(lengths)]
+        found = [cache.get(key) for key in keys]
+        missing = [row for row, states in enumerate(found) if states is None]
+        if missing:
+            longest = max(lengths[row] for row in missing)
+            fresh = self.minilm(input_ids=p_ids[missing, :longest], attention_mask=p_mask[missing, :longest]).last_hidden_state
+            for i, row in enumerate(missing):
+                found[row] = fresh[i, : lengths[row]].clone()  # a copy: no view pinning the whole batch
+                cache.put(keys[row], found[row])
+        out = p_ids.new_zeros((len(keys), p_ids.shape[1], self.minilm.config.hidden_size), dtype=found[0].dtype)
+        for row, states in enumerate(found):
+            out[row, : lengths[row]] = states
+        return out
 
     def freeze_lower(self, n_layers: int) -> None:
         """Freeze MiniLM's embeddings and lowest layers: keeps its lexical knowledge, trains faster."""
@@ -389,8 +446,11 @@ class TorchEvaluator:
         metadata: dict[str, Any] | None = None,
         quantized: bool = False,
         bf16: bool = False,
+        passage_cache_mb: int = 0,
     ):
         self.model = model.eval()
+        if passage_cache_mb > 0 and isinstance(model, MiniLMT5Judge) and model.separate_encoding:
+            model.passage_cache = PassageStateCache(passage_cache_mb * 2**20)
         self.quantized = quantized
         # bf16 autocast of the matmuls: scores move by < 0.01 (unlike int8), so the fp32 thresholds hold.
         self.bf16 = bf16 and not quantized
@@ -597,11 +657,14 @@ def load_evaluator(
     batch_size: int | None = None,
     max_length: int | None = None,
     bf16: bool = False,
+    passage_cache_mb: int = 0,
 ) -> TorchEvaluator:
     """Load an evaluator folder: ours (trained here) or an official-format T5 checkpoint.
 
     Arguments left as None take the folder's saved EvaluatorConfig values. `bf16` runs
     inference under bfloat16 autocast (ignored with int8); see `native_bf16`.
+    `passage_cache_mb` bounds the cache of passages' MiniLM states (evaluators that read
+    question and passage apart; 0 turns it off).
     """
     from transformers import AutoTokenizer
 
@@ -661,6 +724,7 @@ def load_evaluator(
         metadata=metadata,
         quantized=use_int8,
         bf16=bf16,
+        passage_cache_mb=passage_cache_mb,
     )
 
 

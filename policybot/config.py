@@ -87,6 +87,8 @@ class Settings(BaseSettings):
     evaluator_int8: bool = Field(default=False, validation_alias="POLICYBOT_EVALUATOR_INT8")
     # bfloat16 inference: "auto" uses it where the CPU has native bf16 (scores move by < 0.01).
     evaluator_bf16: Literal["auto", "on", "off"] = Field(default="auto", validation_alias="POLICYBOT_EVALUATOR_BF16")
+    # Memory for passages' MiniLM states, per process: chunks and strips recur across questions.
+    evaluator_cache_mb: int = Field(default=256, ge=0, le=65536, validation_alias="POLICYBOT_EVALUATOR_CACHE_MB")
     auto_train: bool = Field(default=True, validation_alias="POLICYBOT_AUTO_TRAIN")  # train after the first upload
     train_minutes: float = Field(default=10.0, gt=0, le=600, validation_alias="POLICYBOT_TRAIN_MINUTES")
 

@@ -79,7 +79,7 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         if not folder.exists():
             raise EvaluatorNotReady(f"POLICYBOT_EVALUATOR_PATH={folder} does not exist")
         loaded = load_evaluator(folder, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
-                                bf16=use_bf16(settings))
+                                bf16=use_bf16(settings), passage_cache_mb=settings.evaluator_cache_mb)
         calibrated = loaded.thresholds
         if calibrated is None and (settings.upper_threshold is None or settings.lower_threshold is None):
             raise EvaluatorNotReady(
@@ -98,7 +98,7 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
     if active is not None:
         loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
-                                bf16=use_bf16(settings))
+                                bf16=use_bf16(settings), passage_cache_mb=settings.evaluator_cache_mb)
         thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
         return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
 

@@ -22,6 +22,7 @@ from crag.evaluator import (
     CachedEvaluator,
     CosineEvaluator,
     EvaluatorConfig,
+    PassageStateCache,
     build_judge,
     collate,
     detect_format,
@@ -383,6 +384,37 @@ def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair()
     assert calls[:2] == [2, len(rows)]  # two distinct questions read once each, then every passage
     assert together.tolist() == pytest.approx(alone.tolist(), abs=1e-4)
     assert together.std() > 0.01  # the T5 part speaks, so the check is not only the prior
+
+
+def test_passage_state_cache_scores_exactly_as_without_and_reads_each_passage_once(tmp_path):
+    """The cache of passages' MiniLM states (read apart they do not depend on the question)
+    changes no score, spares MiniLM the passages it has read, and stays within its bytes."""
+    torch.manual_seed(0)
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    with torch.no_grad():
+        bundle.model.head.weight.normal_(0, 0.5)  # the T5 part speaks too
+    save_evaluator(bundle, tmp_path / "v", {"version": "v"})
+    plain = load_evaluator(tmp_path / "v", threads=1)
+    cached = load_evaluator(tmp_path / "v", threads=1, passage_cache_mb=1)
+    cache = cached.model.passage_cache
+    assert plain.model.passage_cache is None and cache is not None
+    passages = [t for _, _, t in TOY[:6]] + ["Short one.", TOY[0][2] * 3]  # mixed lengths: padding
+    rows_read: list[int] = []
+    cached.model.minilm.register_forward_hook(
+        lambda _m, _args, kwargs, _out: rows_read.append(kwargs["input_ids"].shape[0]), with_kwargs=True)
+    for question in ("How long do I have to submit my expense report?", "What is the hotel cap in New York?"):
+        # A cold call, then a warm one with the passages in another order and one new passage.
+        assert cached.score(question, passages) == pytest.approx(plain.score(question, passages), abs=1e-5)
+        mixed = passages[::-1] + [TOY[7][2]]
+        assert cached.score(question, mixed) == pytest.approx(plain.score(question, mixed), abs=1e-5)
+    # MiniLM read: question + 8 passages, question + the 1 new passage, then each later question alone.
+    assert rows_read == [1, 8, 1, 1, 1, 1]
+    assert cache.hits == 8 + 8 + 9 and len(cache) == 9 and 0 < cache.bytes <= 2**20
+    # Bounded: a small budget evicts the least recently used passages.
+    small = PassageStateCache(max_bytes=cache.bytes // 2)
+    cached.model.passage_cache = small
+    cached.score("How many sick days do I get?", passages)
+    assert 0 < len(small) < len(passages) and small.bytes <= small.max_bytes
 
 
 def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
