@@ -140,6 +140,19 @@ def _masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
+def use_fused_gelu(model: nn.Module) -> nn.Module:
+    """T5's "gated-gelu" builds the tanh GELU from Python ops (transformers'
+    NewGELUActivation); PyTorch's fused kernel computes the same function (to 3e-7) about 5x
+    faster, and that activation was a sixth of a warm scoring pass."""
+    from transformers.activations import GELUTanh, NewGELUActivation
+
+    for module in list(model.modules()):
+        for name, child in module.named_children():
+            if isinstance(child, NewGELUActivation):
+                setattr(module, name, GELUTanh())
+    return model
+
+
 def _t5_config(config: EvaluatorConfig, d_model: int, vocab_size: int) -> Any:
     from transformers import T5Config
 
@@ -373,7 +386,7 @@ def build_judge(config: EvaluatorConfig) -> JudgeBundle:
     else:
         raise ValueError(f"kind {config.kind!r} cannot be trained here: bring a checkpoint folder")
     model.freeze_lower(config.freeze_minilm_layers)
-    return JudgeBundle(model=model, tokenizer=tokenizer, config=config, model_configs=configs)
+    return JudgeBundle(model=use_fused_gelu(model), tokenizer=tokenizer, config=config, model_configs=configs)
 
 
 # ---------------------------------------------------------------------------------------
@@ -448,7 +461,7 @@ class TorchEvaluator:
         bf16: bool = False,
         passage_cache_mb: int = 0,
     ):
-        self.model = model.eval()
+        self.model = use_fused_gelu(model).eval()
         if passage_cache_mb > 0 and isinstance(model, MiniLMT5Judge) and model.separate_encoding:
             model.passage_cache = PassageStateCache(passage_cache_mb * 2**20)
         self.quantized = quantized

@@ -417,6 +417,26 @@ def test_passage_state_cache_scores_exactly_as_without_and_reads_each_passage_on
     assert 0 < len(small) < len(passages) and small.bytes <= small.max_bytes
 
 
+def test_fused_gelu_scores_as_transformers_python_gelu():
+    """The T5 blocks' activation swapped for PyTorch's fused tanh GELU: the same scores."""
+    from transformers.activations import GELUTanh, NewGELUActivation
+
+    torch.manual_seed(0)
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    model = bundle.model.eval()
+    torch.nn.init.normal_(model.head.weight, std=0.5)
+    assert any(isinstance(m, GELUTanh) for m in model.modules())
+    assert not any(isinstance(m, NewGELUActivation) for m in model.modules())
+    rows = encode_pairs(bundle.tokenizer, "minilm_t5", "How long do I have to submit my expense report?",
+                        [t for _, _, t in TOY[:6]], 128)
+    with torch.inference_mode():
+        fused = model(**collate(rows, 0))
+        for layer in model.t5.encoder.block:
+            layer.layer[-1].DenseReluDense.act = NewGELUActivation()
+        python = model(**collate(rows, 0))
+    assert fused.tolist() == pytest.approx(python.tolist(), abs=1e-5) and fused.std() > 0.01
+
+
 def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
     config = EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=128, max_length=128, train_max_length=96,
                              max_steps=20, min_steps=20, separate_encoding=True)
