@@ -58,11 +58,10 @@ class BotProcess:
     def start(self, timeout: float = 120.0) -> "BotProcess":
         import httpx
 
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "policybot", "serve", "--http", "--port", str(self.port)],
-                stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=str(REPO), start_new_session=True)
+        from workers.process import spawn_logged
+
+        self.process = spawn_logged([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(self.port)],
+                                    self.env, self.log_path)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -78,13 +77,10 @@ class BotProcess:
         return peak_rss_mb(self.process.pid) if self.process else None
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=15)
+        from workers.process import terminate
+
+        if self.process is not None:
+            terminate(self.process)
 
 
 @dataclass

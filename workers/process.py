@@ -15,6 +15,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def spawn_logged(command: Sequence[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start `command` from the repository in its own session (its own process group),
+    appending its output to `log_path`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT, env=dict(env), cwd=str(REPO),
+                                start_new_session=True)
+
+
+def terminate(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if the process has not exited within `timeout`."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+
+
 class WorkerProcess:
     """`python -m celery -A workers.celery_app worker ...` in its own process group, logging to a file."""
 
@@ -36,14 +57,8 @@ class WorkerProcess:
                 "--without-gossip", "--without-mingle", "--without-heartbeat"]
 
     def start(self) -> "WorkerProcess":
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log = self.log_path.open("ab")
-        try:
-            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                            cwd=str(REPO), start_new_session=True)
-        finally:
-            log.close()
+        self.process = spawn_logged(self.command, self.env, self.log_path)
         return self
 
     def log_text(self) -> str:
