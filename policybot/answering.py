@@ -59,7 +59,7 @@ def record_question(
     event_id: str | None = None,
     parent_id: int | None = None,
 ) -> RecordedQuestion:
-    """Insert a pending question in the caller's transaction (the Slack listener's claims the
+    """Insert a pending question in the caller's transaction (the Slack listener claims the
     message in the same one); a second insert with the same Slack event_id is a no-op."""
     values = dict(
         question=question, surface=surface, asker=asker, channel=channel, thread_ts=thread_ts,
