@@ -238,6 +238,15 @@ def apology_message(reference: str) -> dict[str, Any]:
                                               f"give an admin the reference *{reference}*.")]}
 
 
+def unavailable_message(reference: str | None, taking: str = "questions") -> dict[str, Any]:
+    """A question or upload could not be recorded or queued (the database or the queue is down)."""
+    ask = f"give an admin the reference {reference}" if reference else "tell an admin"
+    text = (f"Sorry, I can't take {taking} right now: a service I depend on is not responding. "
+            f"Please try again in a few minutes; if it keeps happening, {ask}.")
+    shown = text.replace(reference, f"*{reference}*") if reference else text
+    return {"text": text, "blocks": [_section("⚠️ " + shown)]}
+
+
 def notice_message(text: str) -> dict[str, Any]:
     """A short reply that is not an answer (empty mention, oversized message, refusals)."""
     return {"text": text, "blocks": [_section(escape(text))]}

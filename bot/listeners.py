@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -21,6 +21,9 @@ from slack_sdk.errors import SlackApiError
 from bot import blocks, state
 from policybot import db
 from policybot.config import Settings
+
+if TYPE_CHECKING:
+    from policybot.answering import RecordedQuestion
 
 log = logging.getLogger(__name__)
 
@@ -281,24 +284,48 @@ class Listeners:
         from policybot.answering import record_question
 
         settings = self.settings
-        # Claim and record in one transaction: a second delivery waits for it, then finds the claim.
-        with db.session(settings) as session:
-            claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "question")
-            if claim.handled_elsewhere:
-                log.info("message %s in %s is handled already (%s)", incoming.ts, incoming.channel,
-                         "retried delivery" if claim.same_event else "second event for the same message")
-                return
-            parent_id = state.earlier_question_id(session, incoming.channel, incoming.thread_ts) if incoming.in_thread else None
-            recorded = record_question(
-                session, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
-                thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id, parent_id=parent_id,
-            )
-            state.link_question(session, claim.id, recorded.id)
-        # Progress first, then enqueue: the worker removes what is already there.
-        show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
-        self.enqueuer.answer(recorded.id)
+        recorded: RecordedQuestion | None = None
+        try:
+            # Claim and record in one transaction: a second delivery waits for it, then finds the claim.
+            with db.session(settings) as session:
+                claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "question")
+                if claim.handled_elsewhere:
+                    log.info("message %s in %s is handled already (%s)", incoming.ts, incoming.channel,
+                             "retried delivery" if claim.same_event else "second event for the same message")
+                    return
+                parent_id = state.earlier_question_id(session, incoming.channel, incoming.thread_ts) if incoming.in_thread else None
+                recorded = record_question(
+                    session, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
+                    thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id, parent_id=parent_id,
+                )
+                state.link_question(session, claim.id, recorded.id)
+            # Progress first, then enqueue: the worker removes what is already there.
+            show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
+            self.enqueuer.answer(recorded.id)
+        except Exception as error:  # the database or the queue is down
+            self._could_not_take(incoming, client, error, recorded)
+            return
         state.mark_enqueued(settings, claim.id)
         log.info("question %s (ref %s) queued from %s", recorded.id, recorded.reference, incoming.surface)
+
+    def _could_not_take(self, incoming: Incoming, client: WebClient, error: Exception,
+                        recorded: RecordedQuestion | None = None, taking: str = "questions") -> None:
+        """Slack has its ack, so a database or queue outage is said in the thread, not left silent."""
+        from policybot.answering import mark_failed
+
+        log.error("could not take %s from %s in %s (%s): %s: %s", taking, incoming.surface, incoming.channel,
+                  "recorded, not queued" if recorded else "not recorded", type(error).__name__, error)
+        if recorded is not None:
+            try:
+                mark_failed(self.settings, recorded.id, error)  # admins see it in the log as failed
+            except Exception as second:
+                log.error("could not mark question %s failed: %s", recorded.id, second)
+        clear_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
+        try:
+            client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
+                                    **blocks.unavailable_message(recorded.reference if recorded else None, taking))
+        except SlackApiError as slack_error:
+            log.error("could not say so in %s: %s", incoming.channel, slack_error.response.get("error"))
 
     def _upload(self, incoming: Incoming, client: WebClient) -> None:
         settings = self.settings
@@ -313,7 +340,11 @@ class Listeners:
         posted = client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
                                          **blocks.upload_received_message(names))
         show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
-        self.enqueuer.ingest(claim.id, file_ids, incoming.channel, incoming.thread_ts, incoming.user)
+        try:
+            self.enqueuer.ingest(claim.id, file_ids, incoming.channel, incoming.thread_ts, incoming.user)
+        except Exception as error:  # the queue is down
+            self._could_not_take(incoming, client, error, taking="uploads")
+            return
         state.mark_enqueued(settings, claim.id)
         log.info("upload of %d file(s) by admin %s queued (ack ts %s)", len(file_ids), incoming.user, posted.get("ts"))
 

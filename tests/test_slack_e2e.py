@@ -272,6 +272,54 @@ def test_pipeline_failure_posts_an_apology_with_the_reference(stack) -> None:
     assert stack.worker.log_text().count(f"answering question {row.id} ") == 3  # retried twice, then gave up
 
 
+def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, tmp_path) -> None:
+    """A bot whose Redis is not there: Slack has its ack, so the thread says what happened,
+    with the reference, instead of staying silent; the log row says failed."""
+    import sys
+
+    import httpx
+
+    from bench.common import free_port
+    from workers.process import spawn_logged, terminate
+
+    port = free_port()
+    env = stack.worker_env(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
+    bot = spawn_logged([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)], env,
+                       tmp_path / "bot.log")
+    try:
+        url = f"http://127.0.0.1:{port}"
+
+        def healthy() -> bool:
+            assert bot.poll() is None, (tmp_path / "bot.log").read_text()[-3000:]
+            try:
+                return httpx.get(url + "/healthz", timeout=1).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_until(healthy, 60, "the second bot")
+        channel = "CQUEUEDOWN"
+        event = stack.mention("How many PTO days can I carry over?", channel)
+        assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(event)).status_code == 200
+        post = _answer_post(stack, channel, event["ts"], timeout=60)
+        [row] = question_for(stack.settings, channel, event["ts"])
+        assert "can't take questions right now" in post["text"] and row.reference in post["text"]
+        assert row.status == "failed" and row.error
+        assert stack.fake.calls_to("reactions.remove", channel=channel)  # no 👀 left promising an answer
+        _settle()
+        assert len(stack.fake.posts(channel, event["ts"])) == 1
+        # An admin's upload: "got it", then the same plain reply instead of silence.
+        file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
+        upload = stack.dm("", "DQUEUEDOWN", user=ADMIN, subtype="file_share", files=[file])
+        assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(upload)).status_code == 200
+        posts = stack.fake.wait_for_posts("DQUEUEDOWN", upload["ts"], count=2, timeout=60)
+        assert "can't take uploads right now" in posts[1]["text"]
+    finally:
+        terminate(bot)
+    log = (tmp_path / "bot.log").read_text()
+    assert "could not take questions from mention in CQUEUEDOWN (recorded, not queued)" in log
+    assert stack.fake.bot_token not in log and stack.fake.signing_secret not in log
+
+
 # ---------------------------------------------------------------- admin
 
 
