@@ -8,6 +8,8 @@ One worker serves the module; the kill test (last) replaces it.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from sqlalchemy import select
@@ -272,9 +274,9 @@ def test_pipeline_failure_posts_an_apology_with_the_reference(stack) -> None:
     assert stack.worker.log_text().count(f"answering question {row.id} ") == 3  # retried twice, then gave up
 
 
-def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, tmp_path) -> None:
-    """A bot whose Redis is not there: Slack has its ack, so the thread says what happened,
-    with the reference, instead of staying silent; the log row says failed."""
+@contextmanager
+def _bot_process(stack, log_path, **env: str) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """A second real `policybot serve --http` on the local Slack, with `env` on top; its URL."""
     import sys
 
     import httpx
@@ -283,20 +285,31 @@ def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, 
     from workers.process import spawn_logged, terminate
 
     port = free_port()
-    env = stack.worker_env(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")  # nothing listens there
-    bot = spawn_logged([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)], env,
-                       tmp_path / "bot.log")
+    bot = spawn_logged([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)],
+                       stack.worker_env(**env), log_path)
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        assert bot.poll() is None, log_path.read_text()[-3000:]
+        try:
+            return httpx.get(url + "/healthz", timeout=1).status_code == 200
+        except httpx.TransportError:
+            return False
+
     try:
-        url = f"http://127.0.0.1:{port}"
-
-        def healthy() -> bool:
-            assert bot.poll() is None, (tmp_path / "bot.log").read_text()[-3000:]
-            try:
-                return httpx.get(url + "/healthz", timeout=1).status_code == 200
-            except httpx.TransportError:
-                return False
-
         wait_until(healthy, 60, "the second bot")
+        yield url
+    finally:
+        terminate(bot)
+
+
+def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, tmp_path) -> None:
+    """A bot whose Redis is not there: Slack has its ack, so the thread says what happened,
+    with the reference, instead of staying silent; the log row says failed."""
+    from bench.common import free_port
+
+    log_path = tmp_path / "bot.log"
+    with _bot_process(stack, log_path, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0") as url:  # nothing listens there
         channel = "CQUEUEDOWN"
         event = stack.mention("How many PTO days can I carry over?", channel)
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(event)).status_code == 200
@@ -313,11 +326,24 @@ def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, 
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(upload)).status_code == 200
         posts = stack.fake.wait_for_posts("DQUEUEDOWN", upload["ts"], count=2, timeout=60)
         assert "can't take uploads right now" in posts[1]["text"]
-    finally:
-        terminate(bot)
-    log = (tmp_path / "bot.log").read_text()
+    log = log_path.read_text()
     assert "could not take questions from mention in CQUEUEDOWN (recorded, not queued)" in log
     assert stack.fake.bot_token not in log and stack.fake.signing_secret not in log
+
+
+def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
+    """A bot whose PostgreSQL is not there cannot even claim the message: it still says so."""
+    from bench.common import free_port
+
+    log_path = tmp_path / "bot.log"
+    with _bot_process(stack, log_path, DATABASE_URL=f"postgresql://policybot@127.0.0.1:{free_port()}/policybot") as url:
+        channel = "CDBDOWN001"
+        event = stack.mention("How many PTO days can I carry over?", channel)
+        assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(event)).status_code == 200
+        post = _answer_post(stack, channel, event["ts"], timeout=60)
+        assert "can't take questions right now" in post["text"] and "tell an admin" in post["text"]
+        assert question_for(stack.settings, channel, event["ts"]) == []
+    assert "could not take questions from mention in CDBDOWN001 (not recorded)" in log_path.read_text()
 
 
 # ---------------------------------------------------------------- admin
