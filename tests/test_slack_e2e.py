@@ -277,30 +277,13 @@ def test_pipeline_failure_posts_an_apology_with_the_reference(stack) -> None:
 @contextmanager
 def _bot_process(stack, log_path, **env: str) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """A second real `policybot serve --http` on the local Slack, with `env` on top; its URL."""
-    import sys
+    from bench.slack_stack import BotProcess
 
-    import httpx
-
-    from bench.common import free_port
-    from workers.process import spawn_logged, terminate
-
-    port = free_port()
-    bot = spawn_logged([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)],
-                       stack.worker_env(**env), log_path)
-    url = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert bot.poll() is None, log_path.read_text()[-3000:]
-        try:
-            return httpx.get(url + "/healthz", timeout=1).status_code == 200
-        except httpx.TransportError:
-            return False
-
+    bot = BotProcess(stack.worker_env(**env), log_path).start(timeout=60)
     try:
-        wait_until(healthy, 60, "the second bot")
-        yield url
+        yield bot.url
     finally:
-        terminate(bot)
+        bot.stop()
 
 
 def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, tmp_path) -> None:
