@@ -11,12 +11,15 @@ from __future__ import annotations
 import html
 import logging
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot import blocks, state
 from policybot import db
@@ -202,10 +205,40 @@ def clear_progress(client: WebClient, surface: str, channel: str, thread_ts: str
         log.info("could not clear progress in %s: %s", channel, error.response.get("error"))
 
 
+class RecentMessages:
+    """A bounded, thread-safe memory of Slack messages, for when the database cannot dedupe.
+
+    With the database down, the claim that makes one message get one reply is gone; a DM
+    that mentions the bot still arrives twice (`message.im` and `app_mention`), so the
+    outage reply is deduped here, per bot process.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def first_time(self, channel: str, ts: str) -> bool:
+        """True the first time a (channel, ts) is seen; remembers it."""
+        key = (channel, ts)
+        with self._lock:
+            if key in self._seen:
+                self._seen.move_to_end(key)
+                return False
+            self._seen[key] = None
+            if len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+            return True
+
+
+TAKING: dict[Kind, str] = {"question": "questions", "upload": "uploads"}
+
+
 @dataclass
 class Listeners:
     settings: Settings
     enqueuer: Enqueuer = field(default_factory=CeleryEnqueuer)
+    told_unavailable: RecentMessages = field(default_factory=RecentMessages)
 
     # -- events
 
@@ -213,11 +246,15 @@ class Listeners:
         self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me), client)
 
     def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
-        decision = decide_message(
-            event, body.get("event_id"), self.settings, me,
-            lambda channel, thread_ts: state.is_assistant_thread(self.settings, channel, thread_ts),
-        )
+        decision = decide_message(event, body.get("event_id"), self.settings, me, self._in_assistant_thread)
         self.carry_out(decision, client)
+
+    def _in_assistant_thread(self, channel: str, thread_ts: str | None) -> bool:
+        try:
+            return state.is_assistant_thread(self.settings, channel, thread_ts)
+        except SQLAlchemyError as error:  # the database is down: carrying the message out says so
+            log.warning("could not tell whether %s is an agent-view thread: %s", channel, type(error).__name__)
+            return False
 
     def on_assistant_thread_started(self, event: Mapping[str, Any], client: WebClient) -> None:
         thread = event.get("assistant_thread") or {}
@@ -273,12 +310,15 @@ class Listeners:
         if decision.kind == "ignore" or incoming is None:
             log.debug("ignored event: %s", decision.reason)
             return
-        if decision.kind == "question":
-            self._question(incoming, client)
-        elif decision.kind == "upload":
-            self._upload(incoming, client)
-        else:
-            self._notice(decision, incoming, client)
+        try:
+            if decision.kind == "question":
+                self._question(incoming, client)
+            elif decision.kind == "upload":
+                self._upload(incoming, client)
+            else:
+                self._notice(decision, incoming, client)
+        except SQLAlchemyError as error:  # the database is down before anything was recorded
+            self._could_not_take(incoming, client, error, taking=TAKING.get(decision.kind, "requests"))
 
     def _question(self, incoming: Incoming, client: WebClient) -> None:
         from policybot.answering import record_question
@@ -320,6 +360,8 @@ class Listeners:
                 mark_failed(self.settings, recorded.id, error)  # admins see it in the log as failed
             except Exception as second:
                 log.error("could not mark question %s failed: %s", recorded.id, second)
+        if not self.told_unavailable.first_time(incoming.channel, incoming.ts):
+            return  # the same message's other event (a DM that mentions the bot) got the reply
         clear_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
         try:
             client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,

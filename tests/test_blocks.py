@@ -9,7 +9,7 @@ import yaml
 
 from bot import blocks
 from bot.fake_slack import block_problems, sign
-from bot.listeners import BotIdentity, clean_text, decide_mention, decide_message
+from bot.listeners import BotIdentity, RecentMessages, clean_text, decide_mention, decide_message
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 
@@ -180,6 +180,15 @@ def test_assistant_thread_messages_are_marked(slack_settings) -> None:
     decision = decide_message(event, "Ev1", slack_settings, ME, lambda channel, ts: (channel, ts) == ("D1", "1.0"))
     assert decision.incoming.surface == "assistant"
     assert decide_message(event, "Ev1", slack_settings, ME).incoming.surface == "dm"
+
+
+def test_recent_messages_remember_each_message_once_within_capacity() -> None:
+    recent = RecentMessages(capacity=2)
+    assert recent.first_time("D1", "1.1") and not recent.first_time("D1", "1.1")
+    assert recent.first_time("D2", "1.1")  # another channel, another message
+    assert recent.first_time("D1", "1.2")  # a third message: the least recently seen, (D1, 1.1), is forgotten
+    assert recent.first_time("D2", "1.1") is False  # still remembered
+    assert recent.first_time("D1", "1.1")  # forgotten, so it counts as new again
 
 
 def test_manifest_subscribes_to_what_the_app_handles() -> None:

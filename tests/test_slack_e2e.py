@@ -326,7 +326,27 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
         post = _answer_post(stack, channel, event["ts"], timeout=60)
         assert "can't take questions right now" in post["text"] and "tell an admin" in post["text"]
         assert question_for(stack.settings, channel, event["ts"]) == []
-    assert "could not take questions from mention in CDBDOWN001 (not recorded)" in log_path.read_text()
+        # A DM that mentions the bot arrives twice (message.im and app_mention); with no
+        # database to claim it, it still gets one reply, not two and not none.
+        dm = stack.dm(f"<@{stack.fake.bot_user_id}> How many PTO days can I carry over?", "DDBDOWN001")
+        twin = {"type": "app_mention", "user": dm["user"], "text": dm["text"], "ts": dm["ts"],
+                "channel": "DDBDOWN001", "event_ts": dm["ts"]}
+        for delivered in (dm, twin):
+            assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(delivered)).status_code == 200
+        assert "can't take questions right now" in _answer_post(stack, "DDBDOWN001", dm["ts"], timeout=60)["text"]
+        # An admin's upload cannot be claimed either: a plain reply, and the file is not fetched.
+        file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
+        upload = stack.dm("", "DDBDOWN002", user=ADMIN, subtype="file_share", files=[file])
+        assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(upload)).status_code == 200
+        [reply] = stack.fake.wait_for_posts("DDBDOWN002", upload["ts"], timeout=60)
+        assert "can't take uploads right now" in reply["text"]
+        _settle()
+        assert len(stack.fake.posts("DDBDOWN001", dm["ts"])) == 1
+        assert len(stack.fake.posts("DDBDOWN002", upload["ts"])) == 1
+        assert not stack.fake.calls_to("files.info", file=file["id"])
+    log = log_path.read_text()
+    assert "could not take questions from mention in CDBDOWN001 (not recorded)" in log
+    assert "could not take uploads from dm in DDBDOWN002 (not recorded)" in log
 
 
 # ---------------------------------------------------------------- admin
