@@ -345,8 +345,16 @@ class Listeners:
         except Exception as error:  # the database or the queue is down
             self._could_not_take(incoming, client, error, recorded)
             return
-        state.mark_enqueued(settings, claim.id)
+        self._bookkeep(state.mark_enqueued, claim.id)
         log.info("question %s (ref %s) queued from %s", recorded.id, recorded.reference, incoming.surface)
+
+    def _bookkeep(self, step: Callable[..., None], claim_id: int, *args: str) -> None:
+        """A note on a claim after the user's request went through: losing it must not
+        turn into an outage reply for a request that is being handled."""
+        try:
+            step(self.settings, claim_id, *args)
+        except SQLAlchemyError as error:
+            log.warning("could not %s for claim %s: %s", step.__name__.replace("_", " "), claim_id, type(error).__name__)
 
     def _could_not_take(self, incoming: Incoming, client: WebClient, error: Exception,
                         recorded: RecordedQuestion | None = None, taking: str = "questions") -> None:
@@ -387,7 +395,7 @@ class Listeners:
         except Exception as error:  # the queue is down
             self._could_not_take(incoming, client, error, taking="uploads")
             return
-        state.mark_enqueued(settings, claim.id)
+        self._bookkeep(state.mark_enqueued, claim.id)
         log.info("upload of %d file(s) by admin %s queued (ack ts %s)", len(file_ids), incoming.user, posted.get("ts"))
 
     def _notice(self, decision: Decision, incoming: Incoming, client: WebClient) -> None:
@@ -412,4 +420,4 @@ class Listeners:
             return
         posted = client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts, **message)
         if posted.get("ts"):
-            state.set_reply_ts(settings, claim.id, str(posted["ts"]))
+            self._bookkeep(state.set_reply_ts, claim.id, str(posted["ts"]))

@@ -9,7 +9,7 @@ import yaml
 
 from bot import blocks
 from bot.fake_slack import block_problems, sign
-from bot.listeners import BotIdentity, RecentMessages, clean_text, decide_mention, decide_message
+from bot.listeners import BotIdentity, Listeners, RecentMessages, clean_text, decide_mention, decide_message
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 
@@ -189,6 +189,17 @@ def test_recent_messages_remember_each_message_once_within_capacity() -> None:
     assert recent.first_time("D1", "1.2")  # a third message: the least recently seen, (D1, 1.1), is forgotten
     assert recent.first_time("D2", "1.1") is False  # still remembered
     assert recent.first_time("D1", "1.1")  # forgotten, so it counts as new again
+
+
+def test_bookkeeping_after_a_request_went_through_only_logs_a_database_error(slack_settings, caplog) -> None:
+    """Once a question is queued, losing the note that says so must not reach the user as an outage."""
+    from sqlalchemy.exc import OperationalError
+
+    def mark_enqueued(settings, claim_id: int) -> None:  # type: ignore[no-untyped-def]
+        raise OperationalError("UPDATE slack_messages", {}, Exception("server closed the connection"))
+
+    Listeners(slack_settings)._bookkeep(mark_enqueued, 42)
+    assert "could not mark enqueued for claim 42: OperationalError" in caplog.text
 
 
 def test_manifest_subscribes_to_what_the_app_handles() -> None:
