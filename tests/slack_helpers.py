@@ -68,6 +68,12 @@ class Stack:
             event["thread_ts"] = thread_ts
         return event
 
+    @staticmethod
+    def mention_twin(message: dict[str, Any]) -> dict[str, Any]:
+        """The `app_mention` Slack also sends for a DM that mentions the bot."""
+        return {"type": "app_mention", "user": message["user"], "text": message["text"], "ts": message["ts"],
+                "channel": message["channel"], "event_ts": message["ts"]}
+
 
 @pytest.fixture(scope="module")
 def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:

@@ -159,8 +159,7 @@ def test_retry_whose_first_delivery_never_arrived_is_answered(stack) -> None:
 def test_mention_and_message_events_for_one_dm_message_are_answered_once(stack) -> None:
     channel = "DTWIN00001"
     message = stack.dm(f"<@{stack.fake.bot_user_id}> How many weeks of parental leave do secondary caregivers get?", channel)
-    mention = {"type": "app_mention", "user": message["user"], "text": message["text"], "ts": message["ts"],
-               "channel": channel, "event_ts": message["ts"]}
+    mention = stack.mention_twin(message)
     assert stack.deliver(message).status_code == 200
     assert stack.deliver(mention).status_code == 200
     _answer_post(stack, channel, message["ts"])
@@ -329,9 +328,7 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
         # A DM that mentions the bot arrives twice (message.im and app_mention); with no
         # database to claim it, it still gets one reply, not two and not none.
         dm = stack.dm(f"<@{stack.fake.bot_user_id}> How many PTO days can I carry over?", "DDBDOWN001")
-        twin = {"type": "app_mention", "user": dm["user"], "text": dm["text"], "ts": dm["ts"],
-                "channel": "DDBDOWN001", "event_ts": dm["ts"]}
-        for delivered in (dm, twin):
+        for delivered in (dm, stack.mention_twin(dm)):
             assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(delivered)).status_code == 200
         assert "can't take questions right now" in _answer_post(stack, "DDBDOWN001", dm["ts"], timeout=60)["text"]
         # An admin's upload cannot be claimed either: a plain reply, and the file is not fetched.
