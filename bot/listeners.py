@@ -261,7 +261,17 @@ class Listeners:
         channel, thread_ts = thread.get("channel_id"), thread.get("thread_ts")
         if not channel or not thread_ts:
             return
-        if not state.remember_assistant_thread(self.settings, channel, thread_ts, thread.get("user_id"), thread.get("context")):
+        try:
+            first = state.remember_assistant_thread(self.settings, channel, thread_ts, thread.get("user_id"),
+                                                    thread.get("context"))
+        except SQLAlchemyError as error:
+            # No greeting and suggested prompts that invite questions it cannot take: say so
+            # up front (once per thread and bot process: nothing else can dedupe now).
+            log.warning("could not remember agent-view thread in %s: %s", channel, type(error).__name__)
+            if self.told_unavailable.first_time(channel, thread_ts):
+                client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.unavailable_message(None))
+            return
+        if not first:
             return  # a retried delivery: greeted already
         client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.greeting_message())
         try:
@@ -273,7 +283,12 @@ class Listeners:
     def on_app_home_opened(self, event: Mapping[str, Any], client: WebClient) -> None:
         if event.get("tab") != "messages" or not event.get("user") or not event.get("channel"):
             return
-        if state.mark_greeted(self.settings, str(event["user"])):
+        try:
+            first_visit = state.mark_greeted(self.settings, str(event["user"]))
+        except SQLAlchemyError as error:  # cannot tell a first visit: no greeting rather than one on every visit
+            log.warning("could not look up whether %s was greeted: %s", event["user"], type(error).__name__)
+            return
+        if first_visit:
             client.chat_postMessage(channel=event["channel"], **blocks.greeting_message())
 
     def on_feedback(self, body: Mapping[str, Any], client: WebClient) -> None:

@@ -331,6 +331,18 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
         for delivered in (dm, stack.mention_twin(dm)):
             assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(delivered)).status_code == 200
         assert "can't take questions right now" in _answer_post(stack, "DDBDOWN001", dm["ts"], timeout=60)["text"]
+        # The agent view opens with the outage notice instead of a greeting that invites questions.
+        thread_ts = stack.fake.new_ts()
+        started = {"type": "assistant_thread_started", "event_ts": thread_ts,
+                   "assistant_thread": {"user_id": "UAGENTUSER", "channel_id": "DDBDOWN003", "thread_ts": thread_ts}}
+        assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(started)).status_code == 200
+        [notice] = stack.fake.wait_for_posts("DDBDOWN003", thread_ts, timeout=60)
+        assert "can't take questions right now" in notice["text"]
+        assert not stack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id="DDBDOWN003")
+        # The Messages tab cannot tell a first visit: no greeting (rather than one on every visit).
+        opened = {"type": "app_home_opened", "user": "UHOMEDOWN1", "channel": "DDBDOWN004", "tab": "messages",
+                  "event_ts": stack.fake.new_ts()}
+        assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(opened)).status_code == 200
         # An admin's upload cannot be claimed either: a plain reply, and the file is not fetched.
         file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
         upload = stack.dm("", "DDBDOWN002", user=ADMIN, subtype="file_share", files=[file])
@@ -341,9 +353,12 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
         assert len(stack.fake.posts("DDBDOWN001", dm["ts"])) == 1
         assert len(stack.fake.posts("DDBDOWN002", upload["ts"])) == 1
         assert not stack.fake.calls_to("files.info", file=file["id"])
+        assert stack.fake.posts("DDBDOWN004") == []
     log = log_path.read_text()
     assert "could not take questions from mention in CDBDOWN001 (not recorded)" in log
     assert "could not take uploads from dm in DDBDOWN002 (not recorded)" in log
+    assert "could not remember agent-view thread in DDBDOWN003: OperationalError" in log
+    assert "could not look up whether UHOMEDOWN1 was greeted: OperationalError" in log
 
 
 # ---------------------------------------------------------------- admin
