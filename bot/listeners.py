@@ -17,12 +17,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import blocks, state
-from policybot import db
+from policybot import db, services
 from policybot.config import Settings
 
 if TYPE_CHECKING:
@@ -206,12 +209,7 @@ def clear_progress(client: WebClient, surface: str, channel: str, thread_ts: str
 
 
 class RecentMessages:
-    """A bounded, thread-safe memory of Slack messages, for when the database cannot dedupe.
-
-    With the database down, the claim that makes one message get one reply is gone; a DM
-    that mentions the bot still arrives twice (`message.im` and `app_mention`), so the
-    outage reply is deduped here, per bot process.
-    """
+    """A bounded, thread-safe memory of Slack messages, for when Redis cannot dedupe either."""
 
     def __init__(self, capacity: int = 4096) -> None:
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -231,6 +229,41 @@ class RecentMessages:
             return True
 
 
+OUTAGE_REPLY_TTL_S = 3600  # far past Slack's last retry (about 5 min) and a DM's twin event (seconds)
+
+
+class OutageReplies:
+    """Which messages were already told "can't take this right now", across bot processes.
+
+    With the database down, the claim that makes one message get one reply is gone; a DM
+    that mentions the bot still arrives twice (`message.im` and `app_mention`), possibly at
+    two bot processes behind a load balancer. A Redis key (SET NX) dedupes the outage reply
+    across them; when Redis is down too, each process remembers on its own.
+    """
+
+    def __init__(self, redis_url: Callable[[], str], local: RecentMessages | None = None) -> None:
+        self._redis_url = redis_url
+        self._local = local or RecentMessages()
+        self._client: redis.Redis | None = None
+        self._lock = threading.Lock()
+
+    def first_time(self, channel: str, ts: str) -> bool:
+        first_here = self._local.first_time(channel, ts)
+        try:
+            return bool(self._redis().set(f"policybot:outage-reply:{channel}:{ts}", 1, nx=True, ex=OUTAGE_REPLY_TTL_S))
+        except redis.RedisError as error:
+            log.info("outage replies deduped in this process only (Redis: %s)", type(error).__name__)
+            return first_here
+
+    def _redis(self) -> redis.Redis:
+        with self._lock:
+            if self._client is None:  # only on the failure path: the bot never needs it otherwise
+                # One quick try: the user is waiting for the outage reply, not for Redis.
+                self._client = redis.Redis.from_url(self._redis_url(), socket_connect_timeout=0.5, socket_timeout=0.5,
+                                                    retry=Retry(NoBackoff(), 0))
+            return self._client
+
+
 TAKING: dict[Kind, str] = {"question": "questions", "upload": "uploads"}
 
 
@@ -238,7 +271,10 @@ TAKING: dict[Kind, str] = {"question": "questions", "upload": "uploads"}
 class Listeners:
     settings: Settings
     enqueuer: Enqueuer = field(default_factory=CeleryEnqueuer)
-    told_unavailable: RecentMessages = field(default_factory=RecentMessages)
+    told_unavailable: OutageReplies = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.told_unavailable = OutageReplies(lambda: services.configured_redis_url(self.settings))
 
     # -- events
 
@@ -266,7 +302,7 @@ class Listeners:
                                                     thread.get("context"))
         except SQLAlchemyError as error:
             # No greeting and suggested prompts that invite questions it cannot take: say so
-            # up front (once per thread and bot process: nothing else can dedupe now).
+            # up front (once per thread, deduped in Redis: the database cannot).
             log.warning("could not remember agent-view thread in %s: %s", channel, type(error).__name__)
             if self.told_unavailable.first_time(channel, thread_ts):
                 client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.unavailable_message(None))

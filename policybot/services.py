@@ -200,6 +200,11 @@ def redis_url(settings: Settings) -> str:
     return start_redis(settings)
 
 
+def configured_redis_url(settings: Settings) -> str:
+    """Where the Redis to use is, without starting the embedded one (for paths that must not wait on a start)."""
+    return settings.redis_url or _embedded_redis_url(settings)
+
+
 def services_up(settings: Settings) -> list[ServiceStatus]:
     database_url(settings)
     redis_url(settings)

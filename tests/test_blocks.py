@@ -9,7 +9,7 @@ import yaml
 
 from bot import blocks
 from bot.fake_slack import block_problems, sign
-from bot.listeners import BotIdentity, Listeners, RecentMessages, clean_text, decide_mention, decide_message
+from bot.listeners import BotIdentity, Listeners, OutageReplies, RecentMessages, clean_text, decide_mention, decide_message
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 
@@ -189,6 +189,21 @@ def test_recent_messages_remember_each_message_once_within_capacity() -> None:
     assert recent.first_time("D1", "1.2")  # a third message: the least recently seen, (D1, 1.1), is forgotten
     assert recent.first_time("D2", "1.1") is False  # still remembered
     assert recent.first_time("D1", "1.1")  # forgotten, so it counts as new again
+
+
+def test_outage_replies_are_deduped_across_bot_processes_in_redis_and_locally_without_it(settings) -> None:
+    from bench.common import free_port
+    from policybot import services
+
+    redis_url = services.redis_url(settings)
+    one_bot, other_bot = OutageReplies(lambda: redis_url), OutageReplies(lambda: redis_url)
+    assert one_bot.first_time("DOUTAGE01", "1.1")
+    assert not other_bot.first_time("DOUTAGE01", "1.1")  # the message's twin event, at another process
+    assert other_bot.first_time("DOUTAGE01", "1.2")
+    nothing_there = f"redis://127.0.0.1:{free_port()}/0"
+    alone, also_alone = OutageReplies(lambda: nothing_there), OutageReplies(lambda: nothing_there)
+    assert alone.first_time("DOUTAGE01", "1.3") and not alone.first_time("DOUTAGE01", "1.3")
+    assert also_alone.first_time("DOUTAGE01", "1.3")  # no Redis: each process can only remember its own
 
 
 def test_bookkeeping_after_a_request_went_through_only_logs_a_database_error(slack_settings, caplog) -> None:
