@@ -62,8 +62,12 @@ def _read_flat(path: Path) -> str:
 
 def _read_pdf(path: Path) -> str:
     from llama_index.readers.file import PDFReader
+    from tenacity import stop_after_attempt
 
-    pages = PDFReader(return_full_document=True).load_data(path)
+    # PDFReader retries every failure three times: a corrupt local file fails the same way
+    # each time, and the retry would hide pypdf's reason behind tenacity's RetryError.
+    read_once = PDFReader.load_data.retry_with(stop=stop_after_attempt(1), reraise=True)
+    pages = read_once(PDFReader(return_full_document=True), path)
     return "\n\n".join(page.text for page in pages)
 
 
