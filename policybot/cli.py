@@ -371,15 +371,24 @@ def ask(
     from policybot.runtime import get_runtime
 
     settings = _settings()
+    from_stdin = question == "-"
+    if not from_stdin:  # refuse before loading any model
+        refusal = _question_refusal(question.strip(), settings.max_question_chars)
+        if refusal:
+            _fail(refusal, 1)
     runtime = get_runtime(settings)
     if runtime.loaded.is_cosine and not as_json:
         errors.print(f"[yellow]note:[/] using {runtime.loaded.description}")
-    questions = (line.strip() for line in sys.stdin) if question == "-" else iter([question])
-    for text in questions:
-        if not text:
+    questions = enumerate((line.strip() for line in sys.stdin) if from_stdin else iter([question.strip()]), start=1)
+    refused = 0
+    for line_number, text in questions:
+        if from_stdin and not text:
+            continue  # blank lines separate questions
+        refusal = _question_refusal(text, settings.max_question_chars)
+        if refusal:  # only from stdin: say which line, and answer the rest
+            errors.print(f"[bold red]error:[/] line {line_number}: {refusal}; skipped", highlight=False)
+            refused += 1
             continue
-        if len(text) > settings.max_question_chars:
-            _fail(f"question is {len(text)} characters; the limit is {settings.max_question_chars} (POLICYBOT_MAX_QUESTION_CHARS)", 1)
         with db.session(settings) as session:
             recorded = answering.record_question(session, text, surface="cli", asker=os.environ.get("USER"), channel=channel)
         answer = answering.answer_question(settings, recorded.id)
@@ -387,6 +396,17 @@ def ask(
             print(json.dumps(answering.answer_json(answer)), flush=True)
         else:
             _print_answer(answer)
+    if refused:
+        raise typer.Exit(1)
+
+
+def _question_refusal(text: str, max_chars: int) -> str | None:
+    """Why a question cannot be asked as it stands (None: it can)."""
+    if not text:
+        return 'the question is empty; for example: policybot ask "How many PTO days carry over?"'
+    if len(text) > max_chars:
+        return f"question is {len(text)} characters; the limit is {max_chars} (POLICYBOT_MAX_QUESTION_CHARS)"
+    return None
 
 
 def _print_answer(answer) -> None:  # type: ignore[no-untyped-def]

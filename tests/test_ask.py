@@ -62,6 +62,18 @@ def test_ask_json_one_question_per_category(knowledge_base, policybot_home):
     assert logged[QUESTIONS["kb"]].scores and logged[QUESTIONS["kb"]].evaluator_version
 
 
-def test_ask_refuses_an_oversized_question(knowledge_base, policybot_home):
+def test_ask_refuses_an_oversized_or_empty_question(knowledge_base, policybot_home):
     run = policybot(policybot_home, "ask", "x" * 40_000)
     assert run.returncode == 1 and "limit" in run.stderr and "Traceback" not in run.stderr
+    for empty in ("", "   "):
+        run = policybot(policybot_home, "ask", empty)
+        assert run.returncode == 1 and "the question is empty" in run.stderr and run.stdout == ""
+
+
+def test_ask_from_stdin_skips_a_refused_line_and_answers_the_rest(knowledge_base, policybot_home):
+    lines = "x" * 40_000 + "\n\n" + QUESTIONS["kb"] + "\n"
+    run = policybot(policybot_home, "ask", "--json", "-", input_text=lines)
+    assert run.returncode == 1  # a script sees that something was refused
+    assert "line 1: question is 40000 characters" in run.stderr and "skipped" in run.stderr
+    [result] = [json.loads(line) for line in run.stdout.splitlines()]
+    assert result["question"] == QUESTIONS["kb"] and result["found"]
