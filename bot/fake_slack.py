@@ -109,6 +109,7 @@ class FakeSlack:
         self.bot_user_id, self.bot_id, self.team_id = bot_user_id, bot_id, team_id
         self.calls: list[Call] = []
         self.files: dict[str, StoredFile] = {}
+        self.users: dict[str, dict[str, Any]] = {}  # users.info answers; add_user() fills it
         self.failures: dict[str, str] = {}  # method -> error to answer with (simulate Slack problems)
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
@@ -160,6 +161,15 @@ class FakeSlack:
         return file.info(self.base_url)
 
     # -------------------------------------------------------------- events API side
+
+    def add_user(self, user_id: str, real_name: str, display_name: str = "") -> dict[str, Any]:
+        """A workspace member, as users.info describes one."""
+        first, _, last = real_name.partition(" ")
+        handle = (display_name or real_name).lower().replace(" ", ".")
+        self.users[user_id] = {"id": user_id, "team_id": self.team_id, "name": handle, "real_name": real_name,
+                               "profile": {"real_name": real_name, "display_name": display_name,
+                                           "first_name": first, "last_name": last}}
+        return self.users[user_id]
 
     def event_body(self, event: Mapping[str, Any], event_id: str | None = None) -> dict[str, Any]:
         """The `event_callback` envelope Slack wraps every event in."""
@@ -320,6 +330,12 @@ class FakeSlack:
         if not params.get("channel_id") or not params.get("thread_ts") or "status" not in params:
             return {"ok": False, "error": "invalid_arguments"}
         return {"ok": True}
+
+    def _api_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = self.users.get(str(params.get("user")))
+        if user is None:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": user}
 
     def _api_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
         file = self.files.get(str(params.get("file")))

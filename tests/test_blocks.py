@@ -227,7 +227,8 @@ def test_manifest_subscribes_to_what_the_app_handles() -> None:
                           "assistant_thread_context_changed"}
         assert {e.split(".")[0] for e in events} <= set(EVENTS)
         scopes = set(manifest["oauth_config"]["scopes"]["bot"])
-        assert {"app_mentions:read", "chat:write", "im:history", "reactions:write", "files:read", "assistant:write"} <= scopes
+        assert {"app_mentions:read", "chat:write", "im:history", "reactions:write", "files:read", "assistant:write",
+                "users:read"} <= scopes
         assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
         assert manifest["settings"]["interactivity"]["is_enabled"] is True
         socket_mode = manifest["settings"]["socket_mode_enabled"]

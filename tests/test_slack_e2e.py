@@ -97,6 +97,26 @@ def test_direct_message_gets_one_answer_in_thread(stack) -> None:
     assert len(buttons(post)) == 2
 
 
+def test_the_askers_names_never_reach_a_fallback_source(stack, knowledge_base) -> None:
+    """People introduce themselves; their names (from Slack's users.info) are redacted before
+    the keyword rewrite that is sent to the HR portal. A user Slack cannot describe is still answered."""
+    stack.fake.add_user("UPRIYA0001", "Priya Raghunathan", display_name="priya.r")
+    channel = "CNAMES0001"
+    event = stack.mention("Hi, I'm Priya Raghunathan - when do payslips show up in Workday?", channel, user="UPRIYA0001")
+    assert stack.deliver(event).status_code == 200
+    _answer_post(stack, channel, event["ts"])
+    [row] = question_for(stack.settings, channel, event["ts"])
+    sent = " ".join(query["query"] for query in row.fallback_queries).lower()
+    assert row.fallback_queries and "payslips" in sent
+    assert "priya" not in sent and "raghunathan" not in sent
+    assert stack.fake.calls_to("users.info", user="UPRIYA0001")
+
+    unknown = stack.mention("When do payslips show up in Workday?", channel, user="UNOBODY001")
+    assert stack.deliver(unknown).status_code == 200
+    assert "payslip" in _answer_post(stack, channel, unknown["ts"])["text"].lower()
+    assert "could not look up the names of UNOBODY001 (user_not_found)" in stack.worker.log_text()
+
+
 def test_agent_view_thread_greets_then_answers_with_status(stack) -> None:
     channel, thread_ts = "DAGENT0001", stack.fake.new_ts()
     started = {"type": "assistant_thread_started", "event_ts": thread_ts,

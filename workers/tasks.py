@@ -103,6 +103,7 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
 
     from bot import blocks
     from bot.app import web_client
+    from bot.askers import ASKER_NAMES
     from bot.listeners import clear_progress
     from policybot.answering import answer_question, get_question, mark_failed, mark_posted
 
@@ -127,7 +128,8 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             if row.status != "answered":
                 log.info("answering question %s (ref %s), attempt %s", question_id, row.reference, attempt)
                 _test_hooks(row.question)
-                answer_question(settings, question_id, pipeline_question=pipeline_question_for(settings, row))
+                answer_question(settings, question_id, pipeline_question=pipeline_question_for(settings, row),
+                                asker_names=ASKER_NAMES.get(client, row.asker))
                 row = get_question(settings, question_id)
                 assert row is not None
             message = blocks.answer_message(blocks.AnswerView.from_row(row))
