@@ -175,6 +175,8 @@ class HttpFallbackSource:
             data = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError):
             raise self._error("returned a response that is not JSON") from None
+        except RecursionError:  # "[[[[..." nested past Python's limit: refuse, don't fail the question
+            raise self._error("returned JSON nested too deeply to read") from None
         return self._passages(data, limit)
 
     # -- request --------------------------------------------------------------------------
@@ -238,7 +240,8 @@ class HttpFallbackSource:
             request = client.build_request(
                 "GET",
                 target.url.copy_with(host=address),
-                headers={"Host": host_header, "Accept": "application/json"},
+                # Uncompressed only: a few KB of gzip can inflate to gigabytes before a size check.
+                headers={"Host": host_header, "Accept": "application/json", "Accept-Encoding": "identity"},
                 extensions=extensions,
                 timeout=httpx.Timeout(remaining),
             )
@@ -258,10 +261,13 @@ class HttpFallbackSource:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise self._error(f"response of {declared} bytes exceeds the {limit}-byte cap")
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise self._error(f"sent a {encoding!r}-encoded response although only uncompressed ones are accepted")
         chunks: list[bytes] = []
         size = 0
         try:
-            for chunk in response.iter_bytes():
+            for chunk in response.iter_raw():
                 size += len(chunk)
                 if size > limit:
                     raise self._error(f"response exceeds the {limit}-byte cap")
@@ -338,6 +344,8 @@ DEFAULT_POLICY_KEYWORDS: tuple[str, ...] = (
     r"reimburs\w*",
     r"receipts?",
     r"per diem",
+    r"meals?|lunch|dinner",
+    r"trip|pay|paid",
     r"travel\w*",
     r"security",
     r"laptops?",
@@ -350,7 +358,7 @@ DEFAULT_POLICY_KEYWORDS: tuple[str, ...] = (
     r"benefits?",
     r"insurance",
     r"pension|401k",
-    r"salary|payroll|bonus|overtime",
+    r"salar(?:y|ies)|payroll|payslip|paycheck|bonus|overtime",
     r"remote|hybrid|wfh|work from home",
     r"allowed",
     r"can i",
@@ -385,10 +393,13 @@ _GENERAL_SIGNS = re.compile(
 def classify_question(question: str, policy_keywords: Sequence[str] | None = None) -> QuestionClass:
     """Classify a question as "policy" or "general"; anything unclear counts as "policy".
 
-    `policy_keywords` are regular expressions matched as whole words, case-insensitively.
+    `policy_keywords` are regular expressions matched as whole words, case-insensitively,
+    each also in the plural ("holiday" matches "holidays").
     """
     keywords = DEFAULT_POLICY_KEYWORDS if policy_keywords is None else tuple(policy_keywords)
-    if keywords and re.search(rf"\b(?:{'|'.join(keywords)})\b", question, re.IGNORECASE):
+    # A plural counts as its word ("holidays", "bonuses"): missing one would let a policy
+    # question through to open-web sources.
+    if keywords and re.search(rf"\b(?:{'|'.join(keywords)})(?:e?s)?\b", question, re.IGNORECASE):
         return "policy"
     if _GENERAL_SIGNS.search(question):
         return "general"

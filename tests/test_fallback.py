@@ -1,5 +1,6 @@
 """Fallback sources against a real local HTTP server (127.0.0.1, random port)."""
 
+import gzip
 import json
 import socket
 import threading
@@ -82,6 +83,8 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
                 "/html": lambda: self._body(b"<html><body>Login</body></html>", "text/html"),
                 "/error": lambda: self._body(b"{}", "application/json", status=500),
                 "/no-list": lambda: self._json({"items": []}),
+                "/gzip-bomb": self._gzip_bomb,
+                "/deep-json": lambda: self._body(b"[" * 200_000 + b"]" * 200_000, "application/json"),
             }.get(parts.path)
             if route is None:
                 self._body(b"not found", "text/plain", status=404)
@@ -111,6 +114,16 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             for _ in range(50):
                 self.wfile.write(b" " * 1000)
+
+        def _gzip_bomb(self) -> None:
+            # 50 MB of zeros, gzipped twice: about 5 KB on the wire. Sent whatever the client accepts.
+            body = gzip.compress(gzip.compress(b"\0" * 50_000_000))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip, gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def _slow(self) -> None:
             time.sleep(2.0)
@@ -306,6 +319,16 @@ def test_non_json_is_a_clear_error(server: LocalServer) -> None:
         local_source(server, "/html").search("travel", limit=5)
 
 
+def test_a_compressed_response_is_refused_before_it_is_inflated(server: LocalServer) -> None:
+    with pytest.raises(FallbackError, match="'gzip, gzip'-encoded response"):
+        local_source(server, "/gzip-bomb").search("travel", limit=5)
+
+
+def test_json_nested_too_deeply_is_a_source_error_not_a_crash(server: LocalServer) -> None:
+    with pytest.raises(FallbackError, match="nested too deeply"):
+        local_source(server, "/deep-json").search("travel", limit=5)
+
+
 def test_http_errors_are_reported(server: LocalServer) -> None:
     with pytest.raises(FallbackError, match="answered HTTP 500"):
         local_source(server, "/error").search("travel", limit=5)
@@ -342,6 +365,10 @@ def test_config_validation() -> None:
         "Is there a dress code?",
         "What should I do about the thing from yesterday?",  # unclear: counts as policy
         "Can I use Python for the reimbursement script?",  # mixed: policy wins
+        # Plurals and general signs together: still policy, so never an open-web source.
+        "Explain what public holidays we get in Germany",
+        "Explain what bonuses and salaries we get",
+        "Explain how the company pays for lunches on business trips",
     ],
 )
 def test_policy_and_unclear_questions_are_policy(question: str) -> None:
