@@ -10,6 +10,7 @@ is still composed for the user's original question.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Sequence
 
@@ -24,7 +25,13 @@ URL_PLACEHOLDER = "[url]"
 
 # Default employee ID shapes: "EMP-12345", "EMP12345", "E123456". Deployments with other
 # formats pass their own pattern.
-DEFAULT_EMPLOYEE_ID_PATTERN = r"\b(?:EMP-?\d{4,8}|E\d{5,8})\b"
+DEFAULT_EMPLOYEE_ID_PATTERN = r"\b(?:EMP[\s_-]?\d{4,8}|E\d{5,8})\b"
+# Whatever the ID's shape, a number the asker calls their employee number or ID.
+_CALLED_AN_EMPLOYEE_ID = re.compile(
+    r"\b((?:employee|staff|personnel|badge|payroll)\s*(?:id|number|no\.?|num|#)\s*(?:is\s+)?[:#]?\s*)"
+    r"([A-Z]{0,4}[-_]?\d{3,10})\b",
+    re.IGNORECASE,
+)
 
 # Slack markup: "<@U123ABC>", "<@U123ABC|jane>", "<mailto:a@b.co|a@b.co>", "<tel:+15551234|...>".
 _SLACK_USER = re.compile(r"<@[UW][A-Z0-9]+(?:\|[^>]*)?>")
@@ -36,8 +43,10 @@ _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-
 
 # A phone candidate: optional "+country", digits in groups split by spaces, dots, dashes or
 # parentheses, and an optional extension. Validated by `_looks_like_phone`.
+# "ext555-1234", "tel+41 ...": a label glued to the number, split off so the number is seen.
+_PHONE_LABEL = re.compile(r"\b(ext|extension|tel|ph|phone|mobile|cell|fax)\.?(?=[+(]?\d)", re.IGNORECASE)
 _PHONE = re.compile(
-    r"(?<![\w$€£.,/-])"
+    r"(?<![\w$€£.-])"
     r"(?P<number>\+?\(?\d[\d\s().-]{5,}\d)"
     r"(?P<ext>\s*(?:x|ext\.?|extension)\s*\d{1,6})?"
     r"(?![\w%])",
@@ -51,21 +60,56 @@ def redact(
     asker_names: Sequence[str] = (),
     employee_id_pattern: str = DEFAULT_EMPLOYEE_ID_PATTERN,
 ) -> str:
-    """Replace emails, phone numbers, employee IDs, Slack mentions and the asker's names."""
+    """Replace emails, phone numbers, employee IDs, Slack mentions and the asker's names.
+
+    The text is folded first (accents and curly quotes: "José O’Brien" → "Jose O'Brien"), as
+    are the names, so a name typed without its accents is still found. Only the keyword
+    rewrite reads the result.
+    """
+    text = _fold(text)
     text = _SLACK_USER.sub(USER_PLACEHOLDER, text)
     text = _SLACK_MAILTO.sub(EMAIL_PLACEHOLDER, text)
     text = _SLACK_TEL.sub(PHONE_PLACEHOLDER, text)
     text = _SLACK_LINK.sub(URL_PLACEHOLDER, text)
     text = _BARE_URL.sub(URL_PLACEHOLDER, text)  # URLs may carry names or tokens
     text = _EMAIL.sub(EMAIL_PLACEHOLDER, text)
+    text = _CALLED_AN_EMPLOYEE_ID.sub(lambda m: m.group(1) + EMPLOYEE_ID_PLACEHOLDER, text)
     text = re.sub(employee_id_pattern, EMPLOYEE_ID_PLACEHOLDER, text, flags=re.IGNORECASE)
-    text = _PHONE.sub(_phone_replacement, text)
-    return _redact_names(text, asker_names)
+    text = _PHONE.sub(_phone_replacement, _PHONE_LABEL.sub(r"\1 ", text))
+    return _redact_names(text, [_fold(name) for name in asker_names])
+
+
+def _fold(text: str) -> str:
+    """Accents off, curly quotes straight ("Núñez" → "Nunez", "O’Brien" → "O'Brien")."""
+    decomposed = unicodedata.normalize("NFKD", text.replace("’", "'").replace("‘", "'"))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 def _phone_replacement(match: re.Match[str]) -> str:
     number = match.group("number").strip()
-    return PHONE_PLACEHOLDER if _looks_like_phone(number) else match.group(0)
+    if _looks_like_phone(number):
+        return PHONE_PLACEHOLDER
+    return _phones_in_a_row(match.group(0))
+
+
+def _phones_in_a_row(candidate: str) -> str:
+    """"555-123-4567 555-987-6543" reads as one 20-digit candidate: redact each number in it."""
+    parts = re.split(r"(\s+)", candidate)
+    words, gaps = parts[0::2], parts[1::2]
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        # The longest run of words from here that is one phone number.
+        end = next((j for j in range(len(words), i, -1) if _looks_like_phone(" ".join(words[i:j]))), None)
+        if end is None:
+            out.append(words[i])
+            i += 1
+        else:
+            out.append(PHONE_PLACEHOLDER)
+            i = end
+        if i < len(words):
+            out.append(gaps[i - 1])
+    return "".join(out)
 
 
 def _looks_like_phone(candidate: str) -> bool:
@@ -125,7 +169,7 @@ STOPWORDS = frozenset(
     know knows tell ask asking question questions quick hey hi hello thanks thank please pls plz
     wondering wonder anyone someone somebody anybody everyone everybody something anything
     thing things stuff way ok okay yes yeah folks team guys lot lots much many long able allowed
-    possible kind sort bit currently now today per next another other others
+    possible kind sort bit currently now today per next another other others ext
     """.split()
 )
 

@@ -61,6 +61,27 @@ def test_employee_ids_are_redacted_with_the_default_pattern() -> None:
     assert redact("Form E12 is short.") == "Form E12 is short."
 
 
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("Call 555-123-4567/555-987-6543 today", "Call [phone]/[phone] today"),
+        ("numbers: 555-123-4567,555-987-6543", "numbers: [phone],[phone]"),
+        ("call 555-123-4567 555-987-6543 today", "call [phone] [phone] today"),  # one 20-digit run, two numbers
+        ("reach me on ext555-123-4567", "reach me on ext [phone]"),
+        ("My ID is EMP 12345 or EMP_12345", "My ID is [employee-id] or [employee-id]"),
+        ("employee number 48213 - am I eligible?", "employee number [employee-id] - am I eligible?"),
+        ("my staff id: AB-9921", "my staff id: [employee-id]"),
+    ],
+)
+def test_numbers_written_together_or_labelled_are_redacted(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+def test_names_are_found_without_their_accents_or_with_curly_quotes() -> None:
+    assert redact("Jose Nunez and Sean O’Brien ask", asker_names=["José Núñez", "Sean O'Brien"]) == "[name] and [name] ask"
+    assert keyword_query("Is there parking at the Zürich office?") == "parking zurich office"  # folded, not cut to "rich"
+
+
 def test_employee_id_pattern_is_configurable() -> None:
     pattern = r"\bACME/\d{3}\b"
     assert redact("I am ACME/042, not EMP-12345.", employee_id_pattern=pattern) == (
