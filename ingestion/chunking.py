@@ -29,9 +29,16 @@ class ChunkDraft:
 
 
 def split_sections(markdown: str) -> list[Section]:
-    """Sections in document order; a heading with no body of its own yields nothing."""
+    """Sections in document order.
+
+    A heading whose body is only its subsections yields no section of its own (it lives on
+    in their heading paths). A heading with neither body nor subsections keeps its text as
+    its body, so nothing is lost when a list item was taken for a heading ("1. Book
+    flights in the portal" followed by "2. ...").
+    """
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
+    has_content: list[bool] = []  # per stack entry: a body or a subsection of its own
     body: list[str] = []
     in_code = False
 
@@ -39,7 +46,15 @@ def split_sections(markdown: str) -> list[Section]:
         text = "\n".join(body).strip()
         if text:
             sections.append(Section(tuple(title for _, title in stack), text))
+            has_content[:] = [True] * len(stack)
         body.clear()
+
+    def pop() -> None:
+        if not has_content[-1]:
+            sections.append(Section(tuple(title for _, title in stack), stack[-1][1]))
+            has_content[:-1] = [True] * (len(stack) - 1)
+        stack.pop()
+        has_content.pop()
 
     for line in markdown.splitlines():
         if line.lstrip().startswith("```"):
@@ -49,11 +64,16 @@ def split_sections(markdown: str) -> list[Section]:
             flush()
             level, title = len(match.group(1)), match.group(2).strip()
             while stack and stack[-1][0] >= level:
-                stack.pop()
+                pop()
+            if stack:
+                has_content[-1] = True  # a subsection counts as the parent's content
             stack.append((level, title))
+            has_content.append(False)
         else:
             body.append(line)
     flush()
+    while stack:
+        pop()
     return sections
 
 

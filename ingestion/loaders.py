@@ -57,7 +57,8 @@ def _read_flat(path: Path) -> str:
 
     raw = path.read_bytes()
     raw.decode("utf-8")  # FlatReader decodes leniently; a binary file should fail loudly instead
-    return "\n".join(doc.text for doc in FlatReader().load_data(path))
+    text = "\n".join(doc.text for doc in FlatReader().load_data(path))
+    return text.removeprefix("\ufeff")  # a byte-order mark (Windows editors) would hide the first heading
 
 
 def _read_pdf(path: Path) -> str:

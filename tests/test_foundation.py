@@ -11,7 +11,9 @@ import pytest
 from sqlalchemy import create_engine, inspect, select, text
 
 from conftest import SAMPLES
+from ingestion.chunking import Section, split_sections
 from ingestion.ingest import ingest_paths, remove_document
+from ingestion.loaders import load_document
 from ingestion.retriever import ChunkRetriever
 from policybot import db, services
 from policybot.models import CHUNKS_TABLE, Document
@@ -177,6 +179,29 @@ def test_corrupt_and_unsupported_files_are_reported_and_the_rest_lands(settings,
     assert statuses["notes.xlsx"][0] == "failed" and "unsupported" in statuses["notes.xlsx"][1]
     assert statuses["empty.md"][0] == "failed" and "no text" in statuses["empty.md"][1]
     assert len(report.failed) == 3
+
+
+def test_a_heading_with_no_body_and_no_subsections_keeps_its_text() -> None:
+    """List items taken for headings ("1. Book flights") must not vanish; a heading whose body
+    is its subsections lives on in their paths only."""
+    sections = split_sections("# Travel\n\nBefore you go:\n\n## 1. Book flights\n\n## 2. Get approval\n\n"
+                              "## Claims\n\n### Deadline\n\nWithin 30 days.\n\n## Last words\n")
+    assert sections == [
+        Section(("Travel",), "Before you go:"),
+        Section(("Travel", "1. Book flights"), "1. Book flights"),
+        Section(("Travel", "2. Get approval"), "2. Get approval"),
+        Section(("Travel", "Claims", "Deadline"), "Within 30 days."),
+        Section(("Travel", "Last words"), "Last words"),
+    ]
+
+
+@pytest.mark.parametrize("suffix", [".md", ".txt"])
+def test_a_byte_order_mark_does_not_hide_the_first_heading(tmp_path, suffix: str) -> None:
+    path = tmp_path / f"leave{suffix}"
+    path.write_bytes("\ufeff# Leave Policy\n\nEmployees get 25 days.\n".encode())
+    document = load_document(path)
+    assert document.title == "Leave Policy" and "\ufeff" not in document.text
+    assert split_sections(document.text)[0].heading_path == ("Leave Policy",)
 
 
 @pytest.mark.parametrize(
