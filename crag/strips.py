@@ -97,7 +97,7 @@ def _blocks(text: str) -> list[str]:
         elif _BULLET.match(line):
             close()
             current, current_is_item = [line], True
-        elif current_is_item and not _continues_item(line):
+        elif current_is_item and not _continues_item(line, current[-1]):
             close()
             current = [line]
         else:
@@ -109,9 +109,11 @@ def _blocks(text: str) -> list[str]:
     return [" ".join(part.strip() for part in block) for block in blocks]
 
 
-def _continues_item(line: str) -> bool:
-    """A wrapped bullet line is indented or starts in lower case."""
-    return line[:1].isspace() or line.lstrip()[:1].islower()
+def _continues_item(line: str, previous: str) -> bool:
+    """A wrapped bullet line is indented, starts in lower case, or follows a line that stops
+    mid-sentence ("- Hotels are reimbursed up to" / "200 USD per night.")."""
+    unfinished = not previous.rstrip().endswith((".", "!", "?", ":", ";"))
+    return line[:1].isspace() or line.lstrip()[:1].islower() or unfinished
 
 
 def _split_block(block: str) -> list[str]:

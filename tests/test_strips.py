@@ -114,6 +114,18 @@ def test_each_bullet_is_its_own_sentence() -> None:
     ]
 
 
+def test_a_bullet_wrapped_mid_sentence_stays_one_sentence() -> None:
+    """Hard-wrapped items (PDF exports): the limit and the negation keep their subject."""
+    text = ("- Hotels are reimbursed up to\n200 USD per night.\n- Contractors are\nNot eligible for the bonus.\n"
+            "- Taxis.\nThe rest is not covered.")
+    assert split_sentences(text) == [
+        "- Hotels are reimbursed up to 200 USD per night.",
+        "- Contractors are Not eligible for the bonus.",
+        "- Taxis.",
+        "The rest is not covered.",  # the item had ended its sentence: a new paragraph
+    ]
+
+
 def test_split_sentences_never_loses_text() -> None:
     text = TRAVEL_TEXT + " Dr. Lee, No. 4, approved 2.5 days on Jan. 5, 2026, i.e. early."
     assert " ".join(split_sentences(text)) == text
