@@ -192,7 +192,7 @@ class CragPipeline:
             return []
         keywords = plan.keywords
         if not keywords:
-            answer.notes.append("nothing left to send to fallback sources after redaction")
+            answer.notes.append("no search words left in the question after redaction and the keyword rewrite")
             return []
         results: list[Passage] = []
         for source in sources:

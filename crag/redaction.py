@@ -193,7 +193,7 @@ _COMMON_WORDS = frozenset(
 )
 
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
-_TOKEN = re.compile(r"[a-z0-9]+(?:[.,'’-][a-z0-9]+)*")
+_TOKEN = re.compile(r"[^\W_]+(?:[.,'’-][^\W_]+)*")  # any script's letters and digits
 
 
 def keyword_query(question: str, max_keywords: int = 3) -> str:

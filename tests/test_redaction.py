@@ -80,6 +80,7 @@ def test_numbers_written_together_or_labelled_are_redacted(text: str, redacted: 
 def test_names_are_found_without_their_accents_or_with_curly_quotes() -> None:
     assert redact("Jose Nunez and Sean O’Brien ask", asker_names=["José Núñez", "Sean O'Brien"]) == "[name] and [name] ask"
     assert keyword_query("Is there parking at the Zürich office?") == "parking zurich office"  # folded, not cut to "rich"
+    assert keyword_query("我可以带狗去办公室吗？") == "我可以带狗去办公室吗"  # other scripts are words too, not dropped
 
 
 def test_employee_id_pattern_is_configurable() -> None:
