@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote_plus, urlencode
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -36,6 +36,7 @@ from console import auth, charts
 from policybot import jobs, manage, review
 from policybot.config import Settings
 from policybot.errors import UserError
+from policybot.urls import mask_query
 
 log = logging.getLogger(__name__)
 
@@ -73,18 +74,6 @@ def thread_link(settings: Settings, record: dict[str, Any]) -> str | None:
         base = settings.slack_workspace_url.rstrip("/")
         return f"{base}/archives/{channel}/p{str(ts).replace('.', '')}"
     return f"https://slack.com/app_redirect?channel={channel}"
-
-
-def mask_query(address: str | None, keep: tuple[str, ...] = ()) -> str | None:
-    """The URL with its query values shown as *** (they may hold API keys), except the values in `keep`."""
-    if not address:
-        return address
-    parts = urlsplit(address)
-    if not parts.query:
-        return address
-    masked = [f"{name}={value if value in keep else '***'}" if sep else name
-              for name, sep, value in (pair.partition("=") for pair in parts.query.split("&"))]
-    return urlunsplit(parts._replace(query="&".join(masked)))
 
 
 class BodyTooLarge(MultiPartException):

@@ -20,6 +20,7 @@ import redis
 
 from policybot.config import Settings
 from policybot.errors import UserError
+from policybot.urls import mask_url
 
 log = logging.getLogger(__name__)
 
@@ -230,14 +231,14 @@ def services_down(settings: Settings) -> list[str]:
 def services_status(settings: Settings) -> list[ServiceStatus]:
     statuses = []
     if settings.database_url:
-        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)), _mask(settings.database_url)))
+        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)), mask_url(settings.database_url)))
     else:
         pgdata = _pgdata(settings)
         info = _postmaster_info(pgdata) if pgdata.exists() else None
         url = info.get_uri(database=DATABASE_NAME) if info else ""
         statuses.append(ServiceStatus("postgres", "embedded", info is not None, url, str(pgdata)))
     if settings.redis_url:
-        statuses.append(ServiceStatus("redis", "external", _redis_alive(settings.redis_url), _mask(settings.redis_url)))
+        statuses.append(ServiceStatus("redis", "external", _redis_alive(settings.redis_url), mask_url(settings.redis_url)))
     else:
         url = _embedded_redis_url(settings)
         statuses.append(ServiceStatus("redis", "embedded", _redis_alive(url), url, str(_redis_dir(settings))))
@@ -252,13 +253,3 @@ def _postgres_alive(url: str) -> bool:
             return True
     except psycopg.Error:
         return False
-
-
-def _mask(url: str) -> str:
-    """Hide the password in a URL before showing it."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<url>"

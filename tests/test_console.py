@@ -694,10 +694,11 @@ def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
 
 
 def test_sources_page_masks_url_query_values(csettings, admin) -> None:
-    from console.app import mask_query
+    from policybot.urls import mask_query
 
     assert mask_query("https://x.example/s?api_key=SECRET&q=dog", keep=("dog",)) == "https://x.example/s?api_key=***&q=dog"
     assert mask_query("https://x.example/s") == "https://x.example/s"
+
     token = _csrf(admin, "/admin/sources")
     added = admin.post("/admin/sources/add", data={
         "csrf_token": token, "name": "Keyed wiki", "kind": "http", "url": "https://keyed.example.com/search?token=SECRET123"})
@@ -709,6 +710,21 @@ def test_sources_page_masks_url_query_values(csettings, admin) -> None:
         assert tested.status_code == 200 and "SECRET123" not in tested.text
     finally:
         admin.post("/admin/sources/remove", data={"csrf_token": token, "name": "Keyed wiki"})
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql+psycopg://policybot:pw@db:5432/p", "postgresql+psycopg://policybot:***@db:5432/p"),
+        ("postgresql://u@db/p?password=s3cret", "postgresql://u@db/p?password=***"),
+        ("redis://s3cret@redis:6379/0", "redis://***@redis:6379/0"),  # Redis's password-only form
+        ("redis://127.0.0.1:6390/0", "redis://127.0.0.1:6390/0"),
+    ],
+)
+def test_service_urls_are_shown_without_secrets(url: str, shown: str) -> None:
+    from policybot.urls import mask_url
+
+    assert mask_url(url) == shown
 
 
 def test_console_users_hashes_are_parsed_whole() -> None:
