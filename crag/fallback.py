@@ -183,9 +183,15 @@ class HttpFallbackSource:
 
     def _fetch(self, url: str) -> bytes:
         deadline = time.monotonic() + self.config.timeout_s  # one time budget for all hops
+        # A redirect may not lead to another service on an allowed host (an admin port, a
+        # metrics endpoint): only the source's own port, or the scheme's standard one.
+        ports = {_port_of(httpx.URL(self.config.url)), 80, 443}
         # trust_env=False: no proxy or .netrc from the environment can reroute the request.
         with httpx.Client(follow_redirects=False, trust_env=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
+                if _port_of(httpx.URL(url)) not in ports:
+                    raise self._error(f"refused a redirect to port {_port_of(httpx.URL(url))}: "
+                                      "only the source's own port (or 80/443) is allowed")
                 target = self._check_target(url)
                 response = self._open(client, target, deadline)
                 try:
@@ -322,6 +328,10 @@ def _is_public_address(address: str) -> bool:
         ip = ip.ipv4_mapped  # "::ffff:127.0.0.1" is loopback too
     special = ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
     return ip.is_global and not (special or ip.is_multicast or ip.is_unspecified)
+
+
+def _port_of(url: httpx.URL) -> int:
+    return url.port or (443 if url.scheme == "https" else 80)
 
 
 def _result_id(source: str, url: str | None, title: str, text: str) -> str:

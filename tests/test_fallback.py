@@ -76,6 +76,7 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
                 "/redirect-off": lambda: self._redirect("http://offlist.example/search"),
                 "/redirect-on": lambda: self._redirect("/search?q=again"),
                 "/redirect-loop": lambda: self._redirect("/redirect-loop"),
+                "/redirect-port": lambda: self._redirect("http://127.0.0.1:1/admin"),
                 "/big-declared": lambda: self._body(b"x" * 5000, "application/json"),
                 "/big-streamed": self._big_streamed,
                 "/slow": self._slow,
@@ -317,6 +318,11 @@ def test_a_dripping_server_hits_the_overall_time_budget(server: LocalServer) -> 
 def test_non_json_is_a_clear_error(server: LocalServer) -> None:
     with pytest.raises(FallbackError, match="fallback source 'intranet-wiki' returned a response that is not JSON"):
         local_source(server, "/html").search("travel", limit=5)
+
+
+def test_a_redirect_to_another_port_of_an_allowed_host_is_refused(server: LocalServer) -> None:
+    with pytest.raises(FallbackError, match="refused a redirect to port 1"):
+        local_source(server, "/redirect-port").search("travel", limit=5)
 
 
 def test_a_compressed_response_is_refused_before_it_is_inflated(server: LocalServer) -> None:
