@@ -79,29 +79,21 @@ def _read_docx(path: Path) -> str:
 
 
 def _html_to_markdown(raw: bytes) -> str:
+    """HTML as Markdown (markdownify): headings as "#" lines, every block of text once,
+    nested lists indented, tables as rows; links, images and emphasis as their plain text."""
     from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
 
     soup = BeautifulSoup(raw, "html.parser")
-    for unwanted in soup(["script", "style", "nav", "footer", "noscript"]):
-        unwanted.decompose()
-    blocks: list[str] = []
-    body = soup.body or soup
-    for element in body.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "pre", "blockquote"]):
-        text = " ".join(element.get_text(" ", strip=True).split())
-        if not text:
-            continue
-        if element.name.startswith("h"):
-            blocks.append("#" * int(element.name[1]) + " " + text)
-        elif element.name == "li":
-            blocks.append("- " + text)
-        else:
-            blocks.append(text)
-    if not blocks:
-        blocks.append(" ".join(body.get_text(" ", strip=True).split()))
     title = soup.title.get_text(strip=True) if soup.title else ""
-    if title and not any(block.startswith("# ") for block in blocks):
-        blocks.insert(0, "# " + title)
-    return "\n\n".join(blocks)
+    for unwanted in soup(["head", "script", "style", "nav", "footer", "noscript", "template"]):
+        unwanted.decompose()
+    converter = MarkdownConverter(heading_style="ATX", bullets="-",
+                                  strip=["a", "img", "b", "strong", "em", "i", "u", "span"])
+    text = converter.convert_soup(soup.body or soup)
+    if title and not re.search(r"^# ", text, flags=re.MULTILINE):
+        text = f"# {title}\n\n{text}"
+    return text
 
 
 def _reflow_pdf_lines(text: str) -> str:

@@ -195,6 +195,23 @@ def test_a_heading_with_no_body_and_no_subsections_keeps_its_text() -> None:
     ]
 
 
+def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
+    """Confluence-style exports: text in divs and definition lists, nested lists, tables."""
+    path = tmp_path / "expenses.html"
+    path.write_text(
+        "<html><head><title>Expenses</title></head><body><h1>Expenses</h1><div>Claims are paid monthly.</div>"
+        "<ul><li>Outer rule<ul><li>Inner rule</li></ul></li></ul><dl><dt>PTO</dt><dd>25 days</dd></dl>"
+        "<h2>Limits</h2><table><tr><th>Item</th><th>Limit</th></tr><tr><td><p>Hotel</p></td><td>200 USD</td></tr></table>"
+        "<script>var secret = 1;</script></body></html>"
+    )
+    text = load_document(path).text
+    for phrase in ("Claims are paid monthly.", "Outer rule", "Inner rule", "PTO", "25 days", "| Item | Limit |",
+                   "| Hotel | 200 USD |"):
+        assert text.count(phrase) == 1, (phrase, text)
+    assert "secret" not in text
+    assert [s.heading_path for s in split_sections(text)] == [("Expenses",), ("Expenses", "Limits")]
+
+
 @pytest.mark.parametrize("suffix", [".md", ".txt"])
 def test_a_byte_order_mark_does_not_hide_the_first_heading(tmp_path, suffix: str) -> None:
     path = tmp_path / f"leave{suffix}"
