@@ -68,8 +68,46 @@ def _read_pdf(path: Path) -> str:
     # PDFReader retries every failure three times: a corrupt local file fails the same way
     # each time, and the retry would hide pypdf's reason behind tenacity's RetryError.
     read_once = PDFReader.load_data.retry_with(stop=stop_after_attempt(1), reraise=True)
-    pages = read_once(PDFReader(return_full_document=True), path)
-    return "\n\n".join(page.text for page in pages)
+    pages = read_once(PDFReader(return_full_document=False), path)
+    # One line break between pages: a paragraph may run on across a page break.
+    return "\n".join(_without_page_furniture([page.text for page in pages]))
+
+
+_PAGE_NUMBER = re.compile(r"^(?:page\s*)?\d+(?:\s*(?:of|/)\s*\d+)?$", re.IGNORECASE)
+EDGE_LINES = 2  # running headers and footers sit in the first or last lines of a page
+
+
+def _without_page_furniture(pages: list[str]) -> list[str]:
+    """Drop running headers, footers and page numbers from each page's first and last lines.
+
+    A page number ("Page 2 of 5", "7") is furniture wherever it sits at an edge; another
+    edge line is when it recurs (digits aside) at the edges of at least half the pages of
+    a document of two or more (except at the top of the first page, where it is usually the
+    title). Left in, such lines look like headings and would take over the section path of
+    whatever follows them.
+    """
+    def shape(line: str) -> str:
+        return re.sub(r"\d+", "#", " ".join(line.split()).lower())
+
+    def edges(lines: list[str]) -> set[int]:
+        filled = [i for i, line in enumerate(lines) if line.strip()]
+        return set(filled[:EDGE_LINES] + filled[-EDGE_LINES:])
+
+    split = [page.splitlines() for page in pages]
+    counts: dict[str, int] = {}
+    for lines in split:
+        for shape_ in {shape(lines[i]) for i in edges(lines)}:
+            counts[shape_] = counts.get(shape_, 0) + 1
+    recurring = {k for k, n in counts.items() if len(pages) >= 2 and n >= max(2, len(pages) / 2)}
+    cleaned = []
+    for number, lines in enumerate(split):
+        filled = [i for i, line in enumerate(lines) if line.strip()]
+        # The first page's top lines stay: a running header there is often the document's title.
+        repeat_zone = set(filled[-EDGE_LINES:]) if number == 0 else edges(lines)
+        drop = {i for i in edges(lines) if _PAGE_NUMBER.match(lines[i].strip())}
+        drop |= {i for i in repeat_zone if shape(lines[i]) in recurring}
+        cleaned.append("\n".join(line for i, line in enumerate(lines) if i not in drop))
+    return cleaned
 
 
 def _read_docx(path: Path) -> str:

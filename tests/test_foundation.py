@@ -212,6 +212,32 @@ def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
     assert [s.heading_path for s in split_sections(text)] == [("Expenses",), ("Expenses", "Limits")]
 
 
+def test_pdf_running_headers_footers_and_page_numbers_are_not_headings(tmp_path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pages = [("Leave Policy", "1. Sick Leave", "Employees get 10 sick days."),
+             (None, "2. Vacation", "Employees get 25 vacation days."),
+             (None, "3. Parental Leave", "Primary caregivers get 16 weeks.")]
+    for number, (title, heading, body) in enumerate(pages, start=1):
+        pdf.add_page()
+        pdf.cell(0, 8, "Acme Corp Confidential", new_x="LMARGIN", new_y="NEXT")
+        for line in (title, heading, body):
+            if line:
+                pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_y(-20)
+        pdf.cell(0, 8, f"Page {number} of 3")
+    path = tmp_path / "leave.pdf"
+    pdf.output(str(path))
+    text = load_document(path).text
+    # Page 1's banner stays (at the top of a first page it is usually the title); its repeats
+    # and the page numbers go, so they never become the section of what follows them.
+    assert text.count("Acme Corp Confidential") == 1 and "Page" not in text
+    assert [s.heading_path[-1] for s in split_sections(text)] == [
+        "Leave Policy", "1. Sick Leave", "2. Vacation", "3. Parental Leave"]
+
+
 @pytest.mark.parametrize("suffix", [".md", ".txt"])
 def test_a_byte_order_mark_does_not_hide_the_first_heading(tmp_path, suffix: str) -> None:
     path = tmp_path / f"leave{suffix}"
