@@ -137,8 +137,8 @@ def _html_to_markdown(raw: bytes) -> str:
 def _reflow_pdf_lines(text: str) -> str:
     """PDF text comes as wrapped lines with no blank lines: rebuild paragraphs and heading lines.
 
-    A line is a heading when it looks like one and the line before it closed a sentence
-    (or was itself a heading); every other line continues the paragraph it is in.
+    A line is a heading when it looks like one and the line before it closed a sentence,
+    was a list item or was itself a heading; every other line continues its paragraph.
     """
     blocks: list[str] = []
     paragraph: list[str] = []
@@ -155,7 +155,10 @@ def _reflow_pdf_lines(text: str) -> str:
         if not line:
             flush()
             continue
-        after_sentence = previous_was_heading or not previous or previous[-1] in ".!?:)"
+        # A list item ends its line: bullets rarely close with a period, and a heading that
+        # follows a list ("- Meals" / "Non-Reimbursable Items") must not join its last item.
+        after_item = previous.startswith(("-", "*", "•"))
+        after_sentence = previous_was_heading or not previous or previous[-1] in ".!?:)" or after_item
         if after_sentence and _looks_like_heading(line):
             flush()
             blocks.append(line)

@@ -238,6 +238,23 @@ def test_pdf_running_headers_footers_and_page_numbers_are_not_headings(tmp_path)
         "Leave Policy", "1. Sick Leave", "2. Vacation", "3. Parental Leave"]
 
 
+def test_pdf_heading_after_a_list_does_not_join_its_last_item(tmp_path) -> None:
+    """"- Meals" then "Non-Reimbursable Items": joined, the item would read as never reimbursed."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pdf.add_page()
+    for line in ("Expense Policy", "Reimbursable items include", "- Taxis", "- Meals", "Non-Reimbursable Items",
+                 "Alcohol is never reimbursed."):
+        pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+    path = tmp_path / "expenses.pdf"
+    pdf.output(str(path))
+    sections = split_sections(load_document(path).text)
+    assert [(s.heading_path[-1], s.body.splitlines()[-1]) for s in sections] == [
+        ("Expense Policy", "- Meals"), ("Non-Reimbursable Items", "Alcohol is never reimbursed.")]
+
+
 @pytest.mark.parametrize("suffix", [".md", ".txt"])
 def test_a_byte_order_mark_does_not_hide_the_first_heading(tmp_path, suffix: str) -> None:
     path = tmp_path / f"leave{suffix}"
