@@ -28,6 +28,16 @@ from policybot.models import Document
 # double every citation and every weak-supervision pair).
 FileStatus = Literal["added", "updated", "unchanged", "skipped", "removed", "failed"]
 
+# What a file becomes depends on the readers and the chunker as well as on its bytes. Bump
+# this when they change what they make of a file: documents ingested before then count as
+# "updated" on their next ingest and are read again, instead of "unchanged" forever.
+READER_VERSION = "2026-12-04"
+
+
+def document_hash(content: bytes) -> str:
+    """The file's content hash under this reader version (a document's `content_hash`)."""
+    return hashlib.sha256(READER_VERSION.encode() + b"\n" + content).hexdigest()
+
 
 @dataclass
 class FileResult:
@@ -164,7 +174,7 @@ def _ingest_file(
             raise LoadError(f"file is {size_mb:.1f} MB, over the {settings.max_file_mb:g} MB limit (POLICYBOT_MAX_FILE_MB)")
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             load_document(path)  # raises the "unsupported" error with the list of formats
-        content_hash = hashlib.sha256(path.read_bytes()).hexdigest()
+        content_hash = document_hash(path.read_bytes())
         with db.session(settings) as session:
             existing = _find(session, collection, source)
             if existing and not existing.deleted and existing.content_hash == content_hash and access_channels is None:

@@ -65,6 +65,19 @@ def test_every_format_is_ingested_with_heading_paths(settings, ingested_samples)
             assert any(section and section.count(" > ") >= 1 for section in sections), (suffix, sections)
 
 
+def test_a_new_reader_version_reads_unchanged_files_again(settings, tmp_path, monkeypatch):
+    """After an upgrade that changes what files become, re-ingesting re-reads them."""
+    from ingestion import ingest
+
+    path = tmp_path / "gamma.md"
+    path.write_text("# Gamma\n\n## Rules\n\nGamma staff may park in lot G.\n")
+    assert ingest_paths(settings, [path], collection="versions").files[0].status == "added"
+    assert ingest_paths(settings, [path], collection="versions").files[0].status == "unchanged"
+    monkeypatch.setattr(ingest, "READER_VERSION", ingest.READER_VERSION + "-next")
+    assert ingest_paths(settings, [path], collection="versions").files[0].status == "updated"
+    assert ingest_paths(settings, [path], collection="versions").files[0].status == "unchanged"
+
+
 def test_reingest_unchanged_changed_and_pruned(settings, tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()
