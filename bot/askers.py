@@ -57,9 +57,11 @@ class AskerNames:
         try:
             names = names_in_profile(client.users_info(user=user_id).get("user") or {})
             expires = now + NAMES_TTL_S
-        except SlackApiError as error:
-            log.warning("could not look up the names of %s (%s): fallback queries are redacted without them; "
-                        "add the users:read scope", user_id, error.response.get("error"))
+        except Exception as error:  # a lookup never fails the answer: the other redactions still apply
+            reason = error.response.get("error") if isinstance(error, SlackApiError) else type(error).__name__
+            hint = "; add the users:read scope" if reason == "missing_scope" else ""
+            log.warning("could not look up the names of %s (%s): fallback queries are redacted without them%s",
+                        user_id, reason, hint)
             names, expires = (), now + FAILURE_TTL_S
         with self._lock:
             self._cache[user_id] = (expires, names)
