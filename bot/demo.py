@@ -147,6 +147,7 @@ def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> N
     from workers.process import WorkerProcess
 
     fake = FakeSlack().start()
+    fake.add_user(DEMO_USER, "Demo Employee")  # users.info: the asker's names are redacted from fallback queries
     server = worker = None
     try:
         local = slack_settings(settings, fake)
