@@ -189,9 +189,9 @@ class HttpFallbackSource:
         # trust_env=False: no proxy or .netrc from the environment can reroute the request.
         with httpx.Client(follow_redirects=False, trust_env=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
-                if _port_of(httpx.URL(url)) not in ports:
-                    raise self._error(f"refused a redirect to port {_port_of(httpx.URL(url))}: "
-                                      "only the source's own port (or 80/443) is allowed")
+                port = _port_of(httpx.URL(url))
+                if port not in ports:
+                    raise self._error(f"refused a redirect to port {port}: only the source's own port (or 80/443) is allowed")
                 target = self._check_target(url)
                 response = self._open(client, target, deadline)
                 try:

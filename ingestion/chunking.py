@@ -46,13 +46,13 @@ def split_sections(markdown: str) -> list[Section]:
         text = "\n".join(body).strip()
         if text:
             sections.append(Section(tuple(title for _, title in stack), text))
-            has_content[:] = [True] * len(stack)
+            if stack:  # its ancestors were marked when their subsections began
+                has_content[-1] = True
         body.clear()
 
     def pop() -> None:
         if not has_content[-1]:
             sections.append(Section(tuple(title for _, title in stack), stack[-1][1]))
-            has_content[:-1] = [True] * (len(stack) - 1)
         stack.pop()
         has_content.pop()
 

@@ -89,22 +89,22 @@ def _without_page_furniture(pages: list[str]) -> list[str]:
     def shape(line: str) -> str:
         return re.sub(r"\d+", "#", " ".join(line.split()).lower())
 
-    def edges(lines: list[str]) -> set[int]:
+    def top_and_bottom(lines: list[str]) -> tuple[set[int], set[int]]:
         filled = [i for i, line in enumerate(lines) if line.strip()]
-        return set(filled[:EDGE_LINES] + filled[-EDGE_LINES:])
+        return set(filled[:EDGE_LINES]), set(filled[-EDGE_LINES:])
 
     split = [page.splitlines() for page in pages]
+    edges = [top_and_bottom(lines) for lines in split]
     counts: dict[str, int] = {}
-    for lines in split:
-        for shape_ in {shape(lines[i]) for i in edges(lines)}:
+    for lines, (top, bottom) in zip(split, edges):
+        for shape_ in {shape(lines[i]) for i in top | bottom}:
             counts[shape_] = counts.get(shape_, 0) + 1
     recurring = {k for k, n in counts.items() if len(pages) >= 2 and n >= max(2, len(pages) / 2)}
     cleaned = []
-    for number, lines in enumerate(split):
-        filled = [i for i, line in enumerate(lines) if line.strip()]
+    for number, (lines, (top, bottom)) in enumerate(zip(split, edges)):
         # The first page's top lines stay: a running header there is often the document's title.
-        repeat_zone = set(filled[-EDGE_LINES:]) if number == 0 else edges(lines)
-        drop = {i for i in edges(lines) if _PAGE_NUMBER.match(lines[i].strip())}
+        repeat_zone = bottom if number == 0 else top | bottom
+        drop = {i for i in top | bottom if _PAGE_NUMBER.match(lines[i].strip())}
         drop |= {i for i in repeat_zone if shape(lines[i]) in recurring}
         cleaned.append("\n".join(line for i, line in enumerate(lines) if i not in drop))
     return cleaned
