@@ -19,11 +19,13 @@ import ipaddress
 import json
 import re
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 from urllib.parse import quote_plus, urljoin, urlsplit
 
+import httpcore
 import httpx
 
 from crag.types import FallbackSource, Passage
@@ -32,6 +34,9 @@ QuestionClass = Literal["policy", "general"]
 SourceKind = Literal["collection", "http"]
 
 MAX_REDIRECTS = 3
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Everything httpcore raises for a failed exchange (it has no common base class).
+HTTPCORE_ERRORS = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol, httpcore.TimeoutException)
 
 
 class FallbackError(Exception):
@@ -186,26 +191,28 @@ class HttpFallbackSource:
         # A redirect may not lead to another service on an allowed host (an admin port, a
         # metrics endpoint): only the source's own port, or the scheme's standard one.
         ports = {_port_of(httpx.URL(self.config.url)), 80, 443}
-        # trust_env=False: no proxy or .netrc from the environment can reroute the request.
-        with httpx.Client(follow_redirects=False, trust_env=False) as client:
+        # httpcore rather than an httpx client, for its network backend: the deadline has to
+        # bound every read, not each read on its own. No proxy or .netrc is consulted either.
+        with httpcore.ConnectionPool(network_backend=_DeadlineBackend(deadline), max_connections=1) as pool:
             for _ in range(MAX_REDIRECTS + 1):
                 port = _port_of(httpx.URL(url))
                 if port not in ports:
                     raise self._error(f"refused a redirect to port {port}: only the source's own port (or 80/443) is allowed")
-                target = self._check_target(url)
-                response = self._open(client, target, deadline)
+                target = self._check_target(url, deadline)
+                response = self._open(pool, target)
                 try:
-                    if response.is_redirect:  # follow by hand, so each hop is checked
-                        url = urljoin(str(target.url), response.headers["location"])
+                    location = _header(response, "location")
+                    if response.status in REDIRECT_STATUSES and location:  # followed by hand, so each hop is checked
+                        url = urljoin(str(target.url), location)
                         continue
-                    if not response.is_success:
-                        raise self._error(f"answered HTTP {response.status_code}")
-                    return self._read_capped(response, deadline)
+                    if not 200 <= response.status < 300:
+                        raise self._error(f"answered HTTP {response.status}")
+                    return self._read_capped(response)
                 finally:
                     response.close()
         raise self._error(f"redirected more than {MAX_REDIRECTS} times")
 
-    def _check_target(self, url: str) -> _Target:
+    def _check_target(self, url: str, deadline: float) -> _Target:
         """Refuse off-list hosts and non-public addresses before any byte is sent."""
         parsed = httpx.URL(url)
         host = (parsed.host or "").lower().rstrip(".")
@@ -213,18 +220,32 @@ class HttpFallbackSource:
             raise self._error(f"refused a non-http(s) URL scheme {parsed.scheme!r}")
         if host not in self.config.allowed_hosts:
             raise self._error(f"refused host {host!r}: not in the source's allowed hosts")
-        addresses = self._resolve(host, parsed.port or (443 if parsed.scheme == "https" else 80))
+        addresses = self._resolve(host, _port_of(parsed), deadline)
         if not self.config.allow_private:
             for address in addresses:
                 if not _is_public_address(address):
                     raise self._error(f"refused host {host!r}: it resolves to a non-public address {address}")
         return _Target(url=parsed, addresses=addresses)
 
-    def _resolve(self, host: str, port: int) -> list[str]:
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except socket.gaierror:
-            raise self._error(f"could not resolve host {host!r}") from None
+    def _resolve(self, host: str, port: int, deadline: float) -> list[str]:
+        # getaddrinfo has no timeout of its own: wait for it only until the deadline. A hung
+        # lookup is left to its daemon thread until the system resolver gives up.
+        infos: list[Any] = []
+        failures: list[OSError] = []
+
+        def lookup() -> None:
+            try:
+                infos.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+            except OSError as error:
+                failures.append(error)
+
+        resolver = threading.Thread(target=lookup, name="fallback-dns", daemon=True)
+        resolver.start()
+        resolver.join(max(0.0, deadline - time.monotonic()))
+        if resolver.is_alive():
+            raise self._error(f"timed out after {self.config.timeout_s:g}s resolving {host!r}")
+        if failures:
+            raise self._error(f"could not resolve host {host!r}")
         addresses: list[str] = []
         for info in infos:
             address = str(info[4][0]).split("%")[0]  # drop an IPv6 zone id
@@ -234,55 +255,50 @@ class HttpFallbackSource:
             raise self._error(f"could not resolve host {host!r}")
         return addresses
 
-    def _open(self, client: httpx.Client, target: _Target, deadline: float) -> httpx.Response:
+    def _open(self, pool: httpcore.ConnectionPool, target: _Target) -> httpcore.Response:
         """Connect to a vetted address (no fresh lookup), sending the original Host and SNI."""
-        host_header = target.url.netloc.decode("ascii")
+        headers = [
+            ("Host", target.url.netloc.decode("ascii")),
+            ("Accept", "application/json"),
+            # Uncompressed only: a few KB of gzip can inflate to gigabytes before a size check.
+            ("Accept-Encoding", "identity"),
+        ]
         # TLS still verifies the certificate against the real host name via SNI.
         extensions = {"sni_hostname": target.url.host} if target.url.scheme == "https" else {}
+        reason = ""
         for address in target.addresses:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._error(f"timed out after {self.config.timeout_s:g}s")
-            request = client.build_request(
-                "GET",
-                target.url.copy_with(host=address),
-                # Uncompressed only: a few KB of gzip can inflate to gigabytes before a size check.
-                headers={"Host": host_header, "Accept": "application/json", "Accept-Encoding": "identity"},
-                extensions=extensions,
-                timeout=httpx.Timeout(remaining),
-            )
+            request = httpcore.Request("GET", str(target.url.copy_with(host=address)), headers=headers, extensions=extensions)
             try:
-                return client.send(request, stream=True)
-            except httpx.ConnectError:
-                continue  # try the next vetted address, as a normal client would
-            except httpx.TimeoutException:
+                return pool.handle_request(request)  # streams: the body is read by _read_capped
+            except httpcore.TimeoutException:
                 raise self._error(f"timed out after {self.config.timeout_s:g}s") from None
-            except httpx.HTTPError as error:
+            except httpcore.ConnectError as error:
+                reason = str(error)  # refused, unreachable, or a TLS certificate that is not trusted
+                continue  # try the next vetted address, as a normal client would
+            except HTTPCORE_ERRORS as error:
                 raise self._error(f"request failed ({type(error).__name__})") from None
-        raise self._error(f"could not connect to host {target.url.host!r}")
+        raise self._error(f"could not connect to host {target.url.host!r}" + (f": {reason}" if reason else ""))
 
-    def _read_capped(self, response: httpx.Response, deadline: float) -> bytes:
-        """Read the body, refusing anything past max_bytes or the time budget."""
+    def _read_capped(self, response: httpcore.Response) -> bytes:
+        """Read the body, refusing anything past max_bytes (the deadline bounds every read)."""
         limit = self.config.max_bytes
-        declared = response.headers.get("content-length", "")
+        declared = _header(response, "content-length")
         if declared.isdigit() and int(declared) > limit:
             raise self._error(f"response of {declared} bytes exceeds the {limit}-byte cap")
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
-        if encoding not in ("", "identity"):
+        encoding = _header(response, "content-encoding").strip().lower() or "identity"
+        if encoding != "identity":
             raise self._error(f"sent a {encoding!r}-encoded response although only uncompressed ones are accepted")
         chunks: list[bytes] = []
         size = 0
         try:
-            for chunk in response.iter_raw():
+            for chunk in response.iter_stream():
                 size += len(chunk)
                 if size > limit:
                     raise self._error(f"response exceeds the {limit}-byte cap")
-                if time.monotonic() > deadline:
-                    raise self._error(f"timed out after {self.config.timeout_s:g}s")
                 chunks.append(chunk)
-        except httpx.TimeoutException:
+        except httpcore.TimeoutException:
             raise self._error(f"timed out after {self.config.timeout_s:g}s") from None
-        except httpx.HTTPError as error:
+        except HTTPCORE_ERRORS as error:
             raise self._error(f"reading the response failed ({type(error).__name__})") from None
         return b"".join(chunks)
 
@@ -332,6 +348,73 @@ def _is_public_address(address: str) -> bool:
 
 def _port_of(url: httpx.URL) -> int:
     return url.port or (443 if url.scheme == "https" else 80)
+
+
+def _header(response: httpcore.Response, name: str) -> str:
+    wanted = name.encode("ascii").lower()
+    for key, value in response.headers:
+        if key.lower() == wanted:
+            return value.decode("latin-1")
+    return ""
+
+
+def _time_left(deadline: float, timeout: float | None, expired: type[httpcore.TimeoutException]) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the request's time budget is spent")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's own sockets, with every connect, read and write given at most the time left.
+
+    A timeout per operation alone lets a server that sends its headers a byte at a time
+    hold a request for as long as it likes; one deadline for the whole request does not.
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self._sockets = httpcore.SyncBackend()
+        self._deadline = deadline
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
+        budget = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
+        stream = self._sockets.connect_tcp(host, port, budget, local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+        raise httpcore.UnsupportedProtocol("fallback sources are reached over TCP only")
+
+    def sleep(self, seconds: float) -> None:
+        self._sockets.sleep(seconds)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
+        self._stream = stream
+        self._deadline = deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, _time_left(self._deadline, timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _time_left(self._deadline, timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
+        budget = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, budget), self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
 
 
 def _result_id(source: str, url: str | None, title: str, text: str) -> str:

@@ -2,12 +2,16 @@
 
 import gzip
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -81,6 +85,7 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
                 "/big-streamed": self._big_streamed,
                 "/slow": self._slow,
                 "/drip": self._drip,
+                "/drip-headers": self._drip_headers,
                 "/html": lambda: self._body(b"<html><body>Login</body></html>", "text/html"),
                 "/error": lambda: self._body(b"{}", "application/json", status=500),
                 "/no-list": lambda: self._json({"items": []}),
@@ -136,6 +141,14 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             for _ in range(40):  # each chunk arrives well within a read timeout
                 self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.05)
+
+        def _drip_headers(self) -> None:
+            # The status line and headers a byte at a time: no single read ever times out.
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: " + b"x" * 60
+            for byte in head:
+                self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(0.05)
 
@@ -313,6 +326,66 @@ def test_a_dripping_server_hits_the_overall_time_budget(server: LocalServer) -> 
     with pytest.raises(FallbackError, match="timed out"):
         local_source(server, "/drip", timeout_s=0.5).search("travel", limit=5)
     assert time.monotonic() - started < 1.5
+
+
+def test_a_server_dripping_its_headers_hits_the_overall_time_budget(server: LocalServer) -> None:
+    started = time.monotonic()
+    with pytest.raises(FallbackError, match=r"timed out after 0.5s"):
+        local_source(server, "/drip-headers", timeout_s=0.5).search("travel", limit=5)
+    assert time.monotonic() - started < 1.5
+
+
+def test_a_hanging_name_lookup_hits_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No resolver here can be made slow on demand, so the lookup itself stands in for one.
+    real_getaddrinfo = socket.getaddrinfo
+
+    def hanging_getaddrinfo(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host == "wiki.corp.example":
+            time.sleep(3)
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging_getaddrinfo)
+    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url="http://wiki.corp.example/search", timeout_s=0.5))
+    started = time.monotonic()
+    with pytest.raises(FallbackError, match=r"fallback source 'wiki' timed out after 0.5s resolving 'wiki.corp.example'"):
+        source.search("travel", limit=5)
+    assert time.monotonic() - started < 1.5
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[LocalServer, Path]]:
+    """The same handler over HTTPS, with a fresh self-signed certificate for 127.0.0.1."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", str(key),
+         "-out", str(cert), "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )
+    state = LocalServer(port=0)
+    http_server = QuietServer(("127.0.0.1", 0), _make_handler(state))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    http_server.socket = context.wrap_socket(http_server.socket, server_side=True)
+    state.port = http_server.server_address[1]
+    thread = threading.Thread(target=http_server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield state, cert
+    http_server.shutdown()
+    http_server.server_close()
+
+
+def test_https_verifies_the_certificate(tls_server: tuple[LocalServer, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    server, cert = tls_server
+    url = f"https://127.0.0.1:{server.port}/search"
+    with pytest.raises(FallbackError, match="could not connect to host '127.0.0.1': .*CERTIFICATE_VERIFY_FAILED"):
+        HttpFallbackSource(HttpSourceConfig(name="intranet-wiki", url=url, allow_private=True)).search("travel", limit=5)
+    # Trusted the standard way (a company CA in SSL_CERT_FILE), the same server answers.
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    passages = HttpFallbackSource(HttpSourceConfig(name="intranet-wiki", url=url, allow_private=True)).search("travel", limit=5)
+    assert [p.title for p in passages] == ["Travel policy", "Leave policy", "Laptops"]
+    assert server.requests[-1].host_header == f"127.0.0.1:{server.port}"
 
 
 def test_non_json_is_a_clear_error(server: LocalServer) -> None:
