@@ -19,7 +19,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import docx2txt
+import docx
 import yaml
 from pypdf import PdfReader
 
@@ -68,7 +68,9 @@ def raw_text(path: Path) -> str:
     if suffix == ".pdf":
         return "\n".join(page.extract_text() or "" for page in PdfReader(path).pages)
     if suffix == ".docx":
-        return docx2txt.process(str(path))
+        document = docx.Document(str(path))
+        cells = [cell.text for table in document.tables for row in table.rows for cell in row.cells]
+        return "\n".join([p.text for p in document.paragraphs] + cells)
     text = path.read_text(encoding="utf-8")
     if suffix == ".html":
         text = html.unescape(re.sub(r"<[^>]+>", " ", text))

@@ -7,8 +7,13 @@ heading path for all of them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from docx.table import Table
+from docx.text.paragraph import Paragraph
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
 
@@ -38,7 +43,7 @@ def load_document(path: Path) -> LoadedDocument:
         elif suffix == ".pdf":
             text = _mark_plain_headings(_reflow_pdf_lines(_read_pdf(path)))
         else:
-            text = _mark_plain_headings(_read_docx(path))
+            text = _read_docx(path)
     except LoadError:
         raise
     except UnicodeDecodeError as error:
@@ -111,9 +116,104 @@ def _without_page_furniture(pages: list[str]) -> list[str]:
 
 
 def _read_docx(path: Path) -> str:
-    from llama_index.readers.file import DocxReader
+    """DOCX through python-docx, in document order: Word's heading styles become "#" levels,
+    list styles "- " items and tables Markdown rows. Headers and footers (page furniture)
+    are left out. A document whose headings are only typed, not styled, gets the plain-text
+    heading detection instead."""
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
 
-    return "\n\n".join(doc.text for doc in DocxReader().load_data(path))
+    try:
+        document = docx.Document(str(path))
+    except PackageNotFoundError:  # its own message names the path, not the problem
+        raise LoadError("not a valid DOCX file (not a Word document package; an old .doc renamed?)") from None
+    blocks = list(_docx_blocks(document.element.body, document))
+    levels = {_docx_heading_level(block) for block in blocks if isinstance(block, Paragraph)} - {None}
+    if not levels:
+        return _mark_plain_headings("\n\n".join(_docx_markdown(block, None) for block in blocks))
+    shift = 1 if 0 in levels else 0  # "Title" is the top level; "Heading 1" then sits below it
+    return "\n\n".join(_docx_markdown(block, shift) for block in blocks)
+
+
+def _docx_blocks(container: Any, parent: Any) -> Iterator[Paragraph | Table]:
+    """Body paragraphs and tables in order, including those inside content controls (w:sdt),
+    which python-docx's own iteration skips."""
+    from docx.oxml.ns import qn
+
+    for child in container.iterchildren():
+        if child.tag == qn("w:p"):
+            yield Paragraph(child, parent)
+        elif child.tag == qn("w:tbl"):
+            yield Table(child, parent)
+        elif child.tag == qn("w:sdt"):
+            content = child.find(qn("w:sdtContent"))
+            if content is not None:
+                yield from _docx_blocks(content, parent)
+
+
+def _docx_style_names(paragraph: Paragraph) -> Iterator[str]:
+    """The paragraph's style and the styles it is based on (a custom "Policy Heading" based
+    on "Heading 2" is a heading too)."""
+    style = paragraph.style
+    while style is not None:
+        yield style.name or ""
+        style = style.base_style
+
+
+def _docx_heading_level(paragraph: Paragraph) -> int | None:
+    """0 for "Title", N for "Heading N", None for body text."""
+    for name in _docx_style_names(paragraph):
+        if name == "Title":
+            return 0
+        match = re.fullmatch(r"Heading ([1-9])", name)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _docx_markdown(block: Paragraph | Table, heading_shift: int | None) -> str:
+    """One block as Markdown; heading_shift None means the styles say nothing about headings."""
+    if isinstance(block, Table):
+        return _docx_table_rows(block)
+    text = block.text.strip()
+    if not text:
+        return ""
+    level = _docx_heading_level(block) if heading_shift is not None else None
+    if level is not None and heading_shift is not None:
+        return "#" * min(level + heading_shift, 6) + " " + " ".join(text.split())
+    if any(name.startswith("List") for name in _docx_style_names(block)):
+        return "- " + text
+    return text
+
+
+def _docx_table_rows(table: Table) -> str:
+    """A table as Markdown rows under its first row, as HTML tables come out: each row keeps
+    its own header context, and short cells are never taken for headings."""
+    rows: list[str] = []
+    header_width = 0
+    for row in table.rows:
+        cells: list[str] = []
+        previous = None
+        for cell in row.cells:
+            if cell is previous:  # a merged cell is listed once per column it spans
+                continue
+            previous = cell
+            cells.append(_docx_cell_text(cell).replace("|", "\\|"))
+        if any(cells):
+            rows.append("| " + " | ".join(cells) + " |")
+            header_width = header_width or len(cells)
+    if len(rows) > 1:  # the first row heads the others
+        rows.insert(1, "| " + " | ".join(["---"] * header_width) + " |")
+    return "\n".join(rows)
+
+
+def _docx_cell_text(cell: Any) -> str:
+    parts = [_docx_cell_text_of_table(item) if isinstance(item, Table) else item.text for item in cell.iter_inner_content()]
+    return " ".join(" ".join(parts).split())
+
+
+def _docx_cell_text_of_table(table: Table) -> str:
+    return " ".join(_docx_cell_text(cell) for row in table.rows for cell in row.cells)
 
 
 def _html_to_markdown(raw: bytes) -> str:
@@ -207,7 +307,7 @@ def _mark_plain_headings(text: str) -> str:
 
 
 def _looks_like_heading(line: str) -> bool:
-    if len(line) > 80 or line[-1] in ".,;:!?" or line.startswith(("-", "*", "•")):
+    if len(line) > 80 or line[-1] in ".,;:!?" or line.startswith(("-", "*", "•", "|")):
         return False
     words = line.split()
     if len(words) > 10:

@@ -181,6 +181,7 @@ def test_corrupt_and_unsupported_files_are_reported_and_the_rest_lands(settings,
     shutil.copy(SAMPLES / "travel-expenses.md", folder / "travel-expenses.md")
     (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n this is not really a pdf \x00\x01\x02")
     (folder / "notes.xlsx").write_bytes(b"PK\x03\x04 not a policy")
+    (folder / "handbook.docx").write_bytes(b"\xd0\xcf\x11\xe0 an old Word file, renamed")
     (folder / "empty.md").write_text("   \n")
     report = ingest_paths(settings, [folder], collection="batch")
     statuses = {f.document: (f.status, f.detail) for f in report.files}
@@ -191,7 +192,8 @@ def test_corrupt_and_unsupported_files_are_reported_and_the_rest_lands(settings,
     assert detail.startswith("could not read PDF file: Pdf") and "RetryError" not in detail, detail
     assert statuses["notes.xlsx"][0] == "failed" and "unsupported" in statuses["notes.xlsx"][1]
     assert statuses["empty.md"][0] == "failed" and "no text" in statuses["empty.md"][1]
-    assert len(report.failed) == 3
+    assert statuses["handbook.docx"] == ("failed", "not a valid DOCX file (not a Word document package; an old .doc renamed?)")
+    assert len(report.failed) == 4
 
 
 def test_a_heading_with_no_body_and_no_subsections_keeps_its_text() -> None:
@@ -266,6 +268,62 @@ def test_pdf_heading_after_a_list_does_not_join_its_last_item(tmp_path) -> None:
     sections = split_sections(load_document(path).text)
     assert [(s.heading_path[-1], s.body.splitlines()[-1]) for s in sections] == [
         ("Expense Policy", "- Meals"), ("Non-Reimbursable Items", "Alcohol is never reimbursed.")]
+
+
+def test_docx_heading_styles_lists_and_tables(tmp_path) -> None:
+    """Word's styles carry the structure: heading levels nest, list items stay items, table
+    cells stay cells (short Title-Case cells are not headings), and text in a content
+    control is kept. The running header is page furniture."""
+    import docx
+    from docx.oxml import parse_xml
+    from docx.oxml.ns import nsdecls
+
+    document = docx.Document()
+    document.sections[0].header.paragraphs[0].text = "Acme Corp Confidential"
+    document.add_heading("Travel Policy", level=0)
+    document.add_heading("Hotels", level=1)
+    document.add_heading("Conference Hotels", level=2)
+    document.add_paragraph("The conference hotel may be booked at any rate.")
+    document.add_heading("Meals", level=1)
+    document.add_paragraph("Reimbursable meals include", style="Normal")
+    document.add_paragraph("Client Dinners", style="List Bullet")
+    table = document.add_table(rows=2, cols=2)
+    for (row, column), value in {(0, 0): "Role", (0, 1): "Daily Limit", (1, 0): "Senior Staff", (1, 1): "75 USD"}.items():
+        table.cell(row, column).text = value
+    document.element.body.append(parse_xml(
+        f"<w:sdt {nsdecls('w')}><w:sdtContent><w:p><w:r><w:t>Alcohol is never reimbursed.</w:t></w:r></w:p>"
+        "</w:sdtContent></w:sdt>"))
+    path = tmp_path / "travel.docx"
+    document.save(str(path))
+
+    loaded = load_document(path)
+    assert loaded.title == "Travel Policy"
+    assert "Acme Corp Confidential" not in loaded.text
+    assert "- Client Dinners" in loaded.text
+    assert "| Role | Daily Limit |" in loaded.text and "| Senior Staff | 75 USD |" in loaded.text
+    sections = split_sections(loaded.text)
+    assert [s.heading_path for s in sections] == [
+        ("Travel Policy", "Hotels", "Conference Hotels"),
+        ("Travel Policy", "Meals"),
+    ]
+    assert sections[-1].body.endswith("Alcohol is never reimbursed.")
+
+
+def test_docx_without_heading_styles_still_finds_typed_headings(tmp_path) -> None:
+    import docx
+
+    document = docx.Document()
+    for line in ("Leave Policy", "Sick Leave", "Employees get 10 sick days.", "Parental Leave",
+                 "Primary caregivers get 16 weeks."):
+        document.add_paragraph(line)
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "Carry Over", "Five Days"
+    path = tmp_path / "leave.docx"
+    document.save(str(path))
+    sections = split_sections(load_document(path).text)
+    assert [s.heading_path for s in sections] == [
+        ("Leave Policy", "Sick Leave"), ("Leave Policy", "Parental Leave")]
+    assert sections[-1].body.splitlines()[-1] == "| Carry Over | Five Days |"
 
 
 @pytest.mark.parametrize("suffix", [".md", ".txt"])
