@@ -40,7 +40,7 @@ def split_sections(markdown: str) -> list[Section]:
     stack: list[tuple[int, str]] = []
     has_content: list[bool] = []  # per stack entry: a body or a subsection of its own
     body: list[str] = []
-    in_code = False
+    fence = ""  # the open code fence ("```" or "~~~"): "#" lines inside it are code, not headings
 
     def flush() -> None:
         text = "\n".join(body).strip()
@@ -57,9 +57,10 @@ def split_sections(markdown: str) -> list[Section]:
         has_content.pop()
 
     for line in markdown.splitlines():
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-        match = None if in_code else _HEADING.match(line)
+        marker = line.lstrip()[:3]
+        if marker in ("```", "~~~") and fence in ("", marker):
+            fence = "" if fence else marker
+        match = None if fence else _HEADING.match(line)
         if match:
             flush()
             level, title = len(match.group(1)), match.group(2).strip()

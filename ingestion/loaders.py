@@ -281,29 +281,55 @@ def _mark_plain_headings(text: str) -> str:
 
     A heading is a short line on its own without closing punctuation: numbered
     ("2.1 Booking travel") or in Title Case. The first such line is the title (level 1).
+    Numbered lines that follow each other with nothing between ("1. Book flights", then
+    "2. Get approval") are a list, not headings: as headings, the last item would become
+    the section of the paragraph after it.
     """
     if re.search(r"^#{1,6} ", text, flags=re.MULTILINE):
         return text  # already Markdown
     lines = text.splitlines()
-    out: list[str] = []
-    seen_title = False
+    numbers: dict[int, str | None] = {}  # heading-looking line -> its number ("2.1"), None if unnumbered
     for index, line in enumerate(lines):
         stripped = line.strip()
         previous_blank = index == 0 or not lines[index - 1].strip()
         next_blank = index + 1 >= len(lines) or not lines[index + 1].strip()
         if stripped and previous_blank and next_blank and _looks_like_heading(stripped):
             numbered = _NUMBERED_HEADING.match(stripped)
-            if not seen_title:
-                level = 1
-            elif numbered:
-                level = min(2 + numbered.group(1).count("."), 6)
-            else:
-                level = 2
-            seen_title = True
-            out.append("#" * level + " " + stripped)
-        else:
+            numbers[index] = numbered.group(1) if numbered else None
+    list_items = _numbered_list_lines(lines, numbers)
+    out: list[str] = []
+    seen_title = False
+    for index, line in enumerate(lines):
+        if index not in numbers or index in list_items:
             out.append(line)
+            continue
+        number = numbers[index]
+        if not seen_title:
+            level = 1
+        elif number:
+            level = min(2 + number.count("."), 6)
+        else:
+            level = 2
+        seen_title = True
+        out.append("#" * level + " " + line.strip())
     return "\n".join(out)
+
+
+def _numbered_list_lines(lines: list[str], numbers: dict[int, str | None]) -> set[int]:
+    """Numbered heading-looking lines whose next text line is the next number ("3." then "4.",
+    "2.1" then "2.2"): list items, since a heading would have a body between them."""
+    filled = [index for index, line in enumerate(lines) if line.strip()]
+    items: set[int] = set()
+    for here, after in zip(filled, filled[1:]):
+        first, second = numbers.get(here), numbers.get(after)
+        if first and second and _next_number(first) == second:
+            items.update((here, after))
+    return items
+
+
+def _next_number(number: str) -> str:
+    *parents, last = number.split(".")
+    return ".".join([*parents, str(int(last) + 1)])
 
 
 def _looks_like_heading(line: str) -> bool:

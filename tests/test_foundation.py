@@ -210,6 +210,25 @@ def test_a_heading_with_no_body_and_no_subsections_keeps_its_text() -> None:
     ]
 
 
+def test_hash_lines_in_either_kind_of_code_fence_are_not_headings() -> None:
+    sections = split_sections("# Setup\n\n~~~\n# not a heading\n```\n# still code\n~~~\n\n## Next\n\nText.\n")
+    assert [s.heading_path for s in sections] == [("Setup",), ("Setup", "Next")]
+    assert "# not a heading" in sections[0].body and "# still code" in sections[0].body
+
+
+def test_a_numbered_list_in_plain_text_is_not_a_run_of_headings(tmp_path) -> None:
+    """Loose list items look like numbered headings; as headings, the last item would own
+    the paragraph after it ("2. Get approval" > "Flights over 6 hours ...")."""
+    path = tmp_path / "travel.txt"
+    path.write_text("Travel Policy\n\nBefore you travel:\n\n1. Book flights through Navan\n\n"
+                    "2. Get approval from your manager\n\nFlights over 6 hours may be business class.\n\n"
+                    "3. Hotels\n\nUp to 200 USD per night.\n\n3.1 Conference hotels\n\nAny rate.\n")
+    sections = split_sections(load_document(path).text)
+    assert [s.heading_path for s in sections] == [
+        ("Travel Policy",), ("Travel Policy", "3. Hotels"), ("Travel Policy", "3. Hotels", "3.1 Conference hotels")]
+    assert sections[0].body.splitlines()[-1] == "Flights over 6 hours may be business class."
+
+
 def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
     """Confluence-style exports: text in divs and definition lists, nested lists, tables."""
     path = tmp_path / "expenses.html"
