@@ -57,9 +57,7 @@ def split_sections(markdown: str) -> list[Section]:
         has_content.pop()
 
     for line in markdown.splitlines():
-        marker = line.lstrip()[:3]
-        if marker in ("```", "~~~") and fence in ("", marker):
-            fence = "" if fence else marker
+        fence = code_fence_after(line, fence)
         match = None if fence else _HEADING.match(line)
         if match:
             flush()
@@ -76,6 +74,15 @@ def split_sections(markdown: str) -> list[Section]:
     while stack:
         pop()
     return sections
+
+
+def code_fence_after(line: str, fence: str) -> str:
+    """The code fence open after this line ("" for none), given the one open before it.
+    A "```" fence closes only with "```", a "~~~" fence only with "~~~"."""
+    marker = line.lstrip()[:3]
+    if marker in ("```", "~~~") and fence in ("", marker):
+        return "" if fence else marker
+    return fence
 
 
 @lru_cache(maxsize=4)

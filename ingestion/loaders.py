@@ -15,6 +15,8 @@ from typing import Any
 from docx.table import Table
 from docx.text.paragraph import Paragraph
 
+from ingestion.chunking import code_fence_after
+
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
 
 
@@ -35,7 +37,7 @@ def load_document(path: Path) -> LoadedDocument:
         raise LoadError(f"unsupported file type '{suffix or path.name}' (supported: {supported})")
     try:
         if suffix in {".md", ".markdown"}:
-            text = _read_flat(path)
+            text = _markdown_as_atx(_read_flat(path))
         elif suffix == ".txt":
             text = _mark_plain_headings(_read_flat(path))
         elif suffix in {".html", ".htm"}:
@@ -64,6 +66,41 @@ def _read_flat(path: Path) -> str:
     raw.decode("utf-8")  # FlatReader decodes leniently; a binary file should fail loudly instead
     text = "\n".join(doc.text for doc in FlatReader().load_data(path))
     return text.removeprefix("\ufeff")  # a byte-order mark (Windows editors) would hide the first heading
+
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<fields>(?:.*\n){0,60}?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
+_SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+
+
+def _markdown_as_atx(text: str) -> str:
+    """Markdown in the one shape the chunker reads: YAML front matter (static-site exports)
+    is metadata, not policy text, and gives the title when no "# " line does; setext
+    headings ("Title" over "=====") become "#" lines."""
+    front_matter = _FRONT_MATTER.match(text)
+    title = ""
+    if front_matter and all(":" in line or not line.strip() or line.startswith((" ", "-"))
+                            for line in front_matter.group("fields").splitlines()):
+        fields = front_matter.group("fields")
+        text = text[front_matter.end():]
+        found = re.search(r"^title:[ \t]*(.+?)[ \t]*$", fields, flags=re.MULTILINE)
+        title = found.group(1).strip("'\"") if found else ""
+    lines = text.splitlines()
+    out: list[str] = []
+    fence = ""
+    for index, line in enumerate(lines):
+        fence = code_fence_after(line, fence)
+        underline = None if fence or index == 0 else _SETEXT_UNDERLINE.match(line)
+        previous = lines[index - 1] if index else ""
+        single_line_paragraph = index < 2 or not lines[index - 2].strip()
+        if (underline and previous.strip() and single_line_paragraph and out
+                and not re.match(r"^\s*([-*+>#|]|\d+[.)]\s)", previous)):
+            out[-1] = ("# " if underline.group(1)[0] == "=" else "## ") + previous.strip()
+            continue
+        out.append(line)
+    text = "\n".join(out)
+    if title and not re.search(r"^# ", text, flags=re.MULTILINE):
+        text = f"# {title}\n\n{text}"
+    return text
 
 
 def _read_pdf(path: Path) -> str:

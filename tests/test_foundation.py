@@ -229,6 +229,22 @@ def test_a_numbered_list_in_plain_text_is_not_a_run_of_headings(tmp_path) -> Non
     assert sections[0].body.splitlines()[-1] == "Flights over 6 hours may be business class."
 
 
+def test_markdown_front_matter_and_setext_headings(tmp_path) -> None:
+    """Static-site exports: YAML front matter is metadata (its title names the document) and
+    "====" / "----" underlines are headings. An underline after a list item stays a rule."""
+    path = tmp_path / "travel.md"
+    path.write_text('---\ntitle: "Travel Policy"\nowner: finance\ntags:\n  - travel\n---\n'
+                    "Applies to all staff.\n\nHotels\n------\n\nUp to 200 USD per night.\n\n- Taxis\n---\n\n"
+                    "```\ncode\n===\n```\n")
+    document = load_document(path)
+    assert document.title == "Travel Policy"
+    assert "owner: finance" not in document.text
+    sections = split_sections(document.text)
+    assert [s.heading_path for s in sections] == [("Travel Policy",), ("Travel Policy", "Hotels")]
+    assert sections[1].body.startswith("Up to 200 USD per night.") and "- Taxis\n---" in sections[1].body
+    assert "code\n===" in sections[1].body
+
+
 def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
     """Confluence-style exports: text in divs and definition lists, nested lists, tables."""
     path = tmp_path / "expenses.html"
