@@ -165,9 +165,10 @@ def _with_list_items(sentences: Sequence[str], index: int) -> list[str]:
 
 def is_breadcrumb(sentence: str) -> bool:
     """A navigation path such as "HR Portal > Tools and IT > IT Helpdesk.": a page header,
-    never an answer. A rule that names a menu ("under Pay > Payslips") is not one."""
+    never an answer. A rule that names a menu ("under Pay > Payslips") is not one, nor is a
+    comparison ("Claims > 500 USD need approval"): every step of a path is a capitalised name."""
     parts = sentence.strip().rstrip(".").split(" > ")
-    return len(parts) >= 2 and all(0 < len(part.split()) <= 5 for part in parts)
+    return len(parts) >= 2 and all(0 < len(part.split()) <= 5 and part.strip()[0].isupper() for part in parts)
 
 
 def content_words(text: str) -> set[str]:

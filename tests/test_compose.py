@@ -221,6 +221,9 @@ def test_a_page_header_never_leads_when_a_rule_answers() -> None:
         ("Benefits > Health plans", True),
         ("Payslips are available in Workday under Pay > Payslips 2 business days before each pay date.", False),
         ("Amounts over $500 need approval.", False),
+        ("Claims > 500 USD need approval.", False),  # a comparison, not a path
+        ("Hotel rate > cap requires approval.", False),
+        ("Flights > 6 hours fly business.", False),
     ],
 )
 def test_breadcrumbs(sentence: str, breadcrumb: bool) -> None:
