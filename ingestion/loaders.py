@@ -37,7 +37,7 @@ def load_document(path: Path) -> LoadedDocument:
         raise LoadError(f"unsupported file type '{suffix or path.name}' (supported: {supported})")
     try:
         if suffix in {".md", ".markdown"}:
-            text = _markdown_as_atx(_read_flat(path))
+            text = _markdown_for_chunking(_read_flat(path))
         elif suffix == ".txt":
             text = _mark_plain_headings(_read_flat(path))
         elif suffix in {".html", ".htm"}:
@@ -70,12 +70,16 @@ def _read_flat(path: Path) -> str:
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<fields>(?:.*\n){0,60}?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_EMBEDDED_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*<?data:[^)]*\)")
+_DATA_URI = re.compile(r"data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+")
 
 
-def _markdown_as_atx(text: str) -> str:
+def _markdown_for_chunking(text: str) -> str:
     """Markdown in the one shape the chunker reads: YAML front matter (static-site exports)
     is metadata, not policy text, and gives the title when no "# " line does; setext
-    headings ("Title" over "=====") become "#" lines."""
+    headings ("Title" over "=====") become "#" lines; images embedded as base64 (editors
+    such as Typora and Notion export them inline) keep only their alt text, instead of
+    thousands of word pieces of noise in the chunks."""
     front_matter = _FRONT_MATTER.match(text)
     title = ""
     if front_matter and all(":" in line or not line.strip() or line.startswith((" ", "-"))
@@ -97,7 +101,8 @@ def _markdown_as_atx(text: str) -> str:
             out[-1] = ("# " if underline.group(1)[0] == "=" else "## ") + previous.strip()
             continue
         out.append(line)
-    text = "\n".join(out)
+    text = _EMBEDDED_IMAGE.sub(r"\1", "\n".join(out))
+    text = _DATA_URI.sub("", text)
     if title and not re.search(r"^# ", text, flags=re.MULTILINE):
         text = f"# {title}\n\n{text}"
     return text

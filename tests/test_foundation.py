@@ -245,6 +245,16 @@ def test_markdown_front_matter_and_setext_headings(tmp_path) -> None:
     assert "code\n===" in sections[1].body
 
 
+def test_markdown_images_embedded_as_base64_keep_only_their_alt_text(tmp_path) -> None:
+    blob = "iVBORw0KGgo" + "A" * 20_000
+    path = tmp_path / "offices.md"
+    path.write_text(f"# Offices\n\nThe Lisbon office opens at 8.\n\n![Floor plan](data:image/png;base64,{blob})\n\n"
+                    f'<img src="data:image/png;base64,{blob}"> Badges are collected at reception.\n')
+    text = load_document(path).text
+    assert "AAAA" not in text and len(text) < 200
+    assert "Floor plan" in text and "Badges are collected at reception." in text
+
+
 def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
     """Confluence-style exports: text in divs and definition lists, nested lists, tables."""
     path = tmp_path / "expenses.html"
