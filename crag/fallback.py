@@ -36,6 +36,8 @@ SourceKind = Literal["collection", "http"]
 MAX_REDIRECTS = 3
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Everything httpcore raises for a failed exchange (it has no common base class).
+MAX_PENDING_LOOKUPS = 8
+_LOOKUP_SLOTS = threading.BoundedSemaphore(MAX_PENDING_LOOKUPS)
 HTTPCORE_ERRORS = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol, httpcore.TimeoutException)
 
 
@@ -195,7 +197,10 @@ class HttpFallbackSource:
         # bound every read, not each read on its own. No proxy or .netrc is consulted either.
         with httpcore.ConnectionPool(network_backend=_DeadlineBackend(deadline), max_connections=1) as pool:
             for _ in range(MAX_REDIRECTS + 1):
-                port = _port_of(httpx.URL(url))
+                try:
+                    port = _port_of(httpx.URL(url))
+                except (httpx.InvalidURL, ValueError):  # only a redirect's Location can be malformed here
+                    raise self._error("sent a redirect to a malformed URL") from None
                 if port not in ports:
                     raise self._error(f"refused a redirect to port {port}: only the source's own port (or 80/443) is allowed")
                 target = self._check_target(url, deadline)
@@ -203,7 +208,10 @@ class HttpFallbackSource:
                 try:
                     location = _header(response, "location")
                     if response.status in REDIRECT_STATUSES and location:  # followed by hand, so each hop is checked
-                        url = urljoin(str(target.url), location)
+                        try:
+                            url = urljoin(str(target.url), location)
+                        except ValueError:
+                            raise self._error("sent a redirect to a malformed URL") from None
                         continue
                     if not 200 <= response.status < 300:
                         raise self._error(f"answered HTTP {response.status}")
@@ -233,12 +241,20 @@ class HttpFallbackSource:
         infos: list[Any] = []
         failures: list[OSError] = []
 
+        slots = _LOOKUP_SLOTS
+
         def lookup() -> None:
             try:
                 infos.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
             except OSError as error:
                 failures.append(error)
+            finally:
+                slots.release()
 
+        # At most MAX_PENDING_LOOKUPS threads wait on a hung resolver; past that, a question
+        # waits for a free one until its deadline instead of adding threads.
+        if not slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise self._error(f"timed out after {self.config.timeout_s:g}s resolving {host!r}")
         resolver = threading.Thread(target=lookup, name="fallback-dns", daemon=True)
         resolver.start()
         resolver.join(max(0.0, deadline - time.monotonic()))
@@ -354,7 +370,10 @@ def _header(response: httpcore.Response, name: str) -> str:
     wanted = name.encode("ascii").lower()
     for key, value in response.headers:
         if key.lower() == wanted:
-            return value.decode("latin-1")
+            try:
+                return value.decode("utf-8")  # what servers send in practice (a raw UTF-8 Location)
+            except UnicodeDecodeError:
+                return value.decode("latin-1")  # HTTP's historical charset
     return ""
 
 
@@ -410,7 +429,11 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._stream.close()
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
-        budget = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
+        try:
+            budget = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
+        except httpcore.ConnectTimeout:
+            self._stream.close()  # httpcore closes only streams it was handed back
+            raise
         return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, budget), self._deadline)
 
     def get_extra_info(self, info: str) -> Any:

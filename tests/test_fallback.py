@@ -81,6 +81,10 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
                 "/redirect-on": lambda: self._redirect("/search?q=again"),
                 "/redirect-loop": lambda: self._redirect("/redirect-loop"),
                 "/redirect-port": lambda: self._redirect("http://127.0.0.1:1/admin"),
+                "/redirect-bad-ipv6": lambda: self._redirect("http://[::1/search"),
+                "/redirect-bad-port": lambda: self._redirect("http://127.0.0.1:abc/search"),
+                "/redirect-utf8": lambda: self._raw_redirect("/s\u00e9arch".encode()),
+                "/s%C3%A9arch": lambda: self._json(SEARCH_RESULTS),
                 "/big-declared": lambda: self._body(b"x" * 5000, "application/json"),
                 "/big-streamed": self._big_streamed,
                 "/slow": self._slow,
@@ -112,6 +116,10 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Location", location)
             self.send_header("Content-Length", "0")
             self.end_headers()
+
+        def _raw_redirect(self, location: bytes) -> None:
+            # send_header would insist on Latin-1; servers do send raw UTF-8 here.
+            self.wfile.write(b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n")
 
         def _big_streamed(self) -> None:
             # No Content-Length: the body runs until the connection closes (HTTP/1.0).
@@ -335,17 +343,25 @@ def test_a_server_dripping_its_headers_hits_the_overall_time_budget(server: Loca
     assert time.monotonic() - started < 1.5
 
 
-def test_a_hanging_name_lookup_hits_the_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    # No resolver here can be made slow on demand, so the lookup itself stands in for one.
+@pytest.fixture
+def hung_resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Name lookups of the returned host hang until the test ends. No resolver here can be
+    made slow on demand, so the lookup itself stands in for one."""
+    host, release = "wiki.corp.example", threading.Event()
     real_getaddrinfo = socket.getaddrinfo
 
-    def hanging_getaddrinfo(host: str, *args: Any, **kwargs: Any) -> Any:
-        if host == "wiki.corp.example":
-            time.sleep(3)
-        return real_getaddrinfo(host, *args, **kwargs)
+    def hanging_getaddrinfo(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == host:
+            release.wait(10)
+        return real_getaddrinfo(name, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", hanging_getaddrinfo)
-    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url="http://wiki.corp.example/search", timeout_s=0.5))
+    yield host
+    release.set()
+
+
+def test_a_hanging_name_lookup_hits_the_time_budget(hung_resolver: str) -> None:
+    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url=f"http://{hung_resolver}/search", timeout_s=0.5))
     started = time.monotonic()
     with pytest.raises(FallbackError, match=r"fallback source 'wiki' timed out after 0.5s resolving 'wiki.corp.example'"):
         source.search("travel", limit=5)
@@ -386,6 +402,30 @@ def test_https_verifies_the_certificate(tls_server: tuple[LocalServer, Path], mo
     passages = HttpFallbackSource(HttpSourceConfig(name="intranet-wiki", url=url, allow_private=True)).search("travel", limit=5)
     assert [p.title for p in passages] == ["Travel policy", "Leave policy", "Laptops"]
     assert server.requests[-1].host_header == f"127.0.0.1:{server.port}"
+
+
+@pytest.mark.parametrize("path", ["/redirect-bad-ipv6", "/redirect-bad-port"])
+def test_a_malformed_redirect_is_a_source_error(server: LocalServer, path: str) -> None:
+    with pytest.raises(FallbackError, match="fallback source 'intranet-wiki' sent a redirect to a malformed URL"):
+        local_source(server, path).search("travel", limit=5)
+
+
+def test_a_utf8_redirect_location_is_followed_as_sent(server: LocalServer) -> None:
+    passages = local_source(server, "/redirect-utf8").search("travel", limit=5)
+    assert passages and server.paths()[-1] == "/s%C3%A9arch"
+
+
+def test_hung_name_lookups_hold_a_bounded_number_of_threads(hung_resolver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from crag import fallback
+
+    monkeypatch.setattr(fallback, "_LOOKUP_SLOTS", threading.BoundedSemaphore(2))
+    before = {thread for thread in threading.enumerate() if thread.name == "fallback-dns"}
+    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url=f"http://{hung_resolver}/search", timeout_s=0.2))
+    for _ in range(5):
+        with pytest.raises(FallbackError, match="timed out after 0.2s resolving"):
+            source.search("travel", limit=5)
+    hung = {thread for thread in threading.enumerate() if thread.name == "fallback-dns"} - before
+    assert len(hung) == 2  # one per slot; the other three searches waited for a slot, not a thread
 
 
 def test_non_json_is_a_clear_error(server: LocalServer) -> None:
