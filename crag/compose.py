@@ -163,12 +163,20 @@ def _with_list_items(sentences: Sequence[str], index: int) -> list[str]:
     return lead
 
 
+# Verbs that make "A > B ..." a statement rather than a navigation path.
+RULE_VERBS = frozenset(
+    "is are be must may might can cannot can't should shall will need needs require requires required "
+    "get gets have has needed apply applies allowed approve approves".split()
+)
+
+
 def is_breadcrumb(sentence: str) -> bool:
     """A navigation path such as "HR Portal > Tools and IT > IT Helpdesk.": a page header,
     never an answer. A rule that names a menu ("under Pay > Payslips") is not one, nor is a
-    comparison ("Claims > 500 USD need approval"): every step of a path is a capitalised name."""
+    comparison ("Claims > 500 USD need approval."): a path names places and says nothing."""
     parts = sentence.strip().rstrip(".").split(" > ")
-    return len(parts) >= 2 and all(0 < len(part.split()) <= 5 and part.strip()[0].isupper() for part in parts)
+    says_something = bool(set(re.findall(r"[a-z']+", sentence.lower())) & RULE_VERBS)
+    return len(parts) >= 2 and not says_something and all(0 < len(part.split()) <= 5 for part in parts)
 
 
 def content_words(text: str) -> set[str]:

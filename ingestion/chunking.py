@@ -7,7 +7,7 @@ counted in the embedding model's own word pieces, because MiniLM truncates at 25
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -40,7 +40,6 @@ def split_sections(markdown: str) -> list[Section]:
     stack: list[tuple[int, str]] = []
     has_content: list[bool] = []  # per stack entry: a body or a subsection of its own
     body: list[str] = []
-    fence = ""  # the open code fence ("```" or "~~~"): "#" lines inside it are code, not headings
 
     def flush() -> None:
         text = "\n".join(body).strip()
@@ -56,9 +55,9 @@ def split_sections(markdown: str) -> list[Section]:
         stack.pop()
         has_content.pop()
 
-    for line in markdown.splitlines():
-        fence = code_fence_after(line, fence)
-        match = None if fence else _HEADING.match(line)
+    lines = markdown.splitlines()
+    for line, in_code in zip(lines, code_lines(lines)):
+        match = None if in_code else _HEADING.match(line)
         if match:
             flush()
             level, title = len(match.group(1)), match.group(2).strip()
@@ -76,13 +75,34 @@ def split_sections(markdown: str) -> list[Section]:
     return sections
 
 
-def code_fence_after(line: str, fence: str) -> str:
-    """The code fence open after this line ("" for none), given the one open before it.
-    A "```" fence closes only with "```", a "~~~" fence only with "~~~"."""
-    marker = line.lstrip()[:3]
-    if marker in ("```", "~~~") and fence in ("", marker):
-        return "" if fence else marker
-    return fence
+def code_lines(lines: Sequence[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (fences included). A fence
+    opens with "```" or "~~~" after a blank line (in plain text, a "~~~~" line right under a
+    title underlines it) and closes with the same marker."""
+    flags: list[bool] = []
+    fence = ""
+    previous_blank = True
+    for line in lines:
+        marker = line.lstrip()[:3]
+        if fence:
+            flags.append(True)
+            fence = "" if marker == fence else fence
+        else:
+            opens = marker in ("```", "~~~") and previous_blank
+            flags.append(opens)
+            fence = marker if opens else ""
+        previous_blank = not line.strip()
+    return flags
+
+
+def first_title(markdown: str) -> str | None:
+    """The text of the first "# " heading outside code blocks."""
+    lines = markdown.splitlines()
+    for line, in_code in zip(lines, code_lines(lines)):
+        match = None if in_code else _HEADING.match(line)
+        if match and len(match.group(1)) == 1:
+            return match.group(2).strip()
+    return None
 
 
 @lru_cache(maxsize=4)

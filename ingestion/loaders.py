@@ -1,4 +1,5 @@
-"""Read policy files into Markdown-shaped text through LlamaIndex's file readers.
+"""Read policy files into Markdown-shaped text: Markdown, text and PDF through LlamaIndex's
+file readers, HTML through markdownify, DOCX through python-docx (`docx_blocks`).
 
 Every format ends up as text where headings are `#` lines, so one chunker keeps the
 heading path for all of them.
@@ -7,15 +8,11 @@ heading path for all of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from docx.table import Table
-from docx.text.paragraph import Paragraph
-
-from ingestion.chunking import code_fence_after
+from ingestion.chunking import code_lines, first_title
+from ingestion.docx_blocks import DocxBlock, NotADocx, read_docx_blocks
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
 
@@ -70,7 +67,7 @@ def _read_flat(path: Path) -> str:
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<fields>(?:.*\n){0,60}?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_EMBEDDED_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*<?data:[^)]*\)")
+_EMBEDDED_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*<?data:[^\s)>]*>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
 _DATA_URI = re.compile(r"data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+")
 
 
@@ -82,30 +79,36 @@ def _markdown_for_chunking(text: str) -> str:
     thousands of word pieces of noise in the chunks."""
     front_matter = _FRONT_MATTER.match(text)
     title = ""
-    if front_matter and all(":" in line or not line.strip() or line.startswith((" ", "-"))
-                            for line in front_matter.group("fields").splitlines()):
+    if front_matter and _is_yaml_mapping(front_matter.group("fields")):
         fields = front_matter.group("fields")
         text = text[front_matter.end():]
         found = re.search(r"^title:[ \t]*(.+?)[ \t]*$", fields, flags=re.MULTILINE)
         title = found.group(1).strip("'\"") if found else ""
     lines = text.splitlines()
+    in_code = code_lines(lines)
     out: list[str] = []
-    fence = ""
     for index, line in enumerate(lines):
-        fence = code_fence_after(line, fence)
-        underline = None if fence or index == 0 else _SETEXT_UNDERLINE.match(line)
         previous = lines[index - 1] if index else ""
+        underline = _SETEXT_UNDERLINE.match(line) if index and not (in_code[index] or in_code[index - 1]) else None
         single_line_paragraph = index < 2 or not lines[index - 2].strip()
-        if (underline and previous.strip() and single_line_paragraph and out
+        if (underline and previous.strip() and single_line_paragraph
                 and not re.match(r"^\s*([-*+>#|]|\d+[.)]\s)", previous)):
             out[-1] = ("# " if underline.group(1)[0] == "=" else "## ") + previous.strip()
             continue
         out.append(line)
     text = _EMBEDDED_IMAGE.sub(r"\1", "\n".join(out))
     text = _DATA_URI.sub("", text)
-    if title and not re.search(r"^# ", text, flags=re.MULTILINE):
+    if title and first_title(text) is None:
         text = f"# {title}\n\n{text}"
     return text
+
+
+def _is_yaml_mapping(fields: str) -> bool:
+    """Front matter is "key: value" lines (with indented or "- " continuations), not prose
+    that happens to sit between two rules."""
+    lines = [line for line in fields.splitlines() if line.strip()]
+    keys = [line for line in lines if re.match(r"^[A-Za-z_][\w.-]*:(\s|$)", line)]
+    return bool(keys) and all(line in keys or line.startswith((" ", "\t", "- ")) for line in lines)
 
 
 def _read_pdf(path: Path) -> str:
@@ -158,104 +161,30 @@ def _without_page_furniture(pages: list[str]) -> list[str]:
 
 
 def _read_docx(path: Path) -> str:
-    """DOCX through python-docx, in document order: Word's heading styles become "#" levels,
-    list styles "- " items and tables Markdown rows. Headers and footers (page furniture)
-    are left out. A document whose headings are only typed, not styled, gets the plain-text
-    heading detection instead."""
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
-
+    """Word's heading styles give the "#" levels, list styles and numbering the "- " items,
+    tables come as rows. A document whose headings are typed rather than styled (a "Title"
+    at most) gets the plain-text heading detection for the rest."""
     try:
-        document = docx.Document(str(path))
-    except PackageNotFoundError:  # its own message names the path, not the problem
-        raise LoadError("not a valid DOCX file (not a Word document package; an old .doc renamed?)") from None
-    blocks = list(_docx_blocks(document.element.body, document))
-    levels = {_docx_heading_level(block) for block in blocks if isinstance(block, Paragraph)} - {None}
-    if not levels:
-        return _mark_plain_headings("\n\n".join(_docx_markdown(block, None) for block in blocks))
-    shift = 1 if 0 in levels else 0  # "Title" is the top level; "Heading 1" then sits below it
-    return "\n\n".join(_docx_markdown(block, shift) for block in blocks)
+        blocks = read_docx_blocks(path)
+    except NotADocx as error:
+        raise LoadError(str(error)) from None
+    if any(block.kind == "heading" for block in blocks):
+        shift = 1 if any(block.kind == "title" for block in blocks) else 0  # "Heading 1" sits below a Title
+        return "\n\n".join(_docx_markdown(block, shift) for block in blocks)
+    title = next((block.text for block in blocks if block.kind == "title"), "")
+    body = _mark_plain_headings("\n\n".join(_docx_markdown(block, None) for block in blocks if block.kind != "title"),
+                                titled=bool(title))
+    return f"# {title}\n\n{body}" if title else body
 
 
-def _docx_blocks(container: Any, parent: Any) -> Iterator[Paragraph | Table]:
-    """Body paragraphs and tables in order, including those inside content controls (w:sdt),
-    which python-docx's own iteration skips."""
-    from docx.oxml.ns import qn
-
-    for child in container.iterchildren():
-        if child.tag == qn("w:p"):
-            yield Paragraph(child, parent)
-        elif child.tag == qn("w:tbl"):
-            yield Table(child, parent)
-        elif child.tag == qn("w:sdt"):
-            content = child.find(qn("w:sdtContent"))
-            if content is not None:
-                yield from _docx_blocks(content, parent)
-
-
-def _docx_style_names(paragraph: Paragraph) -> Iterator[str]:
-    """The paragraph's style and the styles it is based on (a custom "Policy Heading" based
-    on "Heading 2" is a heading too)."""
-    style = paragraph.style
-    while style is not None:
-        yield style.name or ""
-        style = style.base_style
-
-
-def _docx_heading_level(paragraph: Paragraph) -> int | None:
-    """0 for "Title", N for "Heading N", None for body text."""
-    for name in _docx_style_names(paragraph):
-        if name == "Title":
-            return 0
-        match = re.fullmatch(r"Heading ([1-9])", name)
-        if match:
-            return int(match.group(1))
-    return None
-
-
-def _docx_markdown(block: Paragraph | Table, heading_shift: int | None) -> str:
-    """One block as Markdown; heading_shift None means the styles say nothing about headings."""
-    if isinstance(block, Table):
-        return _docx_table_rows(block)
-    text = block.text.strip()
-    if not text:
-        return ""
-    level = _docx_heading_level(block) if heading_shift is not None else None
-    if level is not None and heading_shift is not None:
-        return "#" * min(level + heading_shift, 6) + " " + " ".join(text.split())
-    if any(name.startswith("List") for name in _docx_style_names(block)):
-        return "- " + text
-    return text
-
-
-def _docx_table_rows(table: Table) -> str:
-    """A table as Markdown rows under its first row, as HTML tables come out: each row keeps
-    its own header context, and short cells are never taken for headings."""
-    rows: list[str] = []
-    header_width = 0
-    for row in table.rows:
-        cells: list[str] = []
-        previous = None
-        for cell in row.cells:
-            if cell is previous:  # a merged cell is listed once per column it spans
-                continue
-            previous = cell
-            cells.append(_docx_cell_text(cell).replace("|", "\\|"))
-        if any(cells):
-            rows.append("| " + " | ".join(cells) + " |")
-            header_width = header_width or len(cells)
-    if len(rows) > 1:  # the first row heads the others
-        rows.insert(1, "| " + " | ".join(["---"] * header_width) + " |")
-    return "\n".join(rows)
-
-
-def _docx_cell_text(cell: Any) -> str:
-    parts = [_docx_cell_text_of_table(item) if isinstance(item, Table) else item.text for item in cell.iter_inner_content()]
-    return " ".join(" ".join(parts).split())
-
-
-def _docx_cell_text_of_table(table: Table) -> str:
-    return " ".join(_docx_cell_text(cell) for row in table.rows for cell in row.cells)
+def _docx_markdown(block: DocxBlock, heading_shift: int | None) -> str:
+    """One block as Markdown; heading_shift None: the styles say nothing about headings."""
+    if block.kind == "title" or (block.kind == "heading" and heading_shift is not None):
+        level = 0 if block.kind == "title" else block.level + (heading_shift or 0)
+        return "#" * min(max(level, 1), 6) + " " + block.text
+    if block.kind == "item":
+        return "- " + block.text
+    return block.text
 
 
 def _html_to_markdown(raw: bytes) -> str:
@@ -271,7 +200,7 @@ def _html_to_markdown(raw: bytes) -> str:
     converter = MarkdownConverter(heading_style="ATX", bullets="-",
                                   strip=["a", "img", "b", "strong", "em", "i", "u", "span"])
     text = converter.convert_soup(soup.body or soup)
-    if title and not re.search(r"^# ", text, flags=re.MULTILINE):
+    if title and first_title(text) is None:
         text = f"# {title}\n\n{text}"
     return text
 
@@ -315,37 +244,45 @@ def _reflow_pdf_lines(text: str) -> str:
     return "\n\n".join(blocks)
 
 
-_NUMBERED_HEADING = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+\S")
+_PLAIN_UNDERLINE = re.compile(r"^\s*([=~-])\1{2,}\s*$")
+_NUMBERED_HEADING = re.compile(r"^(\d+(?:\.\d+)*)(\.?)\s+(?=\S)")
 
 
-def _mark_plain_headings(text: str) -> str:
+def _mark_plain_headings(text: str, titled: bool = False) -> str:
     """Turn heading-looking lines of extracted text (PDF, DOCX, TXT) into Markdown headings.
 
-    A heading is a short line on its own without closing punctuation: numbered
-    ("2.1 Booking travel") or in Title Case. The first such line is the title (level 1).
-    Numbered lines that follow each other with nothing between ("1. Book flights", then
-    "2. Get approval") are a list, not headings: as headings, the last item would become
-    the section of the paragraph after it.
+    A heading is a short line on its own (or over a "=====" underline) without closing
+    punctuation: numbered ("2.1 Booking travel") or in Title Case. The first such line is
+    the title (level 1),
+    unless the caller has the title already (`titled`). Numbered lines that follow each
+    other with nothing between ("1. Book flights", then "2. Get approval") are a list, not
+    headings: as headings, the last item would become the section of the paragraph after
+    it. A run of Title-Case numbered lines stays headings (sections with no text yet).
     """
     if re.search(r"^#{1,6} ", text, flags=re.MULTILINE):
         return text  # already Markdown
     lines = text.splitlines()
-    numbers: dict[int, str | None] = {}  # heading-looking line -> its number ("2.1"), None if unnumbered
+    for index in range(len(lines) - 1):  # "Travel Policy" over "=====" (or "-----", "~~~~~"): the rule goes
+        stripped = lines[index].strip()
+        if (_PLAIN_UNDERLINE.match(lines[index + 1]) and stripped and _looks_like_heading(stripped)
+                and (index == 0 or not lines[index - 1].strip())):
+            lines[index + 1] = ""
+    numbers: dict[int, str] = {}  # heading-looking line -> its number as written ("2.1", "3."), "" if none
     for index, line in enumerate(lines):
         stripped = line.strip()
         previous_blank = index == 0 or not lines[index - 1].strip()
         next_blank = index + 1 >= len(lines) or not lines[index + 1].strip()
         if stripped and previous_blank and next_blank and _looks_like_heading(stripped):
             numbered = _NUMBERED_HEADING.match(stripped)
-            numbers[index] = numbered.group(1) if numbered else None
+            numbers[index] = numbered.group(1) + numbered.group(2) if numbered else ""
     list_items = _numbered_list_lines(lines, numbers)
     out: list[str] = []
-    seen_title = False
+    seen_title = titled
     for index, line in enumerate(lines):
         if index not in numbers or index in list_items:
             out.append(line)
             continue
-        number = numbers[index]
+        number = numbers[index].rstrip(".")
         if not seen_title:
             level = 1
         elif number:
@@ -357,33 +294,39 @@ def _mark_plain_headings(text: str) -> str:
     return "\n".join(out)
 
 
-def _numbered_list_lines(lines: list[str], numbers: dict[int, str | None]) -> set[int]:
-    """Numbered heading-looking lines whose next text line is the next number ("3." then "4.",
-    "2.1" then "2.2"): list items, since a heading would have a body between them."""
+def _numbered_list_lines(lines: list[str], numbers: dict[int, str]) -> set[int]:
+    """Numbered heading-looking lines whose next text line carries the next number, written
+    the same way ("3." then "4.", "2.1" then "2.2"), unless both read as titles."""
     filled = [index for index, line in enumerate(lines) if line.strip()]
     items: set[int] = set()
     for here, after in zip(filled, filled[1:]):
         first, second = numbers.get(here), numbers.get(after)
-        if first and second and _next_number(first) == second:
+        if not (first and second) or _next_number(first) != second:
+            continue
+        titles = [_NUMBERED_HEADING.sub("", lines[index].strip(), count=1) for index in (here, after)]
+        if not all(_is_title_case(title) for title in titles):
             items.update((here, after))
     return items
 
 
 def _next_number(number: str) -> str:
-    *parents, last = number.split(".")
-    return ".".join([*parents, str(int(last) + 1)])
+    """"3." -> "4.", "2.1" -> "2.2"."""
+    dot = "." if number.endswith(".") else ""
+    *parents, last = number.rstrip(".").split(".")
+    return ".".join([*parents, str(int(last) + 1)]) + dot
 
 
 def _looks_like_heading(line: str) -> bool:
     if len(line) > 80 or line[-1] in ".,;:!?" or line.startswith(("-", "*", "•", "|")):
         return False
-    words = line.split()
-    if len(words) > 10:
+    if len(line.split()) > 10:
         return False
-    if _NUMBERED_HEADING.match(line):
-        return True
+    return bool(_NUMBERED_HEADING.match(line)) or _is_title_case(line)
+
+
+def _is_title_case(text: str) -> bool:
     small = {"a", "an", "and", "or", "of", "the", "for", "to", "in", "on", "with", "at", "by", "&", "vs"}
-    return all(word[0].isupper() or word.lower() in small or not word[0].isalpha() for word in words)
+    return all(word[0].isupper() or word.lower() in small or not word[0].isalpha() for word in text.split())
 
 
 def _normalise(text: str) -> str:
@@ -393,7 +336,4 @@ def _normalise(text: str) -> str:
 
 
 def _title(text: str, path: Path) -> str:
-    match = re.search(r"^# (.+)$", text, flags=re.MULTILINE)
-    if match:
-        return match.group(1).strip()
-    return path.stem.replace("-", " ").replace("_", " ").strip().title()
+    return first_title(text) or path.stem.replace("-", " ").replace("_", " ").strip().title()

@@ -222,8 +222,12 @@ def test_a_page_header_never_leads_when_a_rule_answers() -> None:
         ("Payslips are available in Workday under Pay > Payslips 2 business days before each pay date.", False),
         ("Amounts over $500 need approval.", False),
         ("Claims > 500 USD need approval.", False),  # a comparison, not a path
+        ("Claims > USD 500 need approval.", False),
         ("Hotel rate > cap requires approval.", False),
-        ("Flights > 6 hours fly business.", False),
+        ("Expenses > Manager Limit need VP approval.", False),
+        ("Benefits > 2025 Open Enrollment", True),
+        ("HR Portal > eLearning > iPhone Setup", True),
+        ("Intranet > how-to guides", True),
     ],
 )
 def test_breadcrumbs(sentence: str, breadcrumb: bool) -> None:

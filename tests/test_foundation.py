@@ -255,6 +255,39 @@ def test_markdown_images_embedded_as_base64_keep_only_their_alt_text(tmp_path) -
     assert "Floor plan" in text and "Badges are collected at reception." in text
 
 
+def test_numbered_lists_and_numbered_headings_apart(tmp_path) -> None:
+    """A list numbered "1." "2." does not swallow a heading numbered "3" after it, and a run of
+    Title-Case numbered headings (a section with no text yet) stays headings."""
+    path = tmp_path / "leave.txt"
+    path.write_text("Leave Policy\n\nTo request leave:\n\n1. Open the HR portal\n\n2. Submit the request\n\n"
+                    "3 Sick Leave\n\nTen days a year.\n\n4 Approval\n\n5 Per Diem\n\n40 EUR a day.\n")
+    sections = split_sections(load_document(path).text)
+    assert [s.heading_path[-1] for s in sections] == ["Leave Policy", "3 Sick Leave", "4 Approval", "5 Per Diem"]
+    assert sections[0].body.endswith("2. Submit the request")
+
+
+def test_an_underlined_title_in_plain_text_is_a_heading_not_a_code_fence(tmp_path) -> None:
+    path = tmp_path / "travel.txt"
+    path.write_text("Travel Policy\n~~~~~~~~~~~~~\n\nBooking\n\nBook through Navan.\n\nHotels\n\nUp to 200 USD.\n")
+    sections = split_sections(load_document(path).text)
+    assert [s.heading_path for s in sections] == [("Travel Policy", "Booking"), ("Travel Policy", "Hotels")]
+
+
+def test_front_matter_is_only_yaml_and_its_title_ignores_code(tmp_path) -> None:
+    prose = tmp_path / "notice.md"
+    prose.write_text("---\n**Effective date:** 1 March 2025. All earlier versions are withdrawn.\n---\n\n# Notice\n\nText.\n")
+    assert "All earlier versions are withdrawn." in load_document(prose).text
+    titled = tmp_path / "remote.md"
+    titled.write_text("---\ntitle: Remote Work Policy\n---\n\nConnect first:\n\n```bash\n# connect to the VPN first\nvpn up\n```\n")
+    assert load_document(titled).title == "Remote Work Policy"
+
+
+def test_an_embedded_image_with_a_title_leaves_no_debris(tmp_path) -> None:
+    path = tmp_path / "logo.md"
+    path.write_text('# Brand\n\n![Company logo](data:image/png;base64,iVBORw0KGgo "Logo (v2)") is used everywhere.\n')
+    assert "Company logo is used everywhere." in load_document(path).text
+
+
 def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
     """Confluence-style exports: text in divs and definition lists, nested lists, tables."""
     path = tmp_path / "expenses.html"
@@ -352,6 +385,77 @@ def test_docx_heading_styles_lists_and_tables(tmp_path) -> None:
         ("Travel Policy", "Meals"),
     ]
     assert sections[-1].body.endswith("Alcohol is never reimbursed.")
+
+
+W_NS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def test_docx_text_in_word_wrappers_is_read_once(tmp_path) -> None:
+    """Tracked insertions, inline content controls, fields, smart tags and text boxes hold text
+    that python-docx's Paragraph.text skips; deleted text and a drawing's fallback copy are not
+    part of the document."""
+    import docx
+    from docx.oxml import parse_xml
+
+    mc = 'xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006"'
+    paragraphs = [
+        f'<w:p {W_NS}><w:r><w:t xml:space="preserve">Economy class is required. </w:t></w:r>'
+        '<w:ins w:id="1" w:author="a"><w:r><w:t>Flights over 6 hours may be booked in business class.</w:t></w:r></w:ins>'
+        '<w:del w:id="2" w:author="a"><w:r><w:delText>Never business.</w:delText></w:r></w:del></w:p>',
+        f'<w:p {W_NS}><w:r><w:t xml:space="preserve">Employees get </w:t></w:r><w:sdt><w:sdtContent><w:r><w:t>25</w:t></w:r>'
+        '</w:sdtContent></w:sdt><w:r><w:t xml:space="preserve"> days of leave.</w:t></w:r></w:p>',
+        f'<w:p {W_NS}><w:r><w:t xml:space="preserve">Send claims to </w:t></w:r><w:fldSimple w:instr="MERGEFIELD email">'
+        '<w:r><w:t>expenses@example.com</w:t></w:r></w:fldSimple><w:r><w:t xml:space="preserve"> within 30 days.</w:t></w:r></w:p>',
+        f'<w:p {W_NS} {mc}><w:r><mc:AlternateContent><mc:Choice Requires="wps"><w:drawing><w:txbxContent><w:p><w:r>'
+        '<w:t>Report lost laptops within 24 hours.</w:t></w:r></w:p></w:txbxContent></w:drawing></mc:Choice><mc:Fallback>'
+        '<w:pict><w:txbxContent><w:p><w:r><w:t>Report lost laptops within 24 hours.</w:t></w:r></w:p></w:txbxContent>'
+        '</w:pict></mc:Fallback></mc:AlternateContent></w:r></w:p>',
+    ]
+    document = docx.Document()
+    document.add_heading("Travel Policy", level=1)
+    for xml in paragraphs:
+        document.element.body.append(parse_xml(xml))
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text, table.cell(1, 0).text = "Item", "Limit", "Meals"
+    table.cell(1, 1)._tc.append(parse_xml(f"<w:sdt {W_NS}><w:sdtContent><w:p><w:r><w:t>50 EUR</w:t></w:r></w:p>"
+                                          "</w:sdtContent></w:sdt>"))
+    document.element.body.append(document.element.body.sectPr)  # the section properties stay last
+    path = tmp_path / "travel.docx"
+    document.save(str(path))
+    text = load_document(path).text
+    for sentence in ("Economy class is required. Flights over 6 hours may be booked in business class.",
+                     "Employees get 25 days of leave.", "Send claims to expenses@example.com within 30 days.",
+                     "Report lost laptops within 24 hours.", "| Meals | 50 EUR |"):
+        assert text.count(sentence) == 1, (sentence, text)
+    assert "Never business" not in text
+
+
+def test_docx_styles_based_on_each_other_in_a_loop_still_load(tmp_path) -> None:
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    first = document.styles.add_style("Policy A", WD_STYLE_TYPE.PARAGRAPH)
+    second = document.styles.add_style("Policy B", WD_STYLE_TYPE.PARAGRAPH)
+    first.base_style, second.base_style = second, first
+    document.add_paragraph("Leave Policy")
+    document.add_paragraph("Employees get 25 days.", style="Policy A")
+    path = tmp_path / "loop.docx"
+    document.save(str(path))
+    assert "Employees get 25 days." in load_document(path).text
+
+
+def test_docx_with_only_a_title_style_still_finds_typed_headings(tmp_path) -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Expense Policy", level=0)
+    for line in ("1 Meals", "Dinners up to 50 EUR.", "2 Hotels", "Up to 200 EUR per night."):
+        document.add_paragraph(line)
+    path = tmp_path / "expenses.docx"
+    document.save(str(path))
+    assert [s.heading_path for s in split_sections(load_document(path).text)] == [
+        ("Expense Policy", "1 Meals"), ("Expense Policy", "2 Hotels")]
 
 
 def test_docx_without_heading_styles_still_finds_typed_headings(tmp_path) -> None:

@@ -1,0 +1,155 @@
+"""A DOCX body as a list of blocks (headings, list items, paragraphs, tables), in order.
+
+python-docx opens the package and resolves styles; the text is read from the XML itself,
+because python-docx's `Paragraph.text` skips text that Word keeps in wrappers: tracked
+insertions, content controls, fields, smart tags and text boxes. Deleted text (`w:delText`,
+moved-from runs) and the compatibility copy of drawings (`mc:Fallback`) are left out, so
+nothing is read twice. Headers and footers are not part of the body: page furniture.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from lxml import etree
+
+if TYPE_CHECKING:
+    from docx.document import Document
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+P, TBL, TR, TC, R = W + "p", W + "tbl", W + "tr", W + "tc", W + "r"
+T, TAB, BR, CR, NO_BREAK_HYPHEN = W + "t", W + "tab", W + "br", W + "cr", W + "noBreakHyphen"
+SDT, SDT_CONTENT, CUSTOM_XML, MOVE_FROM = W + "sdt", W + "sdtContent", W + "customXml", W + "moveFrom"
+SKIPPED = {MC_FALLBACK, MOVE_FROM}
+
+BlockKind = Literal["title", "heading", "item", "text", "table"]
+
+
+@dataclass(frozen=True)
+class DocxBlock:
+    kind: BlockKind
+    text: str  # for a table: its rows, one "| a | b |" line each
+    level: int = 0  # for a heading: N of "Heading N"
+
+
+class NotADocx(ValueError):
+    """The file is not a Word document package."""
+
+
+def read_docx_blocks(path: Path) -> list[DocxBlock]:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+
+    try:
+        document = docx.Document(str(path))
+    except PackageNotFoundError:  # its own message names the path, not the problem
+        raise NotADocx("not a valid DOCX file (not a Word document package; an old .doc renamed?)") from None
+    styles = _paragraph_styles(document)
+    blocks: list[DocxBlock] = []
+    for element in _children(document.element.body, {P, TBL}):
+        if element.tag == TBL:
+            rows = _table_rows(element)
+            if rows:
+                blocks.append(DocxBlock("table", "\n".join(rows)))
+            continue
+        text = _paragraph_text(element).strip()
+        if text:
+            blocks.append(_paragraph_block(element, text, styles))
+    return blocks
+
+
+def _paragraph_styles(document: Document) -> dict[str, list[str]]:
+    """Paragraph style id -> its name and the names of the styles it is based on."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    parents: dict[str, tuple[str, str | None]] = {}
+    for style in document.styles:
+        if style.type == WD_STYLE_TYPE.PARAGRAPH:
+            base = style.base_style
+            parents[style.style_id] = (style.name or "", base.style_id if base is not None else None)
+    chains: dict[str, list[str]] = {}
+    for style_id in parents:
+        names: list[str] = []
+        current: str | None = style_id
+        while current in parents and len(names) < len(parents):  # a loop of "based on" ends too
+            name, current = parents[current]
+            names.append(name)
+        chains[style_id] = names
+    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    chains[""] = chains.get(default.style_id, []) if default is not None else []
+    return chains
+
+
+def _paragraph_block(paragraph: etree._Element, text: str, styles: dict[str, list[str]]) -> DocxBlock:
+    style_id = paragraph.find(f"{W}pPr/{W}pStyle")
+    names = styles.get(style_id.get(f"{W}val", "") if style_id is not None else "", styles[""])
+    for name in names:
+        if name == "Title":
+            return DocxBlock("title", " ".join(text.split()))
+        heading = re.fullmatch(r"Heading ([1-9])", name)
+        if heading:
+            return DocxBlock("heading", " ".join(text.split()), int(heading.group(1)))
+    numbered = paragraph.find(f"{W}pPr/{W}numPr") is not None
+    if numbered or any(name == "List" or name.startswith("List ") for name in names):
+        return DocxBlock("item", text)
+    return DocxBlock("text", text)
+
+
+def _children(element: etree._Element, tags: set[str]) -> Iterator[etree._Element]:
+    """Child elements with one of these tags, looking through content controls and custom XML."""
+    for child in element:
+        if child.tag in tags:
+            yield child
+        elif child.tag == SDT:
+            content = child.find(SDT_CONTENT)
+            if content is not None:
+                yield from _children(content, tags)
+        elif child.tag == CUSTOM_XML:
+            yield from _children(child, tags)
+
+
+def _paragraph_text(paragraph: etree._Element) -> str:
+    parts: list[str] = []
+    for element in paragraph.iter(T, TAB, BR, CR, NO_BREAK_HYPHEN, P):
+        if any(ancestor.tag in SKIPPED for ancestor in element.iterancestors()):
+            continue
+        if element.tag == T:
+            parts.append(element.text or "")
+        elif element.tag == NO_BREAK_HYPHEN:
+            parts.append("-")
+        elif element.tag == TAB:
+            if element.getparent() is not None and element.getparent().tag == R:  # not a tab stop definition
+                parts.append(" ")
+        elif element is not paragraph:  # a line break, or a paragraph of a text box inside this one
+            parts.append("\n")
+    return "".join(parts)
+
+
+def _table_rows(table: etree._Element) -> list[str]:
+    """Rows under the first one, as HTML tables come out: each row keeps its own header
+    context, and short cells are never taken for headings."""
+    rows: list[str] = []
+    header_width = 0
+    for row in _children(table, {TR}):
+        cells = [_cell_text(cell).replace("|", "\\|") for cell in _children(row, {TC})]
+        if any(cells):
+            rows.append("| " + " | ".join(cells) + " |")
+            header_width = header_width or len(cells)
+    if len(rows) > 1:
+        rows.insert(1, "| " + " | ".join(["---"] * header_width) + " |")
+    return rows
+
+
+def _cell_text(cell: etree._Element) -> str:
+    parts: list[str] = []
+    for block in _children(cell, {P, TBL}):
+        if block.tag == P:
+            parts.append(_paragraph_text(block))
+        else:  # a nested table: its cells' text, in order
+            parts.extend(_cell_text(inner) for row in _children(block, {TR}) for inner in _children(row, {TC}))
+    return " ".join(" ".join(parts).split())
