@@ -244,7 +244,8 @@ class Console:
         configured = bool(self.settings.console_accounts)
         user = self._form_value(request, "username")[:100]
         password = request.state.form.get("password", "")
-        stamp = self.throttle.attempt(client, user)
+        known_device = auth.is_known_device(request.cookies.get(auth.DEVICE_COOKIE_NAME), self.secret, user)
+        stamp = self.throttle.attempt(client, user, known_device)
         if stamp is None:
             return self.render(request, "login.html", {"next": next_path, "configured": configured,
                                                        "error": "too many failed sign-ins; wait a few minutes"}, 429)
@@ -260,7 +261,11 @@ class Console:
         self.throttle.succeeded(client, user, stamp)
         session.sign_in(user, auth.account_fingerprint(self.settings, self.secret, user) or "")
         log.info("console sign-in: %s from %s", user, client)
-        return RedirectResponse(next_path, status_code=303)
+        response = RedirectResponse(next_path, status_code=303)
+        response.set_cookie(auth.DEVICE_COOKIE_NAME, auth.encode_device(user, self.secret),
+                            max_age=auth.DEVICE_COOKIE_DAYS * 86400, path=PREFIX, httponly=True,
+                            samesite="strict", secure=auth.secure_cookie(self.settings, request.url.scheme))
+        return response
 
     async def logout(self, request: Request) -> Response:
         await self._call(auth.end_sessions, self.settings, request.state.session.user)

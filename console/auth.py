@@ -30,6 +30,8 @@ from typing import Any
 from policybot.config import ConfigError, Settings, parse_scrypt_hash
 
 COOKIE_NAME = "policybot_console"
+DEVICE_COOKIE_NAME = "policybot_console_device"
+DEVICE_COOKIE_DAYS = 90
 SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**14, 8, 1, 32
 LOGIN_WINDOW_S, LOGIN_MAX_FAILURES = 300, 10
 VERIFY_SLOTS, VERIFY_WAIT_S = 2, 10.0  # concurrent scrypt checks; how long a sign-in waits for one
@@ -177,15 +179,19 @@ def end_sessions(settings: Settings, user: str) -> None:
 
 def encode_session(session: Session, secret: bytes) -> str:
     body = _b64(json.dumps(session.payload(), separators=(",", ":")).encode())
-    return body + "." + _b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())
+    return body + "." + _signature(secret, body)
+
+
+def _signature(secret: bytes, body: str, purpose: bytes = b"") -> str:
+    """HMAC of a cookie body; `purpose` keeps one kind of cookie from passing for another."""
+    return _b64(hmac.new(secret, purpose + body.encode(), hashlib.sha256).digest())
 
 
 def decode_session(value: str | None, secret: bytes, settings: Settings) -> Session:
     """The cookie's session, or a fresh anonymous one if it is missing, forged, expired or for a removed user."""
     if value and "." in value:
         body, _, signature = value.rpartition(".")
-        expected = _b64(hmac.new(secret, body.encode(), hashlib.sha256).digest())
-        if hmac.compare_digest(signature.encode(), expected.encode()):
+        if hmac.compare_digest(signature.encode(), _signature(secret, body).encode()):
             try:
                 data = json.loads(_unb64(body))
                 session = Session(user=data.get("u"), account=str(data.get("a") or ""), csrf=str(data["c"]),
@@ -201,6 +207,29 @@ def decode_session(value: str | None, secret: bytes, settings: Settings) -> Sess
                     return Session(changed=True)
             return session
     return Session(changed=True)
+
+
+def encode_device(user: str, secret: bytes) -> str:
+    """A cookie for a browser that signed in as this user: guesses at the name from elsewhere
+    cannot lock it out (see LoginThrottle). Signed apart from sessions, so neither passes for the other."""
+    body = _b64(json.dumps({"d": user_tag(user), "t": time.time()}, separators=(",", ":")).encode())
+    return body + "." + _signature(secret, body, b"device.")
+
+
+def is_known_device(value: str | None, secret: bytes, user: str) -> bool:
+    """True when the cookie is ours, unexpired, and was issued to this user's browser."""
+    if not value or "." not in value:
+        return False
+    body, _, signature = value.rpartition(".")
+    if not hmac.compare_digest(signature.encode(), _signature(secret, body, b"device.").encode()):
+        return False
+    try:
+        data = json.loads(_unb64(body))
+        issued, tag = float(data["t"]), str(data["d"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    fresh = time.time() - issued < DEVICE_COOKIE_DAYS * 86400
+    return fresh and hmac.compare_digest(tag.encode(), user_tag(user).encode())
 
 
 def secure_cookie(settings: Settings, scheme: str) -> bool:
@@ -220,6 +249,10 @@ class LoginBusy(Exception):
 class LoginThrottle:
     """Sign-in attempts: at most LOGIN_MAX_FAILURES per client address and per user name per LOGIN_WINDOW_S.
 
+    A browser that signed in as the user before (a known device, `is_known_device`) is held
+    only to its address's limit: guessing at the name from elsewhere locks out strangers,
+    not the user.
+
     An attempt is counted before its password is checked, so parallel guesses cannot all slip
     through; a success un-counts itself and clears its address. At most VERIFY_SLOTS scrypt
     checks run at once (each takes ~16 MB and tens of ms of CPU).
@@ -234,6 +267,11 @@ class LoginThrottle:
     def _keys(client: str, user: str) -> tuple[str, str]:
         return "address:" + client, "user:" + user_tag(user)
 
+    @classmethod
+    def _limited_by(cls, client: str, user: str, known_device: bool) -> tuple[str, ...]:
+        address, name = cls._keys(client, user)
+        return (address,) if known_device else (address, name)
+
     def _recent(self, key: str, now: float) -> list[float]:
         kept = [t for t in self._attempts.get(key, ()) if now - t < LOGIN_WINDOW_S]
         if kept:
@@ -242,14 +280,14 @@ class LoginThrottle:
             self._attempts.pop(key, None)  # no empty entries: the map holds only live windows
         return kept
 
-    def attempt(self, client: str, user: str) -> float | None:
+    def attempt(self, client: str, user: str, known_device: bool = False) -> float | None:
         """Count an attempt and return its stamp, or None (not counted) when the address or the name is at its limit."""
         now = time.monotonic()
         with self._lock:
             if len(self._attempts) > SWEEP_AT:
                 for key in list(self._attempts):
                     self._recent(key, now)
-            keys = self._keys(client, user)
+            keys = self._limited_by(client, user, known_device)
             if any(len(self._recent(key, now)) >= LOGIN_MAX_FAILURES for key in keys):
                 return None
             for key in keys:

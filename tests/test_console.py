@@ -632,6 +632,30 @@ def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog)
     assert blocked.status_code == 429
 
 
+def test_guessing_at_a_name_does_not_lock_out_a_browser_that_signed_in_before(csettings) -> None:
+    """Ten wrong passwords for the admin's name from other addresses lock the name for
+    strangers, but not for the admin's own browser (its device cookie from an earlier sign-in)."""
+    from starlette.testclient import TestClient
+
+    from console.app import create_standalone_app
+    from console.auth import DEVICE_COOKIE_NAME, LOGIN_MAX_FAILURES
+
+    app = create_standalone_app(csettings)
+    own_browser = TestClient(app, client=("10.0.0.5", 50000))
+    assert _sign_in(own_browser).status_code == 303
+    assert own_browser.cookies.get(DEVICE_COOKIE_NAME)
+    own_browser.post("/admin/logout", data={"csrf_token": _csrf(own_browser)})
+    for address in range(LOGIN_MAX_FAILURES):
+        guesser = TestClient(app, client=(f"203.0.113.{address}", 50000))
+        assert _sign_in(guesser, password="guess").status_code == 401
+    stranger = TestClient(app, client=("198.51.100.7", 50000))
+    assert _sign_in(stranger).status_code == 429  # the name stays locked for anyone else
+    forged = TestClient(app, client=("198.51.100.8", 50000))
+    forged.cookies.set(DEVICE_COOKIE_NAME, own_browser.cookies.get(DEVICE_COOKIE_NAME)[:-4] + "AAAA")
+    assert _sign_in(forged).status_code == 429
+    assert _sign_in(own_browser).status_code == 303  # the admin's browser still gets in
+
+
 def test_an_upload_batch_is_checked_whole_before_any_file_is_written(csettings, admin) -> None:
     folder = csettings.home / "uploads" / "console-batch"
     token = _csrf(admin, "/admin/documents")
