@@ -75,6 +75,18 @@ def split_sections(markdown: str) -> list[Section]:
     return sections
 
 
+def heading_text(line: str) -> str | None:
+    """The text of a "#" heading line, None for any other line."""
+    match = _HEADING.match(line)
+    return match.group(2).strip() if match else None
+
+
+def keep_as_text(text: str) -> str:
+    """Text whose lines the chunker must read as text even when one starts with "# "
+    ("# of nights covered: 3" in a Word file): such a line gets a leading space."""
+    return "\n".join(" " + line if _HEADING.match(line) else line for line in text.split("\n"))
+
+
 def code_lines(lines: Sequence[str]) -> list[bool]:
     """For each line, whether it belongs to a fenced code block (fences included). A fence
     opens with "```" or "~~~" after a blank line (in plain text, a "~~~~" line right under a

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingestion.chunking import code_lines, first_title
+from ingestion.chunking import code_lines, first_title, heading_text, keep_as_text
 from ingestion.docx_blocks import DocxBlock, NotADocx, read_docx_blocks
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
@@ -184,7 +184,7 @@ def _docx_markdown(block: DocxBlock, heading_shift: int | None) -> str:
         return "#" * min(max(level, 1), 6) + " " + block.text
     if block.kind == "item":
         return "- " + block.text
-    return block.text
+    return keep_as_text(block.text)
 
 
 def _html_to_markdown(raw: bytes) -> str:
@@ -259,9 +259,10 @@ def _mark_plain_headings(text: str, titled: bool = False) -> str:
     headings: as headings, the last item would become the section of the paragraph after
     it. A run of Title-Case numbered lines stays headings (sections with no text yet).
     """
-    if re.search(r"^#{1,6} ", text, flags=re.MULTILINE):
-        return text  # already Markdown
-    lines = text.splitlines()
+    written_headings = [title for title in map(heading_text, text.splitlines()) if title]
+    if any(_reads_like_heading(title) for title in written_headings):
+        return text  # Markdown already
+    lines = keep_as_text(text).splitlines()  # "# of days: 25", "# run the backup" are text here
     for index in range(len(lines) - 1):  # "Travel Policy" over "=====" (or "-----", "~~~~~"): the rule goes
         stripped = lines[index].strip()
         if (_PLAIN_UNDERLINE.match(lines[index + 1]) and stripped and _looks_like_heading(stripped)
@@ -314,6 +315,12 @@ def _next_number(number: str) -> str:
     dot = "." if number.endswith(".") else ""
     *parents, last = number.rstrip(".").split(".")
     return ".".join([*parents, str(int(last) + 1)]) + dot
+
+
+def _reads_like_heading(title: str) -> bool:
+    """A "#" line that a writer meant as a Markdown heading: short, capitalised or numbered,
+    not a sentence ("# of days: 25 for everyone." and "# run the backup" are not)."""
+    return len(title) <= 80 and title[-1] not in ".,;:!?" and (title[0].isupper() or title[0].isdigit())
 
 
 def _looks_like_heading(line: str) -> bool:

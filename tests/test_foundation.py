@@ -288,6 +288,27 @@ def test_an_embedded_image_with_a_title_leaves_no_debris(tmp_path) -> None:
     assert "Company logo is used everywhere." in load_document(path).text
 
 
+def test_a_hash_line_in_plain_text_or_word_is_text_not_markdown(tmp_path) -> None:
+    """One "# " line no longer turns a text file into Markdown (which switched off heading
+    detection), and it never becomes a heading itself."""
+    import docx
+
+    path = tmp_path / "leave.txt"
+    path.write_text("Leave Policy\n\n# of days: 25 for everyone.\n\nSick Leave\n\nTen days a year.\n")
+    sections = split_sections(load_document(path).text)
+    assert [s.heading_path for s in sections] == [("Leave Policy",), ("Leave Policy", "Sick Leave")]
+    assert sections[0].body.strip() == "# of days: 25 for everyone."
+    document = docx.Document()
+    document.add_heading("Per Diem", level=1)
+    document.add_paragraph("# of nights covered: 3")
+    document.add_paragraph("Per diem is 40 EUR.")
+    path = tmp_path / "per-diem.docx"
+    document.save(str(path))
+    sections = split_sections(load_document(path).text)
+    assert [s.heading_path for s in sections] == [("Per Diem",)]
+    assert sections[0].body.splitlines()[-1] == "Per diem is 40 EUR."
+
+
 def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
     """Confluence-style exports: text in divs and definition lists, nested lists, tables."""
     path = tmp_path / "expenses.html"
