@@ -199,11 +199,11 @@ class HttpFallbackSource:
             for _ in range(MAX_REDIRECTS + 1):
                 try:
                     port = _port_of(httpx.URL(url))
-                except (httpx.InvalidURL, ValueError):  # only a redirect's Location can be malformed here
+                    if port not in ports:
+                        raise self._error(f"refused a redirect to port {port}: only the source's own port (or 80/443) is allowed")
+                    target = self._check_target(url, deadline)
+                except (httpx.InvalidURL, ValueError):  # a bad port, IPv6 or IDNA host, from a redirect Location
                     raise self._error("sent a redirect to a malformed URL") from None
-                if port not in ports:
-                    raise self._error(f"refused a redirect to port {port}: only the source's own port (or 80/443) is allowed")
-                target = self._check_target(url, deadline)
                 response = self._open(pool, target)
                 try:
                     location = _header(response, "location")
@@ -256,7 +256,11 @@ class HttpFallbackSource:
         if not slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise self._error(f"timed out after {self.config.timeout_s:g}s resolving {host!r}")
         resolver = threading.Thread(target=lookup, name="fallback-dns", daemon=True)
-        resolver.start()
+        try:
+            resolver.start()
+        except RuntimeError:  # no thread to be had: free the slot, or it is lost for good
+            slots.release()
+            raise self._error(f"could not start a name lookup for {host!r}") from None
         resolver.join(max(0.0, deadline - time.monotonic()))
         if resolver.is_alive():
             raise self._error(f"timed out after {self.config.timeout_s:g}s resolving {host!r}")

@@ -83,6 +83,7 @@ def _make_handler(server_state: LocalServer) -> type[BaseHTTPRequestHandler]:
                 "/redirect-port": lambda: self._redirect("http://127.0.0.1:1/admin"),
                 "/redirect-bad-ipv6": lambda: self._redirect("http://[::1/search"),
                 "/redirect-bad-port": lambda: self._redirect("http://127.0.0.1:abc/search"),
+                "/redirect-bad-idna": lambda: self._redirect("http://xn--/search"),
                 "/redirect-utf8": lambda: self._raw_redirect("/s\u00e9arch".encode()),
                 "/s%C3%A9arch": lambda: self._json(SEARCH_RESULTS),
                 "/big-declared": lambda: self._body(b"x" * 5000, "application/json"),
@@ -404,7 +405,7 @@ def test_https_verifies_the_certificate(tls_server: tuple[LocalServer, Path], mo
     assert server.requests[-1].host_header == f"127.0.0.1:{server.port}"
 
 
-@pytest.mark.parametrize("path", ["/redirect-bad-ipv6", "/redirect-bad-port"])
+@pytest.mark.parametrize("path", ["/redirect-bad-ipv6", "/redirect-bad-port", "/redirect-bad-idna"])
 def test_a_malformed_redirect_is_a_source_error(server: LocalServer, path: str) -> None:
     with pytest.raises(FallbackError, match="fallback source 'intranet-wiki' sent a redirect to a malformed URL"):
         local_source(server, path).search("travel", limit=5)
@@ -426,6 +427,24 @@ def test_hung_name_lookups_hold_a_bounded_number_of_threads(hung_resolver: str, 
             source.search("travel", limit=5)
     hung = {thread for thread in threading.enumerate() if thread.name == "fallback-dns"} - before
     assert len(hung) == 2  # one per slot; the other three searches waited for a slot, not a thread
+
+
+def test_a_lookup_thread_that_cannot_start_gives_its_slot_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from crag import fallback
+
+    slots = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(fallback, "_LOOKUP_SLOTS", slots)
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url="http://wiki.corp.example/search", timeout_s=0.2))
+    with monkeypatch.context() as patch:
+        patch.setattr(threading.Thread, "start", no_thread)
+        for _ in range(3):
+            with pytest.raises(FallbackError, match="could not start a name lookup for 'wiki.corp.example'"):
+                source.search("travel", limit=5)
+    assert slots.acquire(blocking=False)  # the one slot is still there
 
 
 def test_non_json_is_a_clear_error(server: LocalServer) -> None:
