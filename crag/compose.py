@@ -163,20 +163,24 @@ def _with_list_items(sentences: Sequence[str], index: int) -> list[str]:
     return lead
 
 
-# Verbs that make "A > B ..." a statement rather than a navigation path.
-RULE_VERBS = frozenset(
-    "is are be must may might can cannot can't should shall will need needs require requires required "
-    "get gets have has needed apply applies allowed approve approves".split()
-)
+# Words that make "A > B ..." a statement rather than a navigation path. Auxiliaries only:
+# menu labels use verbs too ("IT Portal > Get Help", "Leave > How to apply").
+RULE_VERBS = frozenset("is are be must may might can cannot should shall will need needs require requires required".split())
+# "> 50 EUR", "> $500", "> USD 500", "> 5 days": a comparison. A year that starts a page
+# name ("Benefits > 2025 Open Enrollment") is not one.
+_QUANTITY_AFTER_ARROW = re.compile(r"> (?:[$€£]\s?\d|(?:USD|EUR|GBP|CHF)\s?\d|\d(?!\d{3} [A-Z]))")
 
 
 def is_breadcrumb(sentence: str) -> bool:
     """A navigation path such as "HR Portal > Tools and IT > IT Helpdesk.": a page header,
     never an answer. A rule that names a menu ("under Pay > Payslips") is not one, nor is a
-    comparison ("Claims > 500 USD need approval."): a path names places and says nothing."""
-    parts = sentence.strip().rstrip(".").split(" > ")
-    says_something = bool(set(re.findall(r"[a-z']+", sentence.lower())) & RULE_VERBS)
-    return len(parts) >= 2 and not says_something and all(0 < len(part.split()) <= 5 for part in parts)
+    comparison ("Claims > 500 USD need approval.", "Gifts > 50 EUR: declare them.")."""
+    text = sentence.strip().rstrip(".")
+    parts = text.split(" > ")
+    if len(parts) < 2 or not all(0 < len(part.split()) <= 5 for part in parts):
+        return False
+    says_something = bool(set(re.findall(r"\b[a-z][a-z']*\b", text)) & RULE_VERBS) or any(mark in text for mark in ":;")
+    return not says_something and not _QUANTITY_AFTER_ARROW.search(text)
 
 
 def content_words(text: str) -> set[str]:

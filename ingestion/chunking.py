@@ -89,21 +89,24 @@ def keep_as_text(text: str) -> str:
 
 def code_lines(lines: Sequence[str]) -> list[bool]:
     """For each line, whether it belongs to a fenced code block (fences included). A fence
-    opens with "```" or "~~~" after a blank line (in plain text, a "~~~~" line right under a
-    title underlines it) and closes with the same marker."""
+    opens with "```" or "~~~" and closes with the same marker; a bare run of four or more
+    "~" or "`" right under a line of text underlines it (plain-text titles) instead."""
     flags: list[bool] = []
     fence = ""
     previous_blank = True
     for line in lines:
-        marker = line.lstrip()[:3]
+        stripped = line.strip()
+        marker = stripped[:3]
         if fence:
             flags.append(True)
             fence = "" if marker == fence else fence
         else:
-            opens = marker in ("```", "~~~") and previous_blank
+            underline = not previous_blank and len(stripped) >= 4 and len(set(stripped)) == 1
+            opens = marker in ("```", "~~~") and not underline
             flags.append(opens)
             fence = marker if opens else ""
-        previous_blank = not line.strip()
+        previous_blank = not stripped
+    return flags
     return flags
 
 

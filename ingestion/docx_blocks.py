@@ -23,9 +23,11 @@ if TYPE_CHECKING:
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
 P, TBL, TR, TC, R = W + "p", W + "tbl", W + "tr", W + "tc", W + "r"
-T, TAB, BR, CR, NO_BREAK_HYPHEN = W + "t", W + "tab", W + "br", W + "cr", W + "noBreakHyphen"
+T, TAB, PTAB, BR, CR = W + "t", W + "tab", W + "ptab", W + "br", W + "cr"
+NO_BREAK_HYPHEN, RUBY_TEXT = W + "noBreakHyphen", W + "rt"
 SDT, SDT_CONTENT, CUSTOM_XML, MOVE_FROM = W + "sdt", W + "sdtContent", W + "customXml", W + "moveFrom"
-SKIPPED = {MC_FALLBACK, MOVE_FROM}
+# Not the document's text: a drawing's compatibility copy, moved-from runs, phonetic guides.
+SKIPPED = {MC_FALLBACK, MOVE_FROM, RUBY_TEXT}
 
 BlockKind = Literal["title", "heading", "item", "text", "table"]
 
@@ -94,8 +96,9 @@ def _paragraph_block(paragraph: etree._Element, text: str, styles: dict[str, lis
         heading = re.fullmatch(r"Heading ([1-9])", name)
         if heading:
             return DocxBlock("heading", " ".join(text.split()), int(heading.group(1)))
-    numbered = paragraph.find(f"{W}pPr/{W}numPr") is not None
-    if numbered or any(name == "List" or name.startswith("List ") for name in names):
+    # List styles only: Word's list buttons set them, while numbering alone also numbers
+    # headings typed in Normal style (those are left to the plain-text heading detection).
+    if any(name == "List" or name.startswith("List ") for name in names):
         return DocxBlock("item", text)
     return DocxBlock("text", text)
 
@@ -107,22 +110,28 @@ def _children(element: etree._Element, tags: set[str]) -> Iterator[etree._Elemen
             yield child
         elif child.tag == SDT:
             content = child.find(SDT_CONTENT)
-            if content is not None:
+            if content is not None and not _shows_placeholder(child):
                 yield from _children(content, tags)
         elif child.tag == CUSTOM_XML:
             yield from _children(child, tags)
 
 
+def _shows_placeholder(sdt: etree._Element) -> bool:
+    """An empty content control shows its prompt ("Click or tap here to enter text.")."""
+    return sdt.find(f"{W}sdtPr/{W}showingPlcHdr") is not None
+
+
 def _paragraph_text(paragraph: etree._Element) -> str:
     parts: list[str] = []
-    for element in paragraph.iter(T, TAB, BR, CR, NO_BREAK_HYPHEN, P):
-        if any(ancestor.tag in SKIPPED for ancestor in element.iterancestors()):
+    for element in paragraph.iter(T, TAB, PTAB, BR, CR, NO_BREAK_HYPHEN, P):
+        if any(ancestor.tag in SKIPPED or (ancestor.tag == SDT and _shows_placeholder(ancestor))
+               for ancestor in element.iterancestors()):
             continue
         if element.tag == T:
             parts.append(element.text or "")
         elif element.tag == NO_BREAK_HYPHEN:
             parts.append("-")
-        elif element.tag == TAB:
+        elif element.tag in (TAB, PTAB):
             if element.getparent() is not None and element.getparent().tag == R:  # not a tab stop definition
                 parts.append(" ")
         elif element is not paragraph:  # a line break, or a paragraph of a text box inside this one
@@ -135,14 +144,28 @@ def _table_rows(table: etree._Element) -> list[str]:
     context, and short cells are never taken for headings."""
     rows: list[str] = []
     header_width = 0
+    above: dict[int, str] = {}  # grid column -> the text of the cell a vertical merge continues
     for row in _children(table, {TR}):
-        cells = [_cell_text(cell).replace("|", "\\|") for cell in _children(row, {TC})]
+        cells: list[str] = []
+        column = _int_value(row.find(f"{W}trPr/{W}gridBefore"), 0)
+        for cell in _children(row, {TC}):
+            merge = cell.find(f"{W}tcPr/{W}vMerge")
+            continues = merge is not None and merge.get(f"{W}val", "continue") != "restart"
+            text = above.get(column, "") if continues else _cell_text(cell).replace("|", "\\|")
+            above[column] = text
+            cells.append(text)
+            column += _int_value(cell.find(f"{W}tcPr/{W}gridSpan"), 1)
         if any(cells):
             rows.append("| " + " | ".join(cells) + " |")
             header_width = header_width or len(cells)
     if len(rows) > 1:
         rows.insert(1, "| " + " | ".join(["---"] * header_width) + " |")
     return rows
+
+
+def _int_value(element: etree._Element | None, default: int) -> int:
+    value = element.get(f"{W}val", "") if element is not None else ""
+    return int(value) if value.isdigit() else default
 
 
 def _cell_text(cell: etree._Element) -> str:

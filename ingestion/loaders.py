@@ -67,8 +67,10 @@ def _read_flat(path: Path) -> str:
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<fields>(?:.*\n){0,60}?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_EMBEDDED_IMAGE = re.compile(r"!\[([^\]]*)\]\(\s*<?data:[^\s)>]*>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)")
-_DATA_URI = re.compile(r"data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+")
+# An image whose URL is a data: URI, however it is wrapped or quoted (SVG markup has spaces and
+# parentheses inside quotes; base64 may be wrapped across lines; a title may hold ")").
+_EMBEDDED_IMAGE = re.compile(r"""!\[([^\]]*)\]\(\s*<?data:(?:[^)"']|"[^"]*"|'[^']*')*\)""")
+_DATA_URI = re.compile(r"""data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+|(?<==)(["'])data:[^"']*\1""")
 
 
 def _markdown_for_chunking(text: str) -> str:
@@ -106,8 +108,8 @@ def _markdown_for_chunking(text: str) -> str:
 def _is_yaml_mapping(fields: str) -> bool:
     """Front matter is "key: value" lines (with indented or "- " continuations), not prose
     that happens to sit between two rules."""
-    lines = [line for line in fields.splitlines() if line.strip()]
-    keys = [line for line in lines if re.match(r"^[A-Za-z_][\w.-]*:(\s|$)", line)]
+    lines = [line for line in fields.splitlines() if line.strip() and not line.startswith("#")]  # "#": YAML comments
+    keys = [line for line in lines if re.match(r"^[A-Za-z_][\w.-]*(?: [\w.-]+){0,2}:(\s|$)", line)]  # "Last reviewed:"
     return bool(keys) and all(line in keys or line.startswith((" ", "\t", "- ")) for line in lines)
 
 
@@ -171,10 +173,10 @@ def _read_docx(path: Path) -> str:
     if any(block.kind == "heading" for block in blocks):
         shift = 1 if any(block.kind == "title" for block in blocks) else 0  # "Heading 1" sits below a Title
         return "\n\n".join(_docx_markdown(block, shift) for block in blocks)
-    title = next((block.text for block in blocks if block.kind == "title"), "")
-    body = _mark_plain_headings("\n\n".join(_docx_markdown(block, None) for block in blocks if block.kind != "title"),
-                                titled=bool(title))
-    return f"# {title}\n\n{body}" if title else body
+    title_block = next((block for block in blocks if block.kind == "title"), None)
+    rest = [block if block.kind != "title" else DocxBlock("text", block.text) for block in blocks if block is not title_block]
+    body = _mark_plain_headings("\n\n".join(_docx_markdown(block, None) for block in rest), titled=title_block is not None)
+    return f"# {title_block.text}\n\n{body}" if title_block else body
 
 
 def _docx_markdown(block: DocxBlock, heading_shift: int | None) -> str:
@@ -266,6 +268,7 @@ def _mark_plain_headings(text: str, titled: bool = False) -> str:
     for index in range(len(lines) - 1):  # "Travel Policy" over "=====" (or "-----", "~~~~~"): the rule goes
         stripped = lines[index].strip()
         if (_PLAIN_UNDERLINE.match(lines[index + 1]) and stripped and _looks_like_heading(stripped)
+                and "  " not in stripped and "\t" not in stripped  # "City     Limit": a table's header
                 and (index == 0 or not lines[index - 1].strip())):
             lines[index + 1] = ""
     numbers: dict[int, str] = {}  # heading-looking line -> its number as written ("2.1", "3."), "" if none

@@ -228,6 +228,11 @@ def test_a_page_header_never_leads_when_a_rule_answers() -> None:
         ("Benefits > 2025 Open Enrollment", True),
         ("HR Portal > eLearning > iPhone Setup", True),
         ("Intranet > how-to guides", True),
+        ("IT Portal > Get Help", True),
+        ("Home > HR > Leave > How to apply", True),
+        ("Gifts > 50 EUR: declare them.", False),
+        ("Trips > 5 days: VP sign-off.", False),
+        ("Orders > 5,000 EUR go to procurement.", False),
     ],
 )
 def test_breadcrumbs(sentence: str, breadcrumb: bool) -> None:

@@ -214,6 +214,10 @@ def test_hash_lines_in_either_kind_of_code_fence_are_not_headings() -> None:
     sections = split_sections("# Setup\n\n~~~\n# not a heading\n```\n# still code\n~~~\n\n## Next\n\nText.\n")
     assert [s.heading_path for s in sections] == [("Setup",), ("Setup", "Next")]
     assert "# not a heading" in sections[0].body and "# still code" in sections[0].body
+    # A fence may follow a line of text directly, as Markdown allows.
+    sections = split_sections("# Laptop Setup\n\nRun the installer:\n```bash\n# install the VPN client\nvpn up\n\n```\n\n"
+                              "## Passwords\n\nFourteen characters.\n")
+    assert [s.heading_path for s in sections] == [("Laptop Setup",), ("Laptop Setup", "Passwords")]
 
 
 def test_a_numbered_list_in_plain_text_is_not_a_run_of_headings(tmp_path) -> None:
@@ -266,6 +270,14 @@ def test_numbered_lists_and_numbered_headings_apart(tmp_path) -> None:
     assert sections[0].body.endswith("2. Submit the request")
 
 
+def test_a_plain_text_table_header_over_a_rule_is_not_a_heading(tmp_path) -> None:
+    path = tmp_path / "limits.txt"
+    path.write_text("Travel Limits\n\nCity          Limit\n-------------------\nBoston        250 USD\n\nBook early.\n")
+    sections = split_sections(load_document(path).text)
+    assert [s.heading_path for s in sections] == [("Travel Limits",)]
+    assert "City          Limit\n-------------------" in sections[0].body
+
+
 def test_an_underlined_title_in_plain_text_is_a_heading_not_a_code_fence(tmp_path) -> None:
     path = tmp_path / "travel.txt"
     path.write_text("Travel Policy\n~~~~~~~~~~~~~\n\nBooking\n\nBook through Navan.\n\nHotels\n\nUp to 200 USD.\n")
@@ -280,12 +292,20 @@ def test_front_matter_is_only_yaml_and_its_title_ignores_code(tmp_path) -> None:
     titled = tmp_path / "remote.md"
     titled.write_text("---\ntitle: Remote Work Policy\n---\n\nConnect first:\n\n```bash\n# connect to the VPN first\nvpn up\n```\n")
     assert load_document(titled).title == "Remote Work Policy"
+    spaced = tmp_path / "travel.md"
+    spaced.write_text("---\n# reviewed yearly\ntitle: Travel Policy\nLast reviewed: 2026-01-10\n---\n\nBook through Navan.\n")
+    document = load_document(spaced)
+    assert document.title == "Travel Policy" and "reviewed" not in document.text
 
 
 def test_an_embedded_image_with_a_title_leaves_no_debris(tmp_path) -> None:
     path = tmp_path / "logo.md"
-    path.write_text('# Brand\n\n![Company logo](data:image/png;base64,iVBORw0KGgo "Logo (v2)") is used everywhere.\n')
-    assert "Company logo is used everywhere." in load_document(path).text
+    path.write_text('# Brand\n\n![Company logo](data:image/png;base64,iVBORw0KGgo "Logo (v2)") is used everywhere.\n\n'
+                    '![Map](data:image/svg+xml;utf8,<svg fill="rgb(0,0,0)" width="10"></svg>) shows the floors.\n\n'
+                    "![Plan](data:image/png;base64,iVBORw0KGgo\nAAAABBBB\n) hangs at reception.\n")
+    text = load_document(path).text
+    assert "Company logo is used everywhere." in text and "Map shows the floors." in text
+    assert "Plan hangs at reception." in text and "svg" not in text
 
 
 def test_a_hash_line_in_plain_text_or_word_is_text_not_markdown(tmp_path) -> None:
@@ -449,6 +469,39 @@ def test_docx_text_in_word_wrappers_is_read_once(tmp_path) -> None:
                      "Report lost laptops within 24 hours.", "| Meals | 50 EUR |"):
         assert text.count(sentence) == 1, (sentence, text)
     assert "Never business" not in text
+
+
+def test_docx_merged_cells_placeholders_numbering_and_second_titles(tmp_path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    document = docx.Document()
+    document.add_heading("Code of Conduct", level=0)
+    document.add_heading("and Ethics Guide", level=0)
+    numbered = ('<w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr>')
+    for xml in (f"<w:p {W_NS}>{numbered}<w:r><w:t>Gifts and Hospitality</w:t></w:r></w:p>",
+                f"<w:p {W_NS}><w:r><w:t>Declare gifts over 50 EUR.</w:t></w:r></w:p>",
+                f'<w:p {W_NS}><w:r><w:t xml:space="preserve">Owner: </w:t></w:r><w:sdt><w:sdtPr><w:showingPlcHdr/></w:sdtPr>'
+                "<w:sdtContent><w:r><w:t>Click or tap here to enter text.</w:t></w:r></w:sdtContent></w:sdt></w:p>",
+                f"<w:p {W_NS}><w:r><w:t>Name</w:t></w:r><w:r><w:ptab w:relativeTo=\"margin\" w:alignment=\"right\" "
+                'w:leader="none"/></w:r><w:r><w:t>Value</w:t></w:r></w:p>',
+                f"<w:p {W_NS}><w:r><w:ruby><w:rubyPr/><w:rt><w:r><w:t>kanji</w:t></w:r></w:rt><w:rubyBase><w:r>"
+                "<w:t>漢字</w:t></w:r></w:rubyBase></w:ruby></w:r></w:p>"):
+        document.element.body.append(parse_xml(xml))
+    table = document.add_table(rows=3, cols=3)
+    for (row, column), value in {(0, 0): "Category", (0, 1): "Item", (0, 2): "Limit", (1, 0): "Travel",
+                                 (1, 1): "Meals", (1, 2): "60 EUR", (2, 1): "Taxis", (2, 2): "40 EUR"}.items():
+        table.cell(row, column).text = value
+    table.cell(1, 0).merge(table.cell(2, 0))
+    document.element.body.append(document.element.body.sectPr)
+    path = tmp_path / "conduct.docx"
+    document.save(str(path))
+    text = load_document(path).text
+    assert "and Ethics Guide" in text
+    assert "Click or tap" not in text and "Name Value" in text and "漢字" in text and "kanji" not in text
+    assert "| Travel | Taxis | 40 EUR |" in text
+    sections = split_sections(text)
+    assert ("Code of Conduct", "Gifts and Hospitality") in [s.heading_path for s in sections]
 
 
 def test_docx_styles_based_on_each_other_in_a_loop_still_load(tmp_path) -> None:
