@@ -244,7 +244,8 @@ class Console:
         configured = bool(self.settings.console_accounts)
         user = self._form_value(request, "username")[:100]
         password = request.state.form.get("password", "")
-        known_device = auth.is_known_device(request.cookies.get(auth.DEVICE_COOKIE_NAME), self.secret, user)
+        account = auth.account_fingerprint(self.settings, self.secret, user)
+        known_device = auth.is_known_device(request.cookies.get(auth.DEVICE_COOKIE_NAME), self.secret, account)
         stamp = self.throttle.attempt(client, user, known_device)
         if stamp is None:
             return self.render(request, "login.html", {"next": next_path, "configured": configured,
@@ -259,10 +260,10 @@ class Console:
             return self.render(request, "login.html", {"next": next_path, "configured": configured,
                                                        "error": "wrong user name or password"}, 401)
         self.throttle.succeeded(client, user, stamp)
-        session.sign_in(user, auth.account_fingerprint(self.settings, self.secret, user) or "")
+        session.sign_in(user, account or "")
         log.info("console sign-in: %s from %s", user, client)
         response = RedirectResponse(next_path, status_code=303)
-        response.set_cookie(auth.DEVICE_COOKIE_NAME, auth.encode_device(user, self.secret),
+        response.set_cookie(auth.DEVICE_COOKIE_NAME, auth.encode_device(account or "", self.secret),
                             max_age=auth.DEVICE_COOKIE_DAYS * 86400, path=PREFIX, httponly=True,
                             samesite="strict", secure=auth.secure_cookie(self.settings, request.url.scheme))
         return response
@@ -270,7 +271,9 @@ class Console:
     async def logout(self, request: Request) -> Response:
         await self._call(auth.end_sessions, self.settings, request.state.session.user)
         request.state.session.sign_out()
-        return RedirectResponse(url("/login"), status_code=303)
+        response = RedirectResponse(url("/login"), status_code=303)
+        response.delete_cookie(auth.DEVICE_COOKIE_NAME, path=PREFIX)  # a shared browser is nobody's device
+        return response
 
     async def home(self, request: Request) -> Response:
         return RedirectResponse(url("/activity"), status_code=303)

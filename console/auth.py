@@ -182,9 +182,8 @@ def encode_session(session: Session, secret: bytes) -> str:
     return body + "." + _signature(secret, body)
 
 
-def _signature(secret: bytes, body: str, purpose: bytes = b"") -> str:
-    """HMAC of a cookie body; `purpose` keeps one kind of cookie from passing for another."""
-    return _b64(hmac.new(secret, purpose + body.encode(), hashlib.sha256).digest())
+def _signature(key: bytes, body: str) -> str:
+    return _b64(hmac.new(key, body.encode(), hashlib.sha256).digest())
 
 
 def decode_session(value: str | None, secret: bytes, settings: Settings) -> Session:
@@ -209,27 +208,33 @@ def decode_session(value: str | None, secret: bytes, settings: Settings) -> Sess
     return Session(changed=True)
 
 
-def encode_device(user: str, secret: bytes) -> str:
-    """A cookie for a browser that signed in as this user: guesses at the name from elsewhere
-    cannot lock it out (see LoginThrottle). Signed apart from sessions, so neither passes for the other."""
-    body = _b64(json.dumps({"d": user_tag(user), "t": time.time()}, separators=(",", ":")).encode())
-    return body + "." + _signature(secret, body, b"device.")
+def encode_device(account: str, secret: bytes) -> str:
+    """A cookie for a browser that signed in to this account (`account_fingerprint`: the user
+    and their current password hash, keyed): guesses at the name from elsewhere cannot lock it
+    out (see LoginThrottle). A password change revokes it, and it names no one."""
+    body = _b64(json.dumps({"a": account, "t": time.time()}, separators=(",", ":")).encode())
+    return body + "." + _signature(_purpose_key(secret, b"device"), body)
 
 
-def is_known_device(value: str | None, secret: bytes, user: str) -> bool:
-    """True when the cookie is ours, unexpired, and was issued to this user's browser."""
-    if not value or "." not in value:
+def is_known_device(value: str | None, secret: bytes, account: str | None) -> bool:
+    """True when the cookie is ours, unexpired, and was issued for this account as it is now."""
+    if not value or "." not in value or account is None:
         return False
     body, _, signature = value.rpartition(".")
-    if not hmac.compare_digest(signature.encode(), _signature(secret, body, b"device.").encode()):
+    if not hmac.compare_digest(signature.encode(), _signature(_purpose_key(secret, b"device"), body).encode()):
         return False
     try:
         data = json.loads(_unb64(body))
-        issued, tag = float(data["t"]), str(data["d"])
+        issued, issued_for = float(data["t"]), str(data["a"])
     except (ValueError, KeyError, TypeError):
         return False
     fresh = time.time() - issued < DEVICE_COOKIE_DAYS * 86400
-    return fresh and hmac.compare_digest(tag.encode(), user_tag(user).encode())
+    return fresh and hmac.compare_digest(issued_for.encode(), account.encode())
+
+
+def _purpose_key(secret: bytes, purpose: bytes) -> bytes:
+    """A key of its own per kind of cookie, so that no cookie's signature passes for another's."""
+    return hmac.new(secret, b"purpose\0" + purpose, hashlib.sha256).digest()
 
 
 def secure_cookie(settings: Settings, scheme: str) -> bool:

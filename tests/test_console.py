@@ -6,6 +6,7 @@ hit the embedded PostgreSQL (and Redis, for queued jobs).
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -634,26 +635,37 @@ def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog)
 
 def test_guessing_at_a_name_does_not_lock_out_a_browser_that_signed_in_before(csettings) -> None:
     """Ten wrong passwords for the admin's name from other addresses lock the name for
-    strangers, but not for the admin's own browser (its device cookie from an earlier sign-in)."""
+    strangers, but not for the admin's own browser (its device cookie from an earlier sign-in).
+    A forged cookie, one from before a password change, or one after logging out is no help."""
     from starlette.testclient import TestClient
 
     from console.app import create_standalone_app
-    from console.auth import DEVICE_COOKIE_NAME, LOGIN_MAX_FAILURES
+    from console.auth import DEVICE_COOKIE_NAME, LOGIN_MAX_FAILURES, hash_password
 
     app = create_standalone_app(csettings)
     own_browser = TestClient(app, client=("10.0.0.5", 50000))
     assert _sign_in(own_browser).status_code == 303
-    assert own_browser.cookies.get(DEVICE_COOKIE_NAME)
-    own_browser.post("/admin/logout", data={"csrf_token": _csrf(own_browser)})
+    device = own_browser.cookies.get(DEVICE_COOKIE_NAME)
+    assert device and ADMIN_USER not in base64.urlsafe_b64decode(device.split(".")[0] + "==").decode()
     for address in range(LOGIN_MAX_FAILURES):
         guesser = TestClient(app, client=(f"203.0.113.{address}", 50000))
         assert _sign_in(guesser, password="guess").status_code == 401
     stranger = TestClient(app, client=("198.51.100.7", 50000))
     assert _sign_in(stranger).status_code == 429  # the name stays locked for anyone else
     forged = TestClient(app, client=("198.51.100.8", 50000))
-    forged.cookies.set(DEVICE_COOKIE_NAME, own_browser.cookies.get(DEVICE_COOKIE_NAME)[:-4] + "AAAA")
+    forged.cookies.set(DEVICE_COOKIE_NAME, device[:-4] + "AAAA")
     assert _sign_in(forged).status_code == 429
     assert _sign_in(own_browser).status_code == 303  # the admin's browser still gets in
+
+    own_browser.post("/admin/logout", data={"csrf_token": _csrf(own_browser)})
+    assert own_browser.cookies.get(DEVICE_COOKIE_NAME) is None  # logging out forgets the device
+    changed = create_standalone_app(csettings.model_copy(
+        update={"console_users": f"{ADMIN_USER}:{hash_password(ADMIN_PASSWORD + ' changed')}"}))
+    for address in range(LOGIN_MAX_FAILURES):
+        guesser = TestClient(changed, client=(f"203.0.113.{address}", 50000))
+        assert _sign_in(guesser, password="guess").status_code == 401
+    after_change = TestClient(changed, client=("10.0.0.5", 50000), cookies={DEVICE_COOKIE_NAME: device})
+    assert _sign_in(after_change, password=ADMIN_PASSWORD + " changed").status_code == 429  # revoked
 
 
 def test_an_upload_batch_is_checked_whole_before_any_file_is_written(csettings, admin) -> None:
