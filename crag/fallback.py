@@ -141,6 +141,12 @@ class HttpSourceConfig:
         host = urlsplit(self.url).hostname
         if urlsplit(self.url).scheme not in ("http", "https") or not host:
             raise ValueError(f"source {self.name!r}: url must be an absolute http(s) URL")
+        try:  # the parser requests are made with: a bad port or host name fails here, not at question time
+            valid = bool(httpx.URL(self.url).host)
+        except (httpx.InvalidURL, ValueError) as error:
+            raise ValueError(f"source {self.name!r}: url is not a valid URL ({error})") from None
+        if not valid:
+            raise ValueError(f"source {self.name!r}: url is not a valid URL (no host)")
         if not self.allowed_hosts:
             self.allowed_hosts = [host]
         self.allowed_hosts = [h.strip().lower().rstrip(".") for h in self.allowed_hosts]

@@ -447,6 +447,13 @@ def test_a_lookup_thread_that_cannot_start_gives_its_slot_back(monkeypatch: pyte
     assert slots.acquire(blocking=False)  # the one slot is still there
 
 
+@pytest.mark.parametrize("url", ["http://wiki.example:abc/search", "http://\N{GRINNING FACE}.example/search",
+                                 "http://xn--/search"])
+def test_a_malformed_source_url_is_refused_when_configured(url: str) -> None:
+    with pytest.raises(ValueError, match="source 'wiki': url is not a valid URL"):
+        HttpSourceConfig(name="wiki", url=url)
+
+
 def test_non_json_is_a_clear_error(server: LocalServer) -> None:
     with pytest.raises(FallbackError, match="fallback source 'intranet-wiki' returned a response that is not JSON"):
         local_source(server, "/html").search("travel", limit=5)
