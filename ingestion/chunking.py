@@ -82,31 +82,34 @@ def heading_text(line: str) -> str | None:
 
 
 def keep_as_text(text: str) -> str:
-    """Text whose lines the chunker must read as text even when one starts with "# "
-    ("# of nights covered: 3" in a Word file): such a line gets a leading space."""
-    return "\n".join(" " + line if _HEADING.match(line) else line for line in text.split("\n"))
+    """Plain text whose lines the chunker must read as text even when one looks like Markdown:
+    a "# " line ("# of nights covered: 3" in a Word file) gets a leading space, a "```" or
+    "~~~" line (a rule under a line of text) four, which Markdown reads as no fence."""
+    def literal(line: str) -> str:
+        if _HEADING.match(line):
+            return " " + line
+        return "    " + line if line.lstrip(" ")[:3] in ("```", "~~~") else line
+
+    return "\n".join(literal(line) for line in text.split("\n"))
 
 
 def code_lines(lines: Sequence[str]) -> list[bool]:
-    """For each line, whether it belongs to a fenced code block (fences included). A fence
-    opens with "```" or "~~~" and closes with the same marker; a bare run of four or more
-    "~" or "`" right under a line of text underlines it (plain-text titles) instead."""
+    """For each line, whether it belongs to a fenced code block (fences included), as in
+    Markdown: a fence opens with "```" or "~~~" indented at most three spaces, anywhere, and
+    closes with the same marker. Readers of plain text indent fence-like lines of their own
+    (`keep_as_text`), so a "~~~~" rule there never opens one."""
     flags: list[bool] = []
     fence = ""
-    previous_blank = True
     for line in lines:
-        stripped = line.strip()
-        marker = stripped[:3]
+        stripped = line.lstrip(" ")
+        marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
         if fence:
             flags.append(True)
             fence = "" if marker == fence else fence
         else:
-            underline = not previous_blank and len(stripped) >= 4 and len(set(stripped)) == 1
-            opens = marker in ("```", "~~~") and not underline
+            opens = marker in ("```", "~~~")
             flags.append(opens)
             fence = marker if opens else ""
-        previous_blank = not stripped
-    return flags
     return flags
 
 

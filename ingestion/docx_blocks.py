@@ -53,16 +53,32 @@ def read_docx_blocks(path: Path) -> list[DocxBlock]:
         raise NotADocx("not a valid DOCX file (not a Word document package; an old .doc renamed?)") from None
     styles = _paragraph_styles(document)
     blocks: list[DocxBlock] = []
+    numbered: list[bool] = []  # per block: a body paragraph with Word numbering
     for element in _children(document.element.body, {P, TBL}):
         if element.tag == TBL:
             rows = _table_rows(element)
             if rows:
                 blocks.append(DocxBlock("table", "\n".join(rows)))
+                numbered.append(False)
             continue
         text = _paragraph_text(element).strip()
         if text:
-            blocks.append(_paragraph_block(element, text, styles))
+            block = _paragraph_block(element, text, styles)
+            blocks.append(block)
+            numbered.append(block.kind == "text" and _has_numbering(element))
+    # Numbered paragraphs next to each other are a list (LibreOffice and Google Docs number
+    # Normal paragraphs instead of using list styles); a numbered one on its own between
+    # body paragraphs is more likely an auto-numbered heading, left to heading detection.
+    for index, block in enumerate(blocks):
+        neighbours = numbered[max(index - 1, 0):index] + numbered[index + 1:index + 2]
+        if numbered[index] and any(neighbours):
+            blocks[index] = DocxBlock("item", block.text)
     return blocks
+
+
+def _has_numbering(paragraph: etree._Element) -> bool:
+    number = paragraph.find(f"{W}pPr/{W}numPr/{W}numId")
+    return number is not None and number.get(f"{W}val", "0") != "0"  # numId 0: numbering switched off
 
 
 def _paragraph_styles(document: Document) -> dict[str, list[str]]:
@@ -96,8 +112,6 @@ def _paragraph_block(paragraph: etree._Element, text: str, styles: dict[str, lis
         heading = re.fullmatch(r"Heading ([1-9])", name)
         if heading:
             return DocxBlock("heading", " ".join(text.split()), int(heading.group(1)))
-    # List styles only: Word's list buttons set them, while numbering alone also numbers
-    # headings typed in Normal style (those are left to the plain-text heading detection).
     if any(name == "List" or name.startswith("List ") for name in names):
         return DocxBlock("item", text)
     return DocxBlock("text", text)
@@ -118,7 +132,8 @@ def _children(element: etree._Element, tags: set[str]) -> Iterator[etree._Elemen
 
 def _shows_placeholder(sdt: etree._Element) -> bool:
     """An empty content control shows its prompt ("Click or tap here to enter text.")."""
-    return sdt.find(f"{W}sdtPr/{W}showingPlcHdr") is not None
+    flag = sdt.find(f"{W}sdtPr/{W}showingPlcHdr")
+    return flag is not None and flag.get(f"{W}val", "true") not in ("false", "0", "off")
 
 
 def _paragraph_text(paragraph: etree._Element) -> str:

@@ -67,9 +67,11 @@ def _read_flat(path: Path) -> str:
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<fields>(?:.*\n){0,60}?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-# An image whose URL is a data: URI, however it is wrapped or quoted (SVG markup has spaces and
-# parentheses inside quotes; base64 may be wrapped across lines; a title may hold ")").
-_EMBEDDED_IMAGE = re.compile(r"""!\[([^\]]*)\]\(\s*<?data:(?:[^)"']|"[^"]*"|'[^']*')*\)""")
+# An image whose URL is a data: URI: bare (base64 possibly wrapped over several lines) or in
+# <...>, with an optional title that may hold ")". Never past the end of its paragraph.
+_EMBEDDED_IMAGE = re.compile(
+    r"""!\[([^\]\n]*)\]\(\s*(?:<data:[^>\n]*>|data:[^\s)]*(?:\n[A-Za-z0-9+/=]+)*)"""
+    r"""(?:[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\)))?\s*\)""")
 _DATA_URI = re.compile(r"""data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+|(?<==)(["'])data:[^"']*\1""")
 
 
@@ -108,9 +110,11 @@ def _markdown_for_chunking(text: str) -> str:
 def _is_yaml_mapping(fields: str) -> bool:
     """Front matter is "key: value" lines (with indented or "- " continuations), not prose
     that happens to sit between two rules."""
-    lines = [line for line in fields.splitlines() if line.strip() and not line.startswith("#")]  # "#": YAML comments
+    lines = [line for line in fields.splitlines() if line.strip()]
     keys = [line for line in lines if re.match(r"^[A-Za-z_][\w.-]*(?: [\w.-]+){0,2}:(\s|$)", line)]  # "Last reviewed:"
-    return bool(keys) and all(line in keys or line.startswith((" ", "\t", "- ")) for line in lines)
+    # One "Note: ..." line between two rules is prose; metadata has a title or several keys.
+    enough = len(keys) >= 2 or any(line.startswith("title:") for line in keys)
+    return enough and all(line in keys or line.startswith((" ", "\t", "- ")) for line in lines)
 
 
 def _read_pdf(path: Path) -> str:
@@ -322,8 +326,9 @@ def _next_number(number: str) -> str:
 
 def _reads_like_heading(title: str) -> bool:
     """A "#" line that a writer meant as a Markdown heading: short, capitalised or numbered,
-    not a sentence ("# of days: 25 for everyone." and "# run the backup" are not)."""
-    return len(title) <= 80 and title[-1] not in ".,;:!?" and (title[0].isupper() or title[0].isdigit())
+    a title or an FAQ's question, not a statement ("# of days: 25 for everyone." and
+    "# run the backup" are not)."""
+    return len(title) <= 120 and title[-1] not in ".,;:!" and (title[0].isupper() or title[0].isdigit())
 
 
 def _looks_like_heading(line: str) -> bool:

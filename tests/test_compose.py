@@ -233,6 +233,10 @@ def test_a_page_header_never_leads_when_a_rule_answers() -> None:
         ("Gifts > 50 EUR: declare them.", False),
         ("Trips > 5 days: VP sign-off.", False),
         ("Orders > 5,000 EUR go to procurement.", False),
+        ("Orders > 5000 EUR go to procurement.", False),
+        ("Spend > budget gets escalated to Finance.", False),
+        ("Hotel > cap has no exceptions.", False),
+        ("Claims > Limit Must Be Approved.", False),
     ],
 )
 def test_breadcrumbs(sentence: str, breadcrumb: bool) -> None:

@@ -270,6 +270,22 @@ def test_numbered_lists_and_numbered_headings_apart(tmp_path) -> None:
     assert sections[0].body.endswith("2. Submit the request")
 
 
+def test_plain_text_rules_and_markdown_fences_and_faq_headings(tmp_path) -> None:
+    """A "~~~" rule under a sentence in plain text is no fence; a bare "````" fence after a
+    line of text in Markdown is one; FAQ-style "# ...?" headings keep a text file Markdown."""
+    rule = tmp_path / "travel.txt"
+    rule.write_text("Travel Policy\n\nRead this before booking\n~~~\n\nHotels\n\nUp to 200 USD.\n\nMeals\n\n50 USD a day.\n")
+    assert [s.heading_path[-1] for s in split_sections(load_document(rule).text)][-2:] == ["Hotels", "Meals"]
+    fence = tmp_path / "backups.md"
+    fence.write_text("# Backups\n\nRestore:\n````\n# restore the database\n````\n\nBackups are kept for 30 days.\n")
+    sections = split_sections(load_document(fence).text)
+    assert [s.heading_path for s in sections] == [("Backups",)] and "kept for 30 days" in sections[0].body
+    faq = tmp_path / "faq.txt"
+    faq.write_text("# How do I request leave?\n\nIn Workday.\n\n# Who approves it?\n\nYour manager.\n")
+    assert [s.heading_path for s in split_sections(load_document(faq).text)] == [
+        ("How do I request leave?",), ("Who approves it?",)]
+
+
 def test_a_plain_text_table_header_over_a_rule_is_not_a_heading(tmp_path) -> None:
     path = tmp_path / "limits.txt"
     path.write_text("Travel Limits\n\nCity          Limit\n-------------------\nBoston        250 USD\n\nBook early.\n")
@@ -293,19 +309,27 @@ def test_front_matter_is_only_yaml_and_its_title_ignores_code(tmp_path) -> None:
     titled.write_text("---\ntitle: Remote Work Policy\n---\n\nConnect first:\n\n```bash\n# connect to the VPN first\nvpn up\n```\n")
     assert load_document(titled).title == "Remote Work Policy"
     spaced = tmp_path / "travel.md"
-    spaced.write_text("---\n# reviewed yearly\ntitle: Travel Policy\nLast reviewed: 2026-01-10\n---\n\nBook through Navan.\n")
+    spaced.write_text("---\ntitle: Travel Policy\nLast reviewed: 2026-01-10\n---\n\nBook through Navan.\n")
     document = load_document(spaced)
     assert document.title == "Travel Policy" and "reviewed" not in document.text
+    for kept in ("---\n# Travel Policy\nOwner: People Team\n---\n\nBook through Navan.\n",
+                 "---\nPlease note: this policy replaces the 2024 version.\n---\n\n# Travel\n\nBook early.\n"):
+        spaced.write_text(kept)
+        document = load_document(spaced)
+        assert document.title == "Travel Policy" if "# Travel Policy" in kept else "replaces the 2024" in document.text
 
 
 def test_an_embedded_image_with_a_title_leaves_no_debris(tmp_path) -> None:
     path = tmp_path / "logo.md"
     path.write_text('# Brand\n\n![Company logo](data:image/png;base64,iVBORw0KGgo "Logo (v2)") is used everywhere.\n\n'
-                    '![Map](data:image/svg+xml;utf8,<svg fill="rgb(0,0,0)" width="10"></svg>) shows the floors.\n\n'
-                    "![Plan](data:image/png;base64,iVBORw0KGgo\nAAAABBBB\n) hangs at reception.\n")
+                    '![Map](<data:image/png;base64,iVBORw0KGgo> "Floors (all)") shows the floors.\n\n'
+                    "![Plan](data:image/png;base64,iVBORw0KGgo\nAAAABBBB\n) hangs at reception.\n\n"
+                    "![Team](data:image/svg+xml;utf8,%3Csvg%3EHR's%20team%3C/svg%3E) meets weekly.\n\n"
+                    "Employees get 25 days of leave.\n\nCarry-over is capped (5 days).\n")
     text = load_document(path).text
     assert "Company logo is used everywhere." in text and "Map shows the floors." in text
-    assert "Plan hangs at reception." in text and "svg" not in text
+    assert "Plan hangs at reception." in text and "data:" not in text and "Team meets weekly." in text
+    assert "Employees get 25 days of leave." in text and "Carry-over is capped (5 days)." in text
 
 
 def test_a_hash_line_in_plain_text_or_word_is_text_not_markdown(tmp_path) -> None:
@@ -502,6 +526,27 @@ def test_docx_merged_cells_placeholders_numbering_and_second_titles(tmp_path) ->
     assert "| Travel | Taxis | 40 EUR |" in text
     sections = split_sections(text)
     assert ("Code of Conduct", "Gifts and Hospitality") in [s.heading_path for s in sections]
+
+
+def test_docx_numbered_normal_paragraphs_next_to_each_other_are_a_list(tmp_path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    numbered = '<w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr>'
+    document = docx.Document()
+    document.add_heading("Expenses", level=1)
+    for text, is_numbered in (("We reimburse:", False), ("Flights", True), ("Hotels", True), ("Meals", True),
+                              ("Receipts are required for every claim.", False)):
+        document.element.body.append(parse_xml(f"<w:p {W_NS}>{numbered if is_numbered else ''}<w:r><w:t>{text}</w:t></w:r></w:p>"))
+    document.element.body.append(parse_xml(
+        f"<w:p {W_NS}><w:sdt><w:sdtPr><w:showingPlcHdr w:val=\"false\"/></w:sdtPr><w:sdtContent><w:r>"
+        "<w:t>Employees get 25 days.</w:t></w:r></w:sdtContent></w:sdt></w:p>"))
+    document.element.body.append(document.element.body.sectPr)
+    path = tmp_path / "expenses.docx"
+    document.save(str(path))
+    text = load_document(path).text
+    assert "- Flights\n\n- Hotels\n\n- Meals" in text and "Employees get 25 days." in text
+    assert [s.heading_path for s in split_sections(text)] == [("Expenses",)]
 
 
 def test_docx_styles_based_on_each_other_in_a_loop_still_load(tmp_path) -> None:
