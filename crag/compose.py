@@ -164,8 +164,9 @@ def _with_list_items(sentences: Sequence[str], index: int) -> list[str]:
 
 
 # Words that make "A > B ..." a statement rather than a navigation path: auxiliaries and
-# the commonest verbs of rules, in any case ("Claims > Limit Must Be Approved."). Menu labels
-# use other verbs ("IT Portal > Get Help", "Leave > How to apply").
+# the commonest verbs of rules, written in lower case. Capitalised, they are page names
+# ("May 2026", "Will Writing Service", "Need Help"), and menu labels use other verbs
+# ("IT Portal > Get Help", "Leave > How to apply").
 RULE_VERBS = frozenset(
     "is are be must may might can cannot should shall will need needs require requires required "
     "has have gets goes go".split()
@@ -173,7 +174,7 @@ RULE_VERBS = frozenset(
 # "> 50 EUR", "> $500", "> USD 500", "> 5000 EUR", "> 5 days": a comparison. A year that
 # starts a page name ("Benefits > 2025 Open Enrollment") is not one.
 _QUANTITY_AFTER_ARROW = re.compile(
-    r"> (?:[$€£]\s?\d|(?:USD|EUR|GBP|CHF)\s?\d|(?!(?:19|20)\d\d [A-Z][a-z])\d)")
+    r"> (?:[$€£]\s?\d|(?:USD|EUR|GBP|CHF)\s?\d|(?!(?:19|20)\d\d (?!(?:USD|EUR|GBP|CHF)\b)[A-Z])\d)")
 
 
 def is_breadcrumb(sentence: str) -> bool:
@@ -184,7 +185,7 @@ def is_breadcrumb(sentence: str) -> bool:
     parts = text.split(" > ")
     if len(parts) < 2 or not all(0 < len(part.split()) <= 5 for part in parts):
         return False
-    says_something = bool(set(re.findall(r"[a-z']+", text.lower())) & RULE_VERBS) or any(mark in text for mark in ":;")
+    says_something = bool(set(re.findall(r"\b[a-z][a-z']*\b", text)) & RULE_VERBS) or any(mark in text for mark in ":;")
     return not says_something and not _QUANTITY_AFTER_ARROW.search(text)
 
 

@@ -96,21 +96,27 @@ def keep_as_text(text: str) -> str:
 def code_lines(lines: Sequence[str]) -> list[bool]:
     """For each line, whether it belongs to a fenced code block (fences included), as in
     Markdown: a fence opens with "```" or "~~~" indented at most three spaces, anywhere, and
-    closes with the same marker. Readers of plain text indent fence-like lines of their own
-    (`keep_as_text`), so a "~~~~" rule there never opens one."""
-    flags: list[bool] = []
-    fence = ""
-    for line in lines:
-        stripped = line.lstrip(" ")
-        marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
-        if fence:
-            flags.append(True)
-            fence = "" if marker == fence else fence
-        else:
-            opens = marker in ("```", "~~~")
-            flags.append(opens)
-            fence = marker if opens else ""
+    closes with the same marker. A fence that never closes is a rule, not code: it must not
+    swallow every heading after it. Readers of plain text indent fence-like lines of their
+    own (`keep_as_text`), so they never open one."""
+    markers = [_fence_marker(line) for line in lines]
+    flags = [False] * len(lines)
+    index = 0
+    while index < len(lines):
+        marker = markers[index]
+        close = next((j for j in range(index + 1, len(lines)) if markers[j] == marker), None) if marker else None
+        if close is None:
+            index += 1
+            continue
+        flags[index:close + 1] = [True] * (close + 1 - index)
+        index = close + 1
     return flags
+
+
+def _fence_marker(line: str) -> str:
+    stripped = line.lstrip(" ")
+    marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
+    return marker if marker in ("```", "~~~") else ""
 
 
 def first_title(markdown: str) -> str | None:

@@ -53,32 +53,38 @@ def read_docx_blocks(path: Path) -> list[DocxBlock]:
         raise NotADocx("not a valid DOCX file (not a Word document package; an old .doc renamed?)") from None
     styles = _paragraph_styles(document)
     blocks: list[DocxBlock] = []
-    numbered: list[bool] = []  # per block: a body paragraph with Word numbering
+    numbered: list[tuple[str, str] | None] = []  # per block: (list, level) of a numbered body paragraph
     for element in _children(document.element.body, {P, TBL}):
         if element.tag == TBL:
             rows = _table_rows(element)
             if rows:
                 blocks.append(DocxBlock("table", "\n".join(rows)))
-                numbered.append(False)
+                numbered.append(None)
             continue
         text = _paragraph_text(element).strip()
         if text:
             block = _paragraph_block(element, text, styles)
             blocks.append(block)
-            numbered.append(block.kind == "text" and _has_numbering(element))
-    # Numbered paragraphs next to each other are a list (LibreOffice and Google Docs number
-    # Normal paragraphs instead of using list styles); a numbered one on its own between
-    # body paragraphs is more likely an auto-numbered heading, left to heading detection.
+            numbered.append(_numbering(element) if block.kind == "text" else None)
+    # Numbered paragraphs next to each other at the same level of the same list are a list
+    # (LibreOffice and Google Docs number Normal paragraphs instead of using list styles).
+    # One on its own, or next to one of another level ("Annual Leave" over "1.1 Entitlement"),
+    # is more likely an auto-numbered heading, left to heading detection.
     for index, block in enumerate(blocks):
         neighbours = numbered[max(index - 1, 0):index] + numbered[index + 1:index + 2]
-        if numbered[index] and any(neighbours):
+        if numbered[index] is not None and numbered[index] in neighbours:
             blocks[index] = DocxBlock("item", block.text)
     return blocks
 
 
-def _has_numbering(paragraph: etree._Element) -> bool:
-    number = paragraph.find(f"{W}pPr/{W}numPr/{W}numId")
-    return number is not None and number.get(f"{W}val", "0") != "0"  # numId 0: numbering switched off
+def _numbering(paragraph: etree._Element) -> tuple[str, str] | None:
+    """(list id, level) of Word numbering on this paragraph; None without (numId 0 switches it off)."""
+    properties = paragraph.find(f"{W}pPr/{W}numPr")
+    number = properties.find(f"{W}numId") if properties is not None else None
+    if number is None or number.get(f"{W}val", "0") == "0":
+        return None
+    level = properties.find(f"{W}ilvl")
+    return number.get(f"{W}val", ""), level.get(f"{W}val", "0") if level is not None else "0"
 
 
 def _paragraph_styles(document: Document) -> dict[str, list[str]]:

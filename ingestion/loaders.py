@@ -67,11 +67,10 @@ def _read_flat(path: Path) -> str:
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<fields>(?:.*\n){0,60}?)(?:---|\.\.\.)[ \t]*(?:\n|\Z)")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-# An image whose URL is a data: URI: bare (base64 possibly wrapped over several lines) or in
-# <...>, with an optional title that may hold ")". Never past the end of its paragraph.
+# An image whose URL is a data: URI, wrapped over lines or not, raw SVG with quoted ")" or a
+# title holding one included; a lone quote is a character. Never past the end of its paragraph.
 _EMBEDDED_IMAGE = re.compile(
-    r"""!\[([^\]\n]*)\]\(\s*(?:<data:[^>\n]*>|data:[^\s)]*(?:\n[A-Za-z0-9+/=]+)*)"""
-    r"""(?:[ \t]+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\)))?\s*\)""")
+    r"""!\[([^\]\n]*)\]\(\s*<?data:(?:[^)"'\n]|"[^"\n]*"|'[^'\n]*'|["']|\n(?![ \t]*\n))*\)""")
 _DATA_URI = re.compile(r"""data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+|(?<==)(["'])data:[^"']*\1""")
 
 
@@ -110,11 +109,13 @@ def _markdown_for_chunking(text: str) -> str:
 def _is_yaml_mapping(fields: str) -> bool:
     """Front matter is "key: value" lines (with indented or "- " continuations), not prose
     that happens to sit between two rules."""
-    lines = [line for line in fields.splitlines() if line.strip()]
+    lines = [line for line in fields.splitlines() if line.strip() and not line.startswith("#")]  # "#": comments
     keys = [line for line in lines if re.match(r"^[A-Za-z_][\w.-]*(?: [\w.-]+){0,2}:(\s|$)", line)]  # "Last reviewed:"
-    # One "Note: ..." line between two rules is prose; metadata has a title or several keys.
-    enough = len(keys) >= 2 or any(line.startswith("title:") for line in keys)
-    return enough and all(line in keys or line.startswith((" ", "\t", "- ")) for line in lines)
+    # One "Please note: ..." line between two rules is prose; metadata has a title, several
+    # keys, or keys written as identifiers ("sidebar_position: 3").
+    identifiers = all(re.match(r"^[a-z_][a-z0-9_-]*:", line) for line in keys)
+    enough = len(keys) >= 2 or identifiers or any(line.startswith("title:") for line in keys)
+    return bool(keys) and enough and all(line in keys or line.startswith((" ", "\t", "- ")) for line in lines)
 
 
 def _read_pdf(path: Path) -> str:
@@ -265,9 +266,8 @@ def _mark_plain_headings(text: str, titled: bool = False) -> str:
     headings: as headings, the last item would become the section of the paragraph after
     it. A run of Title-Case numbered lines stays headings (sections with no text yet).
     """
-    written_headings = [title for title in map(heading_text, text.splitlines()) if title]
-    if any(_reads_like_heading(title) for title in written_headings):
-        return text  # Markdown already
+    if _is_markdown(text):
+        return text
     lines = keep_as_text(text).splitlines()  # "# of days: 25", "# run the backup" are text here
     for index in range(len(lines) - 1):  # "Travel Policy" over "=====" (or "-----", "~~~~~"): the rule goes
         stripped = lines[index].strip()
@@ -322,6 +322,16 @@ def _next_number(number: str) -> str:
     dot = "." if number.endswith(".") else ""
     *parents, last = number.rstrip(".").split(".")
     return ".".join([*parents, str(int(last) + 1)]) + dot
+
+
+def _is_markdown(text: str) -> bool:
+    """Text written as Markdown: it opens with a "# " title, or has two "#" headings or more.
+    One "#" line elsewhere is more likely a comment in a snippet ("# Is the VPN up?")."""
+    lines = text.splitlines()
+    outside_code = [line for line, in_code in zip(lines, code_lines(lines)) if not in_code]
+    headings = [title for title in map(heading_text, outside_code) if title and _reads_like_heading(title)]
+    first_line = next((line for line in outside_code if line.strip()), "")
+    return len(headings) >= 2 or (bool(headings) and heading_text(first_line) == headings[0])
 
 
 def _reads_like_heading(title: str) -> bool:

@@ -236,7 +236,10 @@ def test_a_page_header_never_leads_when_a_rule_answers() -> None:
         ("Orders > 5000 EUR go to procurement.", False),
         ("Spend > budget gets escalated to Finance.", False),
         ("Hotel > cap has no exceptions.", False),
-        ("Claims > Limit Must Be Approved.", False),
+        ("HR Portal > Pay > Payroll Calendar > May 2026.", True),
+        ("HR Portal > Benefits > Will Writing Service.", True),
+        ("HR Portal > Benefits > 2026 HSA Limits.", True),
+        ("Orders > 2000 EUR go to procurement.", False),
     ],
 )
 def test_breadcrumbs(sentence: str, breadcrumb: bool) -> None:

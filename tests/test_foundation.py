@@ -286,6 +286,20 @@ def test_plain_text_rules_and_markdown_fences_and_faq_headings(tmp_path) -> None
         ("How do I request leave?",), ("Who approves it?",)]
 
 
+def test_one_hash_comment_in_plain_text_and_an_unclosed_fence_in_markdown(tmp_path) -> None:
+    """A "# Is the VPN up?" comment in a snippet does not make a text file Markdown; a "~~~~"
+    rule under a title in Markdown opens no fence that would swallow every later heading."""
+    remote = tmp_path / "remote.txt"
+    remote.write_text("Remote Work Policy\n\n1. Eligibility\n\nAll staff.\n\n2. Equipment\n\nCheck the VPN:\n\n"
+                      "# Is the VPN up?\nvpn status\n\n3. Expenses\n\nUp to 50 USD a month.\n")
+    document = load_document(remote)
+    assert document.title == "Remote Work Policy"
+    assert [s.heading_path[-1] for s in split_sections(document.text)][-1] == "3. Expenses"
+    rule = tmp_path / "travel.md"
+    rule.write_text("Travel Policy\n~~~~~~~~~~~~~\n\n# Booking\n\nUse Navan.\n\n# Hotels\n\nUp to 200 USD.\n")
+    assert [s.heading_path for s in split_sections(load_document(rule).text)][-2:] == [("Booking",), ("Hotels",)]
+
+
 def test_a_plain_text_table_header_over_a_rule_is_not_a_heading(tmp_path) -> None:
     path = tmp_path / "limits.txt"
     path.write_text("Travel Limits\n\nCity          Limit\n-------------------\nBoston        250 USD\n\nBook early.\n")
@@ -312,6 +326,11 @@ def test_front_matter_is_only_yaml_and_its_title_ignores_code(tmp_path) -> None:
     spaced.write_text("---\ntitle: Travel Policy\nLast reviewed: 2026-01-10\n---\n\nBook through Navan.\n")
     document = load_document(spaced)
     assert document.title == "Travel Policy" and "reviewed" not in document.text
+    for stripped in ("---\n# exported by the wiki, do not edit\ntitle: Travel Policy\nowner: Finance\n---\n\nBook early.\n",
+                     "---\nsidebar_position: 3\n---\n\n# Travel Policy\n\nBook early.\n"):
+        spaced.write_text(stripped)
+        document = load_document(spaced)
+        assert document.title == "Travel Policy" and "---" not in document.text and ":" not in document.text
     for kept in ("---\n# Travel Policy\nOwner: People Team\n---\n\nBook through Navan.\n",
                  "---\nPlease note: this policy replaces the 2024 version.\n---\n\n# Travel\n\nBook early.\n"):
         spaced.write_text(kept)
@@ -325,10 +344,13 @@ def test_an_embedded_image_with_a_title_leaves_no_debris(tmp_path) -> None:
                     '![Map](<data:image/png;base64,iVBORw0KGgo> "Floors (all)") shows the floors.\n\n'
                     "![Plan](data:image/png;base64,iVBORw0KGgo\nAAAABBBB\n) hangs at reception.\n\n"
                     "![Team](data:image/svg+xml;utf8,%3Csvg%3EHR's%20team%3C/svg%3E) meets weekly.\n\n"
+                    '![Floors](data:image/svg+xml;utf8,<svg fill="rgb(0,0,0)" width="10"></svg>) are marked.\n\n'
+                    "![Desk](\n  data:image/png;base64,AAAA\n  BBBB\n  ) is assigned.\n\n"
                     "Employees get 25 days of leave.\n\nCarry-over is capped (5 days).\n")
     text = load_document(path).text
     assert "Company logo is used everywhere." in text and "Map shows the floors." in text
     assert "Plan hangs at reception." in text and "data:" not in text and "Team meets weekly." in text
+    assert "Floors are marked." in text and "Desk is assigned." in text and "BBBB" not in text
     assert "Employees get 25 days of leave." in text and "Carry-over is capped (5 days)." in text
 
 
@@ -547,6 +569,27 @@ def test_docx_numbered_normal_paragraphs_next_to_each_other_are_a_list(tmp_path)
     text = load_document(path).text
     assert "- Flights\n\n- Hotels\n\n- Meals" in text and "Employees get 25 days." in text
     assert [s.heading_path for s in split_sections(text)] == [("Expenses",)]
+
+
+def test_docx_numbered_headings_over_numbered_subheadings_stay_headings(tmp_path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    def numbered(text: str, level: int) -> str:
+        return (f'<w:p {W_NS}><w:pPr><w:numPr><w:ilvl w:val="{level}"/><w:numId w:val="3"/></w:numPr></w:pPr>'
+                f"<w:r><w:t>{text}</w:t></w:r></w:p>")
+
+    document = docx.Document()
+    document.add_heading("Leave Policy", level=0)
+    for xml in (numbered("Annual Leave", 0), numbered("Entitlement", 1), f"<w:p {W_NS}><w:r><w:t>25 days.</w:t></w:r></w:p>",
+                numbered("Sick Leave", 0), numbered("Notification", 1),
+                f"<w:p {W_NS}><w:r><w:t>Tell your manager before 10:00.</w:t></w:r></w:p>"):
+        document.element.body.append(parse_xml(xml))
+    document.element.body.append(document.element.body.sectPr)
+    path = tmp_path / "leave.docx"
+    document.save(str(path))
+    sections = split_sections(load_document(path).text)
+    assert sections[-1].heading_path[-1] == "Notification" and sections[-1].body == "Tell your manager before 10:00."
 
 
 def test_docx_styles_based_on_each_other_in_a_loop_still_load(tmp_path) -> None:
