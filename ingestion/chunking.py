@@ -88,7 +88,7 @@ def keep_as_text(text: str) -> str:
     def literal(line: str) -> str:
         if _HEADING.match(line):
             return " " + line
-        return "    " + line if line.lstrip(" ")[:3] in ("```", "~~~") else line
+        return "    " + line if _fence_marker(line) else line
 
     return "\n".join(literal(line) for line in text.split("\n"))
 

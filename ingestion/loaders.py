@@ -168,8 +168,8 @@ def _without_page_furniture(pages: list[str]) -> list[str]:
 
 
 def _read_docx(path: Path) -> str:
-    """Word's heading styles give the "#" levels, list styles and numbering the "- " items,
-    tables come as rows. A document whose headings are typed rather than styled (a "Title"
+    """Word's heading styles give the "#" levels, list styles and runs of numbered paragraphs
+    the "- " items, tables come as rows. A document whose headings are typed rather than styled (a "Title"
     at most) gets the plain-text heading detection for the rest."""
     try:
         blocks = read_docx_blocks(path)
@@ -260,11 +260,11 @@ def _mark_plain_headings(text: str, titled: bool = False) -> str:
 
     A heading is a short line on its own (or over a "=====" underline) without closing
     punctuation: numbered ("2.1 Booking travel") or in Title Case. The first such line is
-    the title (level 1),
-    unless the caller has the title already (`titled`). Numbered lines that follow each
-    other with nothing between ("1. Book flights", then "2. Get approval") are a list, not
-    headings: as headings, the last item would become the section of the paragraph after
-    it. A run of Title-Case numbered lines stays headings (sections with no text yet).
+    the title (level 1), unless the caller has the title already (`titled`). Numbered lines
+    that follow each other with nothing between ("1. Book flights", then "2. Get approval")
+    are a list, not headings: as headings, the last item would become the section of the
+    paragraph after it. A run of Title-Case numbered lines stays headings (sections with no
+    text yet).
     """
     if _is_markdown(text):
         return text
