@@ -85,7 +85,7 @@ def _holds_expected_phrase(item: dict, text: str) -> bool:
     return any(phrase.lower() in text.lower() for phrase in item.get("expected_phrases", []))
 
 
-def prepare(settings, minutes: float, retrain: bool) -> None:  # type: ignore[no-untyped-def]
+def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:  # type: ignore[no-untyped-def]
     from sqlalchemy import select
 
     from ingestion.ingest import ingest_paths
@@ -100,8 +100,8 @@ def prepare(settings, minutes: float, retrain: bool) -> None:  # type: ignore[no
         if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
             session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
     if retrain or evaluators.active_version(settings) is None:
-        print(f"training the evaluator ({minutes:g} min budget)...", flush=True)
-        result = evaluators.train_and_register(settings, budget_s=minutes * 60, activate="always")
+        print(f"training the evaluator ({minutes:g} min budget, seed {seed})...", flush=True)
+        result = evaluators.train_and_register(settings, budget_s=minutes * 60, activate="always", seed=seed)
         print(f"trained {result.version}: AUC {result.evaluator.auc:.3f} vs cosine {result.cosine.auc:.3f}", flush=True)
 
 
@@ -136,7 +136,7 @@ def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:  # t
     }
 
 
-def open_bench(home: Path, minutes: float, retrain: bool):  # type: ignore[no-untyped-def]
+def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0):  # type: ignore[no-untyped-def]
     """Settings on the benchmark's own POLICYBOT_HOME, with the samples ingested and an evaluator trained."""
     os.environ["POLICYBOT_HOME"] = str(home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")
@@ -145,7 +145,7 @@ def open_bench(home: Path, minutes: float, retrain: bool):  # type: ignore[no-un
     from policybot.config import get_settings
 
     settings = get_settings()
-    prepare(settings, minutes, retrain)
+    prepare(settings, minutes, retrain, seed)
     return settings
 
 
@@ -153,10 +153,10 @@ def load_questions() -> list[dict]:
     return yaml.safe_load(QUESTIONS.read_text())
 
 
-def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Path | None = None) -> int:
+def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Path | None = None, seed: int = 0) -> int:
     from policybot.runtime import Runtime, cosine_evaluator, load_active_evaluator
 
-    settings = open_bench(home, minutes, retrain)
+    settings = open_bench(home, minutes, retrain, seed)
     items = load_questions()
     trained = load_active_evaluator(settings)
     systems = {
@@ -226,11 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="training budget if an evaluator must be trained")
     parser.add_argument("--retrain", action="store_true", help="train a new evaluator even if one is active")
+    parser.add_argument("--seed", type=int, default=0, help="training seed (compare several: trainings differ by seed)")
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME for the benchmark")
     parser.add_argument("--write", type=Path, default=None, help="also write the table to this Markdown file")
     parser.add_argument("--dump", type=Path, default=None, help="write every CRAG answer's scores and strips as JSONL")
     args = parser.parse_args(argv)
-    return run(args.minutes, args.retrain, args.home, args.write, args.dump)
+    return run(args.minutes, args.retrain, args.home, args.write, args.dump, args.seed)
 
 
 if __name__ == "__main__":

@@ -495,6 +495,8 @@ def evaluator_train(
     activate: Annotated[str, typer.Option("--activate", help="if-better (beats cosine), always or never.")] = "if-better",
     with_reviews: Annotated[bool, typer.Option("--with-reviews", help="Also train on admins' reviewed questions (console labels).")] = False,
     with_feedback: Annotated[bool, typer.Option("--with-feedback", help="Also train on askers' 👍/👎 votes (a review outranks them).")] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed of the data split, sampling and initial weights; "
+                                                     "trainings differ by seed, so compare several before trusting a change.")] = 0,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Train an evaluator on weak supervision from the ingested documents (and, optionally, review labels)."""
@@ -519,7 +521,7 @@ def evaluator_train(
 
         try:
             result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show,  # type: ignore[arg-type]
-                                                   with_reviews=with_reviews, with_feedback=with_feedback)
+                                                   with_reviews=with_reviews, with_feedback=with_feedback, seed=seed)
         except evaluators.TrainingError as error:
             _fail(str(error), 1)
     active = evaluators.active_version(settings)
@@ -529,7 +531,7 @@ def evaluator_train(
             "version": result.version, "activated": activated, "beats_cosine": result.beats_cosine,
             "thresholds": result.thresholds, "evaluator": {"auc": result.evaluator.auc, "routing_accuracy": result.evaluator.routing_accuracy},
             "cosine": {"auc": result.cosine.auc, "routing_accuracy": result.cosine.routing_accuracy},
-            "steps": result.steps, "seconds": round(result.seconds, 1),
+            "steps": result.steps, "seconds": round(result.seconds, 1), "seed": seed,
         }))
         return
     table = Table("", "validation AUC", "routing accuracy", title=f"evaluator {result.version}")
@@ -538,7 +540,7 @@ def evaluator_train(
     console.print(table)
     t = result.thresholds
     console.print(f"thresholds: upper {t['upper']:.3f}, lower {t['lower']:.3f}, strip {t['strip']:.3f}; "
-                  f"{result.n_train_pairs} training pairs, {result.steps} steps in {result.seconds:.0f}s")
+                  f"{result.n_train_pairs} training pairs, {result.steps} steps in {result.seconds:.0f}s, seed {seed}")
     for note in result.notes:
         console.print(f"[dim]{note}[/]")
     if activated:

@@ -87,6 +87,7 @@ def train_and_register(
     progress: Callable[[dict], None] | None = None,
     with_reviews: bool = False,
     with_feedback: bool = False,
+    seed: int = 0,
 ) -> TrainingResult:
     chunks = corpus_chunks(settings)
     if len(chunks) < MIN_CHUNKS:
@@ -97,7 +98,7 @@ def train_and_register(
     extra = review_pairs(settings, chunks, LabelSources(with_reviews, with_feedback)) if labelled else []
     settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
     result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress,
-                             extra_pairs=extra)
+                             extra_pairs=extra, seed=seed)
     thresholds = result.thresholds
     should_activate = activate == "always" or (activate == "if_better" and result.beats_cosine)
     with db.session(settings) as session:
@@ -110,7 +111,7 @@ def train_and_register(
             strip_threshold=float(thresholds["strip"]),
             metrics=_metrics_json(result) | {
                 "n_train_pairs": result.n_train_pairs, "n_val_pairs": result.n_val_pairs, "steps": result.steps,
-                "epochs": result.epochs, "seconds": result.seconds, "notes": result.notes,
+                "epochs": result.epochs, "seconds": result.seconds, "notes": result.notes, "seed": seed,
             },
             beats_cosine=result.beats_cosine,
             active=False,
