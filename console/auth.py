@@ -178,58 +178,68 @@ def end_sessions(settings: Settings, user: str) -> None:
 
 
 def encode_session(session: Session, secret: bytes) -> str:
-    body = _b64(json.dumps(session.payload(), separators=(",", ":")).encode())
-    return body + "." + _signature(secret, body)
-
-
-def _signature(key: bytes, body: str) -> str:
-    return _b64(hmac.new(key, body.encode(), hashlib.sha256).digest())
+    return _sign(session.payload(), secret)
 
 
 def decode_session(value: str | None, secret: bytes, settings: Settings) -> Session:
     """The cookie's session, or a fresh anonymous one if it is missing, forged, expired or for a removed user."""
-    if value and "." in value:
-        body, _, signature = value.rpartition(".")
-        if hmac.compare_digest(signature.encode(), _signature(secret, body).encode()):
-            try:
-                data = json.loads(_unb64(body))
-                session = Session(user=data.get("u"), account=str(data.get("a") or ""), csrf=str(data["c"]),
-                                  issued=float(data["t"]), flash=list(data.get("f") or []))
-            except (ValueError, KeyError, TypeError):
-                return Session(changed=True)
-            if time.time() - session.issued > settings.console_session_hours * 3600:
-                return Session(changed=True)
-            if session.user is not None:
-                # Signed out when the user was removed from the config or their password hash changed.
-                expected = account_fingerprint(settings, secret, str(session.user))
-                if expected is None or not hmac.compare_digest(session.account.encode(), expected.encode()):
-                    return Session(changed=True)
-            return session
-    return Session(changed=True)
+    data = _verified(value, secret)
+    if data is None:
+        return Session(changed=True)
+    try:
+        session = Session(user=data.get("u"), account=str(data.get("a") or ""), csrf=str(data["c"]),
+                          issued=float(data["t"]), flash=list(data.get("f") or []))
+    except (ValueError, KeyError, TypeError):
+        return Session(changed=True)
+    if time.time() - session.issued > settings.console_session_hours * 3600:
+        return Session(changed=True)
+    if session.user is not None:
+        # Signed out when the user was removed from the config or their password hash changed.
+        expected = account_fingerprint(settings, secret, str(session.user))
+        if expected is None or not hmac.compare_digest(session.account.encode(), expected.encode()):
+            return Session(changed=True)
+    return session
 
 
 def encode_device(account: str, secret: bytes) -> str:
     """A cookie for a browser that signed in to this account (`account_fingerprint`: the user
     and their current password hash, keyed): guesses at the name from elsewhere cannot lock it
     out (see LoginThrottle). A password change revokes it, and it names no one."""
-    body = _b64(json.dumps({"a": account, "t": time.time()}, separators=(",", ":")).encode())
-    return body + "." + _signature(_purpose_key(secret, b"device"), body)
+    return _sign({"a": account, "t": time.time()}, _purpose_key(secret, b"device"))
 
 
 def is_known_device(value: str | None, secret: bytes, account: str | None) -> bool:
     """True when the cookie is ours, unexpired, and was issued for this account as it is now."""
-    if not value or "." not in value or account is None:
-        return False
-    body, _, signature = value.rpartition(".")
-    if not hmac.compare_digest(signature.encode(), _signature(_purpose_key(secret, b"device"), body).encode()):
+    data = _verified(value, _purpose_key(secret, b"device")) if account is not None else None
+    if data is None:
         return False
     try:
-        data = json.loads(_unb64(body))
         issued, issued_for = float(data["t"]), str(data["a"])
     except (ValueError, KeyError, TypeError):
         return False
     fresh = time.time() - issued < DEVICE_COOKIE_DAYS * 86400
-    return fresh and hmac.compare_digest(issued_for.encode(), account.encode())
+    return fresh and hmac.compare_digest(issued_for.encode(), str(account).encode())
+
+
+def _sign(payload: dict[str, Any], key: bytes) -> str:
+    """A cookie value: the payload as base64 JSON, then its HMAC."""
+    body = _b64(json.dumps(payload, separators=(",", ":")).encode())
+    return body + "." + _b64(hmac.new(key, body.encode(), hashlib.sha256).digest())
+
+
+def _verified(value: str | None, key: bytes) -> dict[str, Any] | None:
+    """The payload of a cookie value signed with `key`; None if missing, forged or unreadable."""
+    if not value or "." not in value:
+        return None
+    body, _, signature = value.rpartition(".")
+    expected = _b64(hmac.new(key, body.encode(), hashlib.sha256).digest())
+    if not hmac.compare_digest(signature.encode(), expected.encode()):
+        return None
+    try:
+        data = json.loads(_unb64(body))
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _purpose_key(secret: bytes, purpose: bytes) -> bytes:

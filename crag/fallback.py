@@ -260,7 +260,7 @@ class HttpFallbackSource:
         # At most MAX_PENDING_LOOKUPS threads wait on a hung resolver; past that, a question
         # waits for a free one until its deadline instead of adding threads.
         if not slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise self._error(f"timed out after {self.config.timeout_s:g}s resolving {host!r}")
+            raise self._timed_out(f" resolving {host!r}")
         resolver = threading.Thread(target=lookup, name="fallback-dns", daemon=True)
         try:
             resolver.start()
@@ -269,7 +269,7 @@ class HttpFallbackSource:
             raise self._error(f"could not start a name lookup for {host!r}") from None
         resolver.join(max(0.0, deadline - time.monotonic()))
         if resolver.is_alive():
-            raise self._error(f"timed out after {self.config.timeout_s:g}s resolving {host!r}")
+            raise self._timed_out(f" resolving {host!r}")
         if failures:
             raise self._error(f"could not resolve host {host!r}")
         addresses: list[str] = []
@@ -297,7 +297,7 @@ class HttpFallbackSource:
             try:
                 return pool.handle_request(request)  # streams: the body is read by _read_capped
             except httpcore.TimeoutException:
-                raise self._error(f"timed out after {self.config.timeout_s:g}s") from None
+                raise self._timed_out() from None
             except httpcore.ConnectError as error:
                 reason = str(error)  # refused, unreachable, or a TLS certificate that is not trusted
                 continue  # try the next vetted address, as a normal client would
@@ -323,7 +323,7 @@ class HttpFallbackSource:
                     raise self._error(f"response exceeds the {limit}-byte cap")
                 chunks.append(chunk)
         except httpcore.TimeoutException:
-            raise self._error(f"timed out after {self.config.timeout_s:g}s") from None
+            raise self._timed_out() from None
         except HTTPCORE_ERRORS as error:
             raise self._error(f"reading the response failed ({type(error).__name__})") from None
         return b"".join(chunks)
@@ -361,6 +361,9 @@ class HttpFallbackSource:
 
     def _error(self, problem: str) -> FallbackError:
         return FallbackError(f"fallback source {self.name!r} {problem}")
+
+    def _timed_out(self, while_doing: str = "") -> FallbackError:
+        return self._error(f"timed out after {self.config.timeout_s:g}s{while_doing}")
 
 
 def _is_public_address(address: str) -> bool:
