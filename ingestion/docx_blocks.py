@@ -4,7 +4,9 @@ python-docx opens the package and resolves styles; the text is read from the XML
 because python-docx's `Paragraph.text` skips text that Word keeps in wrappers: tracked
 insertions, content controls, fields, smart tags and text boxes. Deleted text (`w:delText`,
 moved-from runs) and the compatibility copy of drawings (`mc:Fallback`) are left out, so
-nothing is read twice. Headers and footers are not part of the body: page furniture.
+nothing is read twice. Symbols inserted from a symbol font (`w:sym`, Word's Insert Symbol)
+are read as the Unicode characters they show. Headers and footers are not part of the body:
+page furniture.
 """
 
 from __future__ import annotations
@@ -26,8 +28,32 @@ P, TBL, TR, TC, R = W + "p", W + "tbl", W + "tr", W + "tc", W + "r"
 T, TAB, PTAB, BR, CR = W + "t", W + "tab", W + "ptab", W + "br", W + "cr"
 NO_BREAK_HYPHEN, RUBY_TEXT = W + "noBreakHyphen", W + "rt"
 SDT, SDT_CONTENT, CUSTOM_XML, MOVE_FROM = W + "sdt", W + "sdtContent", W + "customXml", W + "moveFrom"
+INS, MOVE_TO, SYM = W + "ins", W + "moveTo", W + "sym"
 # Not the document's text: a drawing's compatibility copy, moved-from runs, phonetic guides.
 SKIPPED = {MC_FALLBACK, MOVE_FROM, RUBY_TEXT}
+# Wrappers whose block content is the document's (tracked insertions and moves, content
+# controls, custom XML); tracked deletions and moved-from blocks are not.
+BLOCK_WRAPPERS = {INS, MOVE_TO, CUSTOM_XML}
+
+# Symbol-font characters (w:sym) that carry meaning in a rule: comparisons, units, arrows,
+# check boxes. Word stores them as the font's own code, usually in the private-use range
+# F0xx; other decorative glyphs are left out rather than read as private-use characters.
+SYMBOL_FONT = {
+    0x22: "∀", 0x24: "∃", 0x2D: "−", 0x40: "≅", 0x7E: "∼", 0xA2: "′", 0xA3: "≤", 0xA5: "∞",
+    0xAB: "↔", 0xAC: "←", 0xAD: "↑", 0xAE: "→", 0xAF: "↓", 0xB0: "°", 0xB1: "±", 0xB2: "″",
+    0xB3: "≥", 0xB4: "×", 0xB7: "•", 0xB8: "÷", 0xB9: "≠", 0xBA: "≡", 0xBB: "≈", 0xBC: "…",
+    0xD2: "®", 0xD3: "©", 0xD4: "™", 0xD6: "√", 0xD7: "⋅", 0xD8: "¬", 0xDB: "⇔", 0xDE: "⇒",
+    0xE2: "®", 0xE3: "©", 0xE4: "™", 0xE5: "∑",
+    **dict(zip(range(0x41, 0x5B), "ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ")),
+    **dict(zip(range(0x61, 0x7B), "αβχδεφγηιϕκλμνοπθρστυϖωξψζ")),
+}
+# Per symbol font, the codes read as text: Symbol's above, the dingbats' check boxes and
+# crosses (Wingdings 2 draws them as "O", "P", "R", "S").
+DINGBATS = {
+    "symbol": SYMBOL_FONT,
+    "wingdings": {0xA8: "☐", 0xFB: "✗", 0xFC: "✓", 0xFD: "☒", 0xFE: "☑"},
+    "wingdings 2": {0x4F: "✗", 0x50: "✓", 0x52: "☑", 0x53: "☒", 0xA3: "☐"},
+}
 
 BlockKind = Literal["title", "heading", "item", "text", "table"]
 
@@ -132,7 +158,7 @@ def _children(element: etree._Element, tags: set[str]) -> Iterator[etree._Elemen
             content = child.find(SDT_CONTENT)
             if content is not None and not _shows_placeholder(child):
                 yield from _children(content, tags)
-        elif child.tag == CUSTOM_XML:
+        elif child.tag in BLOCK_WRAPPERS:
             yield from _children(child, tags)
 
 
@@ -144,7 +170,7 @@ def _shows_placeholder(sdt: etree._Element) -> bool:
 
 def _paragraph_text(paragraph: etree._Element) -> str:
     parts: list[str] = []
-    for element in paragraph.iter(T, TAB, PTAB, BR, CR, NO_BREAK_HYPHEN, P):
+    for element in paragraph.iter(T, TAB, PTAB, BR, CR, NO_BREAK_HYPHEN, SYM, P):
         if any(ancestor.tag in SKIPPED or (ancestor.tag == SDT and _shows_placeholder(ancestor))
                for ancestor in element.iterancestors()):
             continue
@@ -152,12 +178,34 @@ def _paragraph_text(paragraph: etree._Element) -> str:
             parts.append(element.text or "")
         elif element.tag == NO_BREAK_HYPHEN:
             parts.append("-")
+        elif element.tag == SYM:
+            parts.append(_symbol_text(element))
         elif element.tag in (TAB, PTAB):
             if element.getparent() is not None and element.getparent().tag == R:  # not a tab stop definition
                 parts.append(" ")
         elif element is not paragraph:  # a line break, or a paragraph of a text box inside this one
             parts.append("\n")
     return "".join(parts)
+
+
+def _symbol_text(symbol: etree._Element) -> str:
+    """The character a `w:sym` shows: Unicode as written, or a symbol font's code mapped."""
+    try:
+        code = int(symbol.get(f"{W}char", ""), 16)
+    except ValueError:
+        return ""
+    font = " ".join(symbol.get(f"{W}font", "").lower().split())
+    shifted = 0xF000 <= code <= 0xF0FF  # the font's own code, moved into the private-use area
+    code = code - 0xF000 if shifted else code
+    if font in DINGBATS or font.startswith(("wingdings", "webdings", "zapf")):
+        known = DINGBATS.get(font, {})
+        if code in known:
+            return known[code]
+        # The Symbol font keeps digits and punctuation where ASCII has them; other glyphs are decoration.
+        return chr(code) if font == "symbol" and 0x20 <= code < 0x7F and not chr(code).isalpha() else ""
+    if shifted or code <= 0xFF:  # a text font's code: its code page, taken as Latin-1
+        return chr(code) if 0x20 <= code < 0x7F or 0xA0 <= code <= 0xFF else ""
+    return "" if 0xE000 <= code <= 0xF8FF else chr(code)
 
 
 def _table_rows(table: etree._Element) -> list[str]:

@@ -517,6 +517,44 @@ def test_docx_text_in_word_wrappers_is_read_once(tmp_path) -> None:
     assert "Never business" not in text
 
 
+def test_docx_tracked_blocks_and_symbol_font_characters(tmp_path) -> None:
+    """Paragraphs inside a block-level tracked insertion or move are the document's, deleted and
+    moved-from ones are not; Insert Symbol characters (w:sym) keep their meaning: "≥ 500 EUR"
+    must not read "500 EUR"."""
+    import docx
+    from docx.oxml import parse_xml
+
+    def sym(font: str, char: str) -> str:
+        return f'<w:r><w:sym w:font="{font}" w:char="{char}"/></w:r>'
+
+    def run(text: str) -> str:
+        return f'<w:r><w:t xml:space="preserve">{text}</w:t></w:r>'
+
+    document = docx.Document()
+    document.add_heading("Approvals", level=1)
+    for xml in (
+        f'<w:ins {W_NS} w:id="1" w:author="a"><w:p>{run("Hotels need a quote.")}</w:p></w:ins>',
+        f'<w:del {W_NS} w:id="2" w:author="a"><w:p>{run("Hotels are free.")}</w:p></w:del>',
+        f'<w:moveTo {W_NS} w:id="3" w:author="a"><w:p>{run("Taxis need a receipt.")}</w:p></w:moveTo>',
+        f'<w:moveFrom {W_NS} w:id="4" w:author="a"><w:p>{run("Taxis need a receipt.")}</w:p></w:moveFrom>',
+        f"<w:p {W_NS}>{run('Claims ')}{sym('Symbol', 'F0B3')}{run(' 500 EUR need approval; claims ')}"
+        f"{sym('Symbol', 'B3')}{run(' 5 days old need a reason; ')}{sym('Cambria Math', '2264')}"
+        f"{run(' 20 ')}{sym('Symbol', 'F06D')}{run('g of caffeine.')}</w:p>",
+        f"<w:p {W_NS}>{sym('Wingdings', 'F0A7')}{run(' Receipt attached ')}{sym('Wingdings', 'F0FC')}"
+        f"{run(' Manager signed ')}{sym('Wingdings 2', 'F050')}{run(' Budget code ')}{sym('Wingdings', 'F0FB')}</w:p>",
+    ):
+        document.element.body.append(parse_xml(xml))
+    document.element.body.append(document.element.body.sectPr)
+    path = tmp_path / "approvals.docx"
+    document.save(str(path))
+    text = load_document(path).text
+    assert text.count("Hotels need a quote.") == 1 and text.count("Taxis need a receipt.") == 1, text
+    assert "Hotels are free" not in text
+    assert "Claims ≥ 500 EUR need approval; claims ≥ 5 days old need a reason; ≤ 20 μg of caffeine." in text, text
+    assert "Receipt attached ✓ Manager signed ✓ Budget code ✗" in text, text
+    assert not any(0xE000 <= ord(c) <= 0xF8FF for c in text)
+
+
 def test_docx_merged_cells_placeholders_numbering_and_second_titles(tmp_path) -> None:
     import docx
     from docx.oxml import parse_xml
