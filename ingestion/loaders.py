@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from wordfreq import zipf_frequency
+
 from ingestion.chunking import code_lines, first_title, heading_text, keep_as_text
 from ingestion.docx_blocks import DocxBlock, NotADocx, read_docx_blocks
 
@@ -244,11 +246,33 @@ def _reflow_pdf_lines(text: str) -> str:
         else:
             if line.startswith(("-", "*", "•")):
                 flush()
-            paragraph.append(line)
+            # A line that opens with a lowercase word goes on with the hyphenated word before it.
+            if paragraph and _LINE_END_HYPHEN.search(paragraph[-1]) and line[:1].islower():
+                paragraph[-1] = _join_hyphenated(paragraph[-1], line)
+            else:
+                paragraph.append(line)
             previous_was_heading = False
         previous = line
     flush()
     return "\n\n".join(blocks)
+
+
+_LINE_END_HYPHEN = re.compile(r"(\w+)[-\u00ad]$")
+_LINE_START_WORD = re.compile(r"[^\W\d_]+")
+
+
+def _join_hyphenated(before: str, after: str) -> str:
+    """Join a word that a PDF line break cut: "reim-" + "bursed" is "reimbursed", while
+    "part-" + "time" stays "part-time" (the hyphenated spelling is the more common one)."""
+    end = _LINE_END_HYPHEN.search(before)
+    assert end is not None
+    start = _LINE_START_WORD.match(after)
+    assert start is not None  # the caller checked that `after` opens with a lowercase letter
+    head, tail = end.group(1), start.group(0)
+    soft = before.endswith("\u00ad")  # a soft hyphen only marks where the word may break
+    if soft or zipf_frequency(head + tail, "en") > zipf_frequency(f"{head}-{tail}", "en"):
+        return before[:-1] + after
+    return before + after
 
 
 _PLAIN_UNDERLINE = re.compile(r"^\s*([=~-])\1{2,}\s*$")
@@ -354,8 +378,16 @@ def _is_title_case(text: str) -> bool:
     return all(word[0].isupper() or word.lower() in small or not word[0].isalpha() for word in text.split())
 
 
+# Typographic ligatures (PDFs, text copied from them) and invisible break hints: "ﬁnance" must
+# read "finance" for search and for the evaluator.
+_INVISIBLE_AND_LIGATURES = str.maketrans({
+    "\u00a0": " ", "\u00ad": None, "\u200b": None, "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl",
+    "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st",
+})
+
+
 def _normalise(text: str) -> str:
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_INVISIBLE_AND_LIGATURES)
     text = re.sub(r"[ \t]+\n", "\n", text)
     return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
 

@@ -435,6 +435,33 @@ def test_pdf_heading_after_a_list_does_not_join_its_last_item(tmp_path) -> None:
         ("Expense Policy", "- Meals"), ("Non-Reimbursable Items", "Alcohol is never reimbursed.")]
 
 
+def test_pdf_words_hyphenated_at_line_ends_are_joined(tmp_path) -> None:
+    """"reim-" / "bursed" must read "reimbursed" (search and the evaluator never match
+    "reim- bursed"); a compound cut at its own hyphen keeps it: "part-time"."""
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    pdf.add_page()
+    for line in ("Expense Policy", "Claims must be reim-", "bursed within 30 days. Part-", "time staff and self-",
+                 "employed contractors are covered. Travel ex-", "penses over 500-", "EUR need approval. Ask HR-",
+                 "Ops first."):
+        pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
+    path = tmp_path / "expenses.pdf"
+    pdf.output(str(path))
+    text = load_document(path).text
+    assert ("Claims must be reimbursed within 30 days. Part-time staff and self-employed contractors are "
+            "covered. Travel expenses over 500- EUR need approval. Ask HR- Ops first.") in text, text
+
+
+def test_ligatures_and_invisible_break_hints_are_read_as_plain_letters(tmp_path) -> None:
+    path = tmp_path / "finance.txt"
+    path.write_text("Finance Policy\n\nThe \ufb01nance team con\ufb01rms o\ufb00sites; reim\u00adbursement takes\u200b 5 days.\n",
+                    encoding="utf-8")
+    text = load_document(path).text
+    assert "The finance team confirms offsites; reimbursement takes 5 days." in text, text
+
+
 def test_docx_heading_styles_lists_and_tables(tmp_path) -> None:
     """Word's styles carry the structure: heading levels nest, list items stay items, table
     cells stay cells (short Title-Case cells are not headings), and text in a content
