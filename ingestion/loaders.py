@@ -246,8 +246,10 @@ def _reflow_pdf_lines(text: str) -> str:
         else:
             if line.startswith(("-", "*", "•")):
                 flush()
-            # A line that opens with a lowercase word goes on with the hyphenated word before it.
-            if paragraph and _LINE_END_HYPHEN.search(paragraph[-1]) and line[:1].islower():
+            # A line that opens with a lowercase word goes on with the hyphenated word before it,
+            # unless the hyphen is suspended: "pre-" / "and post-trip approvals".
+            if (paragraph and _LINE_END_HYPHEN.search(paragraph[-1]) and line[:1].islower()
+                    and line.split(maxsplit=1)[0].rstrip(",;") not in _SUSPENDED_HYPHEN_WORDS):
                 paragraph[-1] = _join_hyphenated(paragraph[-1], line)
             else:
                 paragraph.append(line)
@@ -259,6 +261,7 @@ def _reflow_pdf_lines(text: str) -> str:
 
 _LINE_END_HYPHEN = re.compile(r"(\w+)[-\u00ad]$")
 _LINE_START_WORD = re.compile(r"[^\W\d_]+")
+_SUSPENDED_HYPHEN_WORDS = {"and", "or", "nor", "to"}
 
 
 def _join_hyphenated(before: str, after: str) -> str:

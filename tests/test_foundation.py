@@ -437,7 +437,8 @@ def test_pdf_heading_after_a_list_does_not_join_its_last_item(tmp_path) -> None:
 
 def test_pdf_words_hyphenated_at_line_ends_are_joined(tmp_path) -> None:
     """"reim-" / "bursed" must read "reimbursed" (search and the evaluator never match
-    "reim- bursed"); a compound cut at its own hyphen keeps it: "part-time"."""
+    "reim- bursed"); a compound cut at its own hyphen keeps it: "part-time"; a suspended hyphen
+    ("Pre- and post-trip") keeps its space."""
     from fpdf import FPDF
 
     pdf = FPDF()
@@ -445,13 +446,14 @@ def test_pdf_words_hyphenated_at_line_ends_are_joined(tmp_path) -> None:
     pdf.add_page()
     for line in ("Expense Policy", "Claims must be reim-", "bursed within 30 days. Part-", "time staff and self-",
                  "employed contractors are covered. Travel ex-", "penses over 500-", "EUR need approval. Ask HR-",
-                 "Ops first."):
+                 "Ops first. Pre-", "and post-trip approvals apply to full-", "or part-time staff."):
         pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
     path = tmp_path / "expenses.pdf"
     pdf.output(str(path))
     text = load_document(path).text
     assert ("Claims must be reimbursed within 30 days. Part-time staff and self-employed contractors are "
-            "covered. Travel expenses over 500- EUR need approval. Ask HR- Ops first.") in text, text
+            "covered. Travel expenses over 500- EUR need approval. Ask HR- Ops first. Pre- and post-trip approvals "
+            "apply to full- or part-time staff.") in text, text
 
 
 def test_ligatures_and_invisible_break_hints_are_read_as_plain_letters(tmp_path) -> None:
