@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -28,32 +29,42 @@ P, TBL, TR, TC, R = W + "p", W + "tbl", W + "tr", W + "tc", W + "r"
 T, TAB, PTAB, BR, CR = W + "t", W + "tab", W + "ptab", W + "br", W + "cr"
 NO_BREAK_HYPHEN, RUBY_TEXT = W + "noBreakHyphen", W + "rt"
 SDT, SDT_CONTENT, CUSTOM_XML, MOVE_FROM = W + "sdt", W + "sdtContent", W + "customXml", W + "moveFrom"
-INS, MOVE_TO, SYM = W + "ins", W + "moveTo", W + "sym"
-# Not the document's text: a drawing's compatibility copy, moved-from runs, phonetic guides.
-SKIPPED = {MC_FALLBACK, MOVE_FROM, RUBY_TEXT}
+INS, DEL, MOVE_TO, SYM = W + "ins", W + "del", W + "moveTo", W + "sym"
+# Not the document's text: a drawing's compatibility copy, moved-from and deleted runs (deleted
+# text is w:delText, but a deleted symbol, tab or break has no deleted form), phonetic guides.
+SKIPPED = {MC_FALLBACK, MOVE_FROM, DEL, RUBY_TEXT}
 # Wrappers whose block content is the document's (tracked insertions and moves, content
 # controls, custom XML); tracked deletions and moved-from blocks are not.
 BLOCK_WRAPPERS = {INS, MOVE_TO, CUSTOM_XML}
 
-# Symbol-font characters (w:sym) that carry meaning in a rule: comparisons, units, arrows,
-# check boxes. Word stores them as the font's own code, usually in the private-use range
-# F0xx; other decorative glyphs are left out rather than read as private-use characters.
-SYMBOL_FONT = {
-    0x22: "∀", 0x24: "∃", 0x2D: "−", 0x40: "≅", 0x7E: "∼", 0xA2: "′", 0xA3: "≤", 0xA5: "∞",
-    0xAB: "↔", 0xAC: "←", 0xAD: "↑", 0xAE: "→", 0xAF: "↓", 0xB0: "°", 0xB1: "±", 0xB2: "″",
-    0xB3: "≥", 0xB4: "×", 0xB7: "•", 0xB8: "÷", 0xB9: "≠", 0xBA: "≡", 0xBB: "≈", 0xBC: "…",
-    0xD2: "®", 0xD3: "©", 0xD4: "™", 0xD6: "√", 0xD7: "⋅", 0xD8: "¬", 0xDB: "⇔", 0xDE: "⇒",
-    0xE2: "®", 0xE3: "©", 0xE4: "™", 0xE5: "∑",
-    **dict(zip(range(0x41, 0x5B), "ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ")),
-    **dict(zip(range(0x61, 0x7B), "αβχδεφγηιϕκλμνοπθρστυϖωξψζ")),
-}
-# Per symbol font, the codes read as text: Symbol's above, the dingbats' check boxes and
-# crosses (Wingdings 2 draws them as "O", "P", "R", "S").
-DINGBATS = {
-    "symbol": SYMBOL_FONT,
-    "wingdings": {0xA8: "☐", 0xFB: "✗", 0xFC: "✓", 0xFD: "☒", 0xFE: "☑"},
-    "wingdings 2": {0x4F: "✗", 0x50: "✓", 0x52: "☑", 0x53: "☒", 0xA3: "☐"},
-}
+# Characters inserted from a symbol font (w:sym, Word's Insert Symbol) carry meaning in a
+# rule ("≥ 500 EUR", "☒ Alcohol"). Word stores the font's own code, usually shifted into the
+# private-use range F0xx. Symbol and Zapf Dingbats follow Adobe's encodings (pypdf has them);
+# Wingdings' check boxes and crosses are listed here. Other glyphs of these fonts are left out
+# rather than read as private-use characters.
+WINGDINGS = {0x6F: "☐", 0x78: "☒", 0xA8: "☐", 0xFB: "✗", 0xFC: "✓", 0xFD: "☒", 0xFE: "☑"}
+WINGDINGS_2 = {0x4F: "✗", 0x50: "✓", 0x52: "☑", 0x53: "☒", 0x54: "☒", 0xA3: "☐"}
+SYMBOL_LOOKALIKES = {0xD2: "®", 0xD3: "©", 0xD4: "™", 0xE2: "®", 0xE3: "©", 0xE4: "™"}  # serif and sans forms
+
+
+@cache
+def _symbol_font_table(font: str) -> dict[int, str] | None:
+    """Code -> character for a symbol font (named as Word writes it: any case, spaces, "MT"
+    suffixes), or None for a text font."""
+    from pypdf._codecs import charset_encoding
+
+    name = "".join(font.lower().split())
+    if name.startswith("wingdings2"):
+        return WINGDINGS_2
+    if name.startswith(("wingdings", "webdings")):
+        return WINGDINGS if name.startswith("wingdings") else {}
+    adobe = "/Symbol" if name.startswith("symbol") else "/ZapfDingbats" if name.startswith(("zapf", "itczapf")) else None
+    if adobe is None:
+        return None
+    table = {code: char for code, char in enumerate(charset_encoding[adobe])
+             if code >= 0x20 and char.isprintable() and not 0xE000 <= ord(char) <= 0xF8FF}
+    return {**table, **SYMBOL_LOOKALIKES} if adobe == "/Symbol" else table
+
 
 BlockKind = Literal["title", "heading", "item", "text", "table"]
 
@@ -194,18 +205,17 @@ def _symbol_text(symbol: etree._Element) -> str:
         code = int(symbol.get(f"{W}char", ""), 16)
     except ValueError:
         return ""
-    font = " ".join(symbol.get(f"{W}font", "").lower().split())
+    table = _symbol_font_table(symbol.get(f"{W}font", ""))
     shifted = 0xF000 <= code <= 0xF0FF  # the font's own code, moved into the private-use area
-    code = code - 0xF000 if shifted else code
-    if font in DINGBATS or font.startswith(("wingdings", "webdings", "zapf")):
-        known = DINGBATS.get(font, {})
-        if code in known:
-            return known[code]
-        # The Symbol font keeps digits and punctuation where ASCII has them; other glyphs are decoration.
-        return chr(code) if font == "symbol" and 0x20 <= code < 0x7F and not chr(code).isalpha() else ""
-    if shifted or code <= 0xFF:  # a text font's code: its code page, taken as Latin-1
-        return chr(code) if 0x20 <= code < 0x7F or 0xA0 <= code <= 0xFF else ""
-    return "" if 0xE000 <= code <= 0xF8FF else chr(code)
+    if table is not None:
+        return table.get(code - 0xF000 if shifted else code, "")
+    if shifted:  # a symbol-encoded font we do not know: its glyphs have no reliable reading
+        return ""
+    try:
+        char = chr(code)
+    except (ValueError, OverflowError):
+        return ""
+    return char if char.isprintable() and not 0xE000 <= code <= 0xF8FF else ""
 
 
 def _table_rows(table: etree._Element) -> list[str]:

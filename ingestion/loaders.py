@@ -224,6 +224,9 @@ def _reflow_pdf_lines(text: str) -> str:
     paragraph: list[str] = []
     previous = ""
     previous_was_heading = True
+    # The document's own spellings. A word cut at a line end is not among them: a hyphen
+    # counts only with a letter right after it.
+    document_words = set(_DOCUMENT_WORD.findall(text.lower()))
 
     def flush() -> None:
         if paragraph:
@@ -246,11 +249,9 @@ def _reflow_pdf_lines(text: str) -> str:
         else:
             if line.startswith(("-", "*", "•")):
                 flush()
-            # A line that opens with a lowercase word goes on with the hyphenated word before it,
-            # unless the hyphen is suspended: "pre-" / "and post-trip approvals".
-            if (paragraph and _LINE_END_HYPHEN.search(paragraph[-1]) and line[:1].islower()
-                    and line.split(maxsplit=1)[0].rstrip(",;") not in _SUSPENDED_HYPHEN_WORDS):
-                paragraph[-1] = _join_hyphenated(paragraph[-1], line)
+            joined = _join_hyphenated(paragraph[-1], line, document_words) if paragraph else None
+            if joined is not None:
+                paragraph[-1] = joined
             else:
                 paragraph.append(line)
             previous_was_heading = False
@@ -259,23 +260,41 @@ def _reflow_pdf_lines(text: str) -> str:
     return "\n\n".join(blocks)
 
 
-_LINE_END_HYPHEN = re.compile(r"(\w+)[-\u00ad]$")
+_LINE_END_HYPHEN = re.compile(r"(\w+)([-\u00ad])$")
 _LINE_START_WORD = re.compile(r"[^\W\d_]+")
-_SUSPENDED_HYPHEN_WORDS = {"and", "or", "nor", "to"}
+_DOCUMENT_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+# A hyphen before one of these is suspended ("pre-" / "and post-trip", "Hotel-" / "und
+# Flugkosten"): the line break stays a space.
+_SUSPENDED_HYPHEN_WORDS = {"and", "or", "nor", "to", "but", "as", "und", "oder", "bis", "et", "ou", "y", "o", "e",
+                           "en", "of"}
 
 
-def _join_hyphenated(before: str, after: str) -> str:
-    """Join a word that a PDF line break cut: "reim-" + "bursed" is "reimbursed", while
-    "part-" + "time" stays "part-time" (the hyphenated spelling is the more common one)."""
+def _join_hyphenated(before: str, after: str, document_words: set[str]) -> str | None:
+    """`before` (a line ending in a hyphen) and `after` (the next line) as one, when the line
+    break cut a word: "reim-" + "bursed" is "reimbursed", "part-" + "time" stays "part-time".
+    None when the break is a space after all (a suspended hyphen, no word to join)."""
     end = _LINE_END_HYPHEN.search(before)
-    assert end is not None
     start = _LINE_START_WORD.match(after)
-    assert start is not None  # the caller checked that `after` opens with a lowercase letter
+    if end is None or start is None or not after[:1].islower():
+        return None
+    if after.split(maxsplit=1)[0].split("/")[0].rstrip(",;:").lower() in _SUSPENDED_HYPHEN_WORDS:
+        return None
     head, tail = end.group(1), start.group(0)
-    soft = before.endswith("\u00ad")  # a soft hyphen only marks where the word may break
-    if soft or zipf_frequency(head + tail, "en") > zipf_frequency(f"{head}-{tail}", "en"):
+    if end.group(2) == "\u00ad" or _is_one_word(head, tail, document_words):
         return before[:-1] + after
     return before + after
+
+
+def _is_one_word(head: str, tail: str, document_words: set[str]) -> bool:
+    """Whether a word cut at a line-end hyphen is one word, not a hyphenated compound. The
+    document's own spelling elsewhere decides first; then English word frequencies (wordfreq):
+    a common word ("payable", "without"), or a known word whose halves are not both common
+    words ("reimbursable"; but "self-employed", "follow-up")."""
+    joined, hyphenated = (head + tail).lower(), f"{head}-{tail}".lower()
+    if hyphenated in document_words or joined in document_words:
+        return joined in document_words
+    frequency = zipf_frequency(joined, "en")
+    return frequency >= 3.0 or (frequency > 0 and min(zipf_frequency(head, "en"), zipf_frequency(tail, "en")) < 3.0)
 
 
 _PLAIN_UNDERLINE = re.compile(r"^\s*([=~-])\1{2,}\s*$")

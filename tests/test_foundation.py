@@ -438,7 +438,8 @@ def test_pdf_heading_after_a_list_does_not_join_its_last_item(tmp_path) -> None:
 def test_pdf_words_hyphenated_at_line_ends_are_joined(tmp_path) -> None:
     """"reim-" / "bursed" must read "reimbursed" (search and the evaluator never match
     "reim- bursed"); a compound cut at its own hyphen keeps it: "part-time"; a suspended hyphen
-    ("Pre- and post-trip") keeps its space."""
+    ("Pre- and post-trip") keeps its space; the document's own spelling elsewhere decides first
+    ("onboarding"), and a line start that is no word ("ⓐ") leaves the break alone."""
     from fpdf import FPDF
 
     pdf = FPDF()
@@ -446,14 +447,21 @@ def test_pdf_words_hyphenated_at_line_ends_are_joined(tmp_path) -> None:
     pdf.add_page()
     for line in ("Expense Policy", "Claims must be reim-", "bursed within 30 days. Part-", "time staff and self-",
                  "employed contractors are covered. Travel ex-", "penses over 500-", "EUR need approval. Ask HR-",
-                 "Ops first. Pre-", "and post-trip approvals apply to full-", "or part-time staff."):
+                 "Ops first. Pre-", "and post-trip approvals apply to full-", "and/or part-time staff. Hotel-",
+                 "und Flugkosten. The fee is pay-", "able with per-", "mission of the on-", "boarding team.",
+                 "We mean onboarding."):
         pdf.cell(0, 8, line, new_x="LMARGIN", new_y="NEXT")
     path = tmp_path / "expenses.pdf"
     pdf.output(str(path))
     text = load_document(path).text
     assert ("Claims must be reimbursed within 30 days. Part-time staff and self-employed contractors are "
             "covered. Travel expenses over 500- EUR need approval. Ask HR- Ops first. Pre- and post-trip approvals "
-            "apply to full- or part-time staff.") in text, text
+            "apply to full- and/or part-time staff. Hotel- und Flugkosten. The fee is payable with permission of the "
+            "onboarding team.") in text, text
+    from ingestion.loaders import _reflow_pdf_lines
+
+    # A line that opens with a lowercase letter that is no word character must not fail the file.
+    assert _reflow_pdf_lines("Gifts are non-\n\u24d0 listed below.") == "Gifts are non- \u24d0 listed below."
 
 
 def test_ligatures_and_invisible_break_hints_are_read_as_plain_letters(tmp_path) -> None:
@@ -570,7 +578,14 @@ def test_docx_tracked_blocks_and_symbol_font_characters(tmp_path) -> None:
         f"{sym('Symbol', 'B3')}{run(' 5 days old need a reason; ')}{sym('Cambria Math', '2264')}"
         f"{run(' 20 ')}{sym('Symbol', 'F06D')}{run('g of caffeine.')}</w:p>",
         f"<w:p {W_NS}>{sym('Wingdings', 'F0A7')}{run(' Receipt attached ')}{sym('Wingdings', 'F0FC')}"
-        f"{run(' Manager signed ')}{sym('Wingdings 2', 'F050')}{run(' Budget code ')}{sym('Wingdings', 'F0FB')}</w:p>",
+        f"{run(' Manager signed ')}{sym('Wingdings 2', 'F050')}{run(' Budget code ')}{sym('Wingdings', 'F0FB')}"
+        f"{run(' Alcohol ')}{sym('Wingdings 2', 'F054')}{run(' Gifts ')}{sym('ZapfDingbats', 'F033')}</w:p>",
+        # A deleted symbol has no deleted form (unlike w:delText); fonts named as PDF converters
+        # write them; broken codes are skipped, not fatal.
+        f"<w:p {W_NS}>{run('Meals ')}<w:del w:id=\"5\" w:author=\"a\">{sym('Symbol', 'F0B3')}</w:del>"
+        f"<w:ins w:id=\"6\" w:author=\"a\">{sym('SymbolMT', 'F0A3')}</w:ins>{run(' ')}{sym('Symbol MT', 'F0A0')}"
+        f"{run('60 a day')}{sym('Arial', 'FFFFFFF')}{sym('Arial', 'D800')}{sym('Mystery Font', 'F0B3')}"
+        f"{sym('Arial', '00E9')}{run('.')}</w:p>",
     ):
         document.element.body.append(parse_xml(xml))
     document.element.body.append(document.element.body.sectPr)
@@ -580,7 +595,8 @@ def test_docx_tracked_blocks_and_symbol_font_characters(tmp_path) -> None:
     assert text.count("Hotels need a quote.") == 1 and text.count("Taxis need a receipt.") == 1, text
     assert "Hotels are free" not in text
     assert "Claims ≥ 500 EUR need approval; claims ≥ 5 days old need a reason; ≤ 20 μg of caffeine." in text, text
-    assert "Receipt attached ✓ Manager signed ✓ Budget code ✗" in text, text
+    assert "Receipt attached ✓ Manager signed ✓ Budget code ✗ Alcohol ☒ Gifts ✓" in text, text
+    assert "Meals ≤ €60 a dayé." in text, text
     assert not any(0xE000 <= ord(c) <= 0xF8FF for c in text)
 
 
