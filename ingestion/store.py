@@ -148,7 +148,7 @@ def vector_store(settings: Settings):  # -> PGVectorStore
     sync_engine = db.engine(settings)
     # PGVectorStore insists on an async engine too; we only ever use the sync API
     # (the async engine binds to the first event loop, which breaks in Celery tasks).
-    async_engine = create_async_engine(sync_engine.url, pool_size=1, max_overflow=0)
+    async_engine = create_async_engine(sync_engine.url, pool_size=1, max_overflow=0, hide_parameters=True)
     return PGVectorStore(
         engine=sync_engine,
         async_engine=async_engine,

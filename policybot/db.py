@@ -65,7 +65,9 @@ def engine(settings: Settings) -> Engine:
         existing = _engines.get(key)
         if existing is not None:
             return existing
-        created = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        # hide_parameters: a failed statement's message would otherwise carry its values (a
+        # question's text, with whatever personal data it holds) into every error log line.
+        created = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5, hide_parameters=True)
         event.listen(created, "connect", _vector_search_settings(settings.hnsw_ef_search))
         if url not in _migrated:
             upgrade(created, settings)
