@@ -3,9 +3,9 @@
 Admins label logged questions in the console (table `reviews`); askers vote 👍/👎 in Slack
 (table `feedback`). The labels recalibrate a version's thresholds (below) and, through
 `review_examples`, become training pairs for the next evaluator (`policybot evaluator
-train --with-reviews --with-feedback`). A question's votes, when asked for, count as one
-bare review: more 👍 than 👎 is "right", more 👎 is "wrong" without an expected document, a
-tie says nothing; an admin's review of the same question outranks the votes. Each label,
+train --with-reviews --with-feedback`). The asker's own vote on a question, when asked
+for, counts as one bare review (others' votes are shown, never counted): 👍 is "right", 👎 is
+"wrong" without an expected document; an admin's review of the same question outranks it. Each label,
 read together with what the pipeline did (the `questions` action log), says whether the knowledge base's
 candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
 each question is its set's score, and `crag.training.calibrate` turns the two score lists
@@ -153,16 +153,16 @@ def _labelled_questions(
                 label, reason = label_review(question, verdict, expected)
                 per_question.setdefault(question.id, (question, []))[1].append((label, reason, expected))
         if sources.feedback:
-            votes = select(Question, func.sum(Feedback.vote)).join(Feedback, Feedback.question_id == Question.id)
+            # Only the asker's own vote: anyone in the channel can click, but only the asker knows
+            # what was asked, and a label that trains the evaluator must not be anyone's to cast.
+            votes = select(Question, Feedback.vote).join(
+                Feedback, (Feedback.question_id == Question.id) & (Feedback.user_id == Question.asker))
             if version is not None:
                 votes = votes.where(Question.evaluator_version == version)
-            for question, total in session.execute(votes.group_by(Question.id).order_by(Question.id)).all():
+            for question, vote in session.execute(votes.order_by(Question.id)).all():
                 if question.id in per_question:
-                    continue  # an admin's review outranks the askers' votes
-                if not total:
-                    per_question[question.id] = (question, [(None, "feedback: votes tied", None)])
-                    continue
-                label, reason = label_review(question, "right" if total > 0 else "wrong", None)
+                    continue  # an admin's review outranks the asker's vote
+                label, reason = label_review(question, "right" if vote > 0 else "wrong", None)
                 per_question[question.id] = (question, [(label, f"feedback: {reason}", None)])
     labelled: list[tuple[Question, Label, str | None]] = []
     skipped: Counter = Counter()

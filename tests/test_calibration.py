@@ -249,11 +249,16 @@ def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:  # type: ignore
     questions = {
         "liked": question_row(question=f"liked {tag}", **answered),
         "disliked": question_row(question=f"disliked {tag}", **answered),
-        "tied": question_row(question=f"tied {tag}", **answered),
+        "others_only": question_row(question=f"others {tag}", **answered),
         "reviewed": question_row(question=f"reviewed {tag}", **answered),
         "disliked_abstention": question_row(question=f"abstained {tag}", action="incorrect", found=False, scores=scores),
     }
-    votes = {"liked": [1, 1, -1], "disliked": [-1], "tied": [1, -1], "reviewed": [-1, -1], "disliked_abstention": [-1]}
+    # Voters by name: the asker (question_row's default) and two onlookers, whose votes are shown
+    # in the log but never label anything.
+    asker = questions["liked"].asker
+    votes = {"liked": [(asker, 1), ("U1", -1), ("U2", -1)], "disliked": [(asker, -1)],
+             "others_only": [("U1", 1), ("U2", 1)], "reviewed": [(asker, -1), ("U1", -1)],
+             "disliked_abstention": [(asker, -1)]}
     with db.session(settings) as session:
         session.add(EvaluatorVersion(version=version, kind="minilm_t5", path=f"/nonexistent/{version}", upper=0.5,
                                      lower=0.1, strip_threshold=0.2, metrics={}, beats_cosine=True, active=False))
@@ -262,7 +267,7 @@ def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:  # type: ignore
             session.add(question)
         session.flush()
         for name, values in votes.items():
-            session.add_all(Feedback(question_id=questions[name].id, user_id=f"U{i}", vote=v) for i, v in enumerate(values))
+            session.add_all(Feedback(question_id=questions[name].id, user_id=user, vote=vote) for user, vote in values)
         session.add(Review(question_id=questions["reviewed"].id, reviewer="ada", verdict="right"))
     return version, questions
 
@@ -275,12 +280,12 @@ def test_votes_become_labels_and_an_admin_review_outranks_them(settings) -> None
 
     both = collect_labels(settings, version, LabelSources(reviews=True, feedback=True))
     assert both.labelled == {ids["liked"]: "present", ids["disliked"]: "absent", ids["reviewed"]: "present"}
-    assert both.skipped == {"feedback: votes tied": 1,
-                            "feedback: wrong abstention or fallback answer without an expected document": 1}
+    assert both.skipped == {"feedback: wrong abstention or fallback answer without an expected document": 1}
     assert sorted(both.present) == pytest.approx([0.61, 0.61]) and both.absent == pytest.approx([0.61])
 
     votes_only = collect_labels(settings, version, LabelSources(reviews=False, feedback=True))
-    assert votes_only.labelled[ids["reviewed"]] == "absent"  # no review asked for: the two 👎 decide
+    assert votes_only.labelled[ids["reviewed"]] == "absent"  # no review asked for: the asker's 👎 decides
+    assert ids["others_only"] not in votes_only.labelled and votes_only.labelled[ids["liked"]] == "present"
     reviews_only = collect_labels(settings, version)
     assert reviews_only.labelled == {ids["reviewed"]: "present"}
 
