@@ -90,6 +90,23 @@ def _link_label(text: str) -> str:
     return escape(text).replace("|", "¦")
 
 
+def _link_url(url: str) -> str:
+    # Inside <url|label>, a raw '|' or '>' would end the URL early: percent-encode them.
+    return escape(url.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E"))
+
+
+def notification_text(text: str, limit: int = FALLBACK_TEXT_LIMIT) -> str:
+    """A message's top-level `text` (notifications, screen readers): Slack reads it as mrkdwn
+    too, so "<!channel>" or "<@U123>" in a policy document must not ping anyone. Escaped,
+    then shortened without cutting an escape in half."""
+    cut = limit
+    while True:
+        shown = escape(_truncate(text, cut))
+        if len(shown) <= limit:
+            return shown
+        cut = min(cut - 1, cut * limit // len(shown))
+
+
 def _sentences(paragraph: str) -> list[str]:
     parts = re.split(r"(?<=[.!?])\s+(?=\S)", paragraph)
     return [part for part in parts if part]
@@ -183,7 +200,7 @@ def source_line(source: SourceView) -> str:
     heading = source.section.split(" > ")[-1] if source.section else ""
     label = " — ".join(part for part in (source.title or source.document, heading) if part)
     if source.url:
-        shown = f"<{source.url}|{_link_label(label)}>"
+        shown = f"<{_link_url(source.url)}|{_link_label(label)}>"
     else:
         shown = f"*{escape(source.document)}*" + (f" — {escape(label)}" if label and label != source.document else "")
     return f"[{source.n}] {shown} · _{escape(origin_label(source))}_"
@@ -227,7 +244,7 @@ def answer_message(view: AnswerView) -> dict[str, Any]:
         sections[-1] = _truncate(sections[-1], SECTION_LIMIT - len(note)) + note
     blocks = [_section(text) for text in sections] + tail
     assert len(blocks) <= MAX_BLOCKS
-    return {"text": _truncate(view.text, FALLBACK_TEXT_LIMIT) or "policybot answer", "blocks": blocks}
+    return {"text": notification_text(view.text) or "policybot answer", "blocks": blocks}
 
 
 def apology_message(reference: str) -> dict[str, Any]:
@@ -249,7 +266,7 @@ def unavailable_message(reference: str | None, taking: str = "questions") -> dic
 
 def notice_message(text: str) -> dict[str, Any]:
     """A short reply that is not an answer (empty mention, oversized message, refusals)."""
-    return {"text": text, "blocks": [_section(escape(text))]}
+    return {"text": notification_text(text), "blocks": [_section(escape(text))]}
 
 
 def empty_question_message() -> dict[str, Any]:
@@ -257,6 +274,10 @@ def empty_question_message() -> dict[str, Any]:
         "Hi! Ask me a question about company policy, for example: "
         "\"How many days of parental leave do I get?\" or \"What is the deadline for expense claims?\""
     )
+
+
+def thanks_message() -> dict[str, Any]:
+    return notice_message("You're welcome! Ask me anything else about company policy.")
 
 
 def too_long_message(length: int, limit: int) -> dict[str, Any]:
@@ -287,7 +308,7 @@ def upload_result_message(lines: Sequence[str], ok: bool) -> dict[str, Any]:
     body = "\n".join(f"• {escape(line)}" for line in lines)
     text = f"{head}\n{body}" if body else head
     chunks = split_text(text)[: MAX_BLOCKS]
-    return {"text": _truncate(text, FALLBACK_TEXT_LIMIT), "blocks": [_section(chunk) for chunk in chunks]}
+    return {"text": notification_text(f"{head} " + "; ".join(lines)), "blocks": [_section(chunk) for chunk in chunks]}
 
 
 def greeting_message() -> dict[str, Any]:

@@ -12,6 +12,7 @@ import html
 import logging
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,12 +34,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["ignore", "question", "empty", "too_long", "upload", "upload_refused", "stats", "stats_refused"]
+Kind = Literal["ignore", "question", "empty", "thanks", "too_long", "upload", "upload_refused", "stats", "stats_refused"]
 Surface = Literal["mention", "dm", "assistant"]
 
 # Message subtypes that are people writing; everything else (edits, deletes, joins, bot messages) is ignored.
 HUMAN_SUBTYPES = {None, "file_share", "thread_broadcast"}
 STATS_COMMAND = re.compile(r"^\s*stats(?:\s+(\d{1,3})\s*d?)?\s*$", re.IGNORECASE)
+# A thank-you or an emoji after an answer is not a question: it gets a short reply, not an abstention.
+COURTESY_WORDS = frozenset(
+    "thanks thank you thx ty tysm much many a lot so very great cool perfect ok okay got it awesome cheers nice "
+    "appreciated appreciate that helps helped helpful super brilliant excellent wonderful".split()
+)
+_EMOJI_CODE = re.compile(r":[a-z0-9_+'-]+:")
+# A bare greeting gets the hint an empty mention gets.
+GREETING_WORDS = frozenset("hi hello hey hiya yo there good morning afternoon evening day policybot bot".split())
 PROGRESS_REACTION = "eyes"
 ASSISTANT_STATUS = "is checking the policies…"
 
@@ -79,11 +88,27 @@ def clean_text(text: str, bot_user_id: str | None) -> str:
     """Remove the bot's mention, turn Slack markup into what people typed, collapse whitespace."""
     if bot_user_id:
         text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
-    text = re.sub(r"<(?:https?|mailto):[^|>]*\|([^>]*)>", r"\1", text)  # <url|label> -> label
-    text = re.sub(r"<((?:https?|mailto):[^>]*)>", r"\1", text)  # <url> -> url
+    # An e-mail or phone link's label may be a person's name: keep the address instead, which
+    # redaction recognises, so neither reaches a fallback source.
+    text = re.sub(r"<(?:mailto|tel):([^|>]*)(?:\|[^>]*)?>", r"\1", text, flags=re.IGNORECASE)
+    text = re.sub(r"<https?:[^|>]*\|([^>]*)>", r"\1", text)  # <url|label> -> label
+    text = re.sub(r"<(https?:[^>]*)>", r"\1", text)  # <url> -> url
     text = re.sub(r"<#[A-Z0-9]+\|([^>]*)>", r"#\1", text)  # <#C123|general> -> #general
+    text = re.sub(r"<#[A-Z0-9]+>", " ", text)  # a channel without its name: an ID says nothing
+    # Special mentions and dates: <!here>, <!subteam^S123|@hr-team> -> @hr-team, <!date^...|Feb 18> -> Feb 18.
+    text = re.sub(r"<!(?:[^|>]*)\|([^>]*)>", r"\1", text)
+    text = re.sub(r"<![^>]*>", " ", text)
     text = html.unescape(text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _ignored_subtype(event: Mapping[str, Any], settings: Settings) -> str | None:
+    """Why a message subtype is not someone asking (None: it may be). Other bots' posts
+    (`bot_message`: webhooks, workflows) count when POLICYBOT_IGNORE_BOTS is off."""
+    subtype = event.get("subtype")
+    if subtype in HUMAN_SUBTYPES or (subtype == "bot_message" and not settings.ignore_bots):
+        return None
+    return f"subtype {subtype}"
 
 
 def _from_a_bot(event: Mapping[str, Any], me: BotIdentity, ignore_bots: bool) -> str | None:
@@ -113,8 +138,23 @@ def _incoming(event: Mapping[str, Any], event_id: str | None, surface: Surface, 
     )
 
 
+def _only_words_of(text: str, words: frozenset[str]) -> bool:
+    """Whether every word of `text` (Slack emoji codes and emoji aside) is one of `words`; no digits."""
+    text = _EMOJI_CODE.sub(" ", text.lower())
+    return not re.search(r"\d", text) and all(word in words for word in re.findall(r"[^\W\d_]+", text))
+
+
+def is_courtesy(text: str) -> bool:
+    """Only thanks, acknowledgements or emoji ("thanks!", "ok great 👍", ":pray:"); not "???"."""
+    said_something = re.search(r"[^\W\d_]", text) or _EMOJI_CODE.search(text) or any(
+        unicodedata.category(char) == "So" for char in text)
+    return bool(said_something) and _only_words_of(text, COURTESY_WORDS)
+
+
 def _question_or_notice(incoming: Incoming, settings: Settings) -> Decision:
-    if not incoming.text:
+    if is_courtesy(incoming.text):
+        return Decision("thanks", incoming)
+    if not incoming.text or _only_words_of(incoming.text, GREETING_WORDS):
         return Decision("empty", incoming)
     if len(incoming.text) > settings.max_question_chars:
         return Decision("too_long", incoming, reason=f"{len(incoming.text)} characters")
@@ -123,8 +163,9 @@ def _question_or_notice(incoming: Incoming, settings: Settings) -> Decision:
 
 def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity) -> Decision:
     """`app_mention`: someone mentioned the bot in a channel (or a thread in one)."""
-    if event.get("subtype") not in HUMAN_SUBTYPES:
-        return Decision("ignore", reason=f"subtype {event.get('subtype')}")
+    ignored = _ignored_subtype(event, settings)
+    if ignored:
+        return Decision("ignore", reason=ignored)
     if event.get("edited"):
         return Decision("ignore", reason="edited message")
     why = _from_a_bot(event, me, settings.ignore_bots)
@@ -141,9 +182,9 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
     """`message`: only direct messages are ours; channel messages arrive as `app_mention`."""
     if event.get("channel_type") != "im":
         return Decision("ignore", reason="not a direct message (mentions arrive as app_mention)")
-    subtype = event.get("subtype")
-    if subtype not in HUMAN_SUBTYPES:
-        return Decision("ignore", reason=f"subtype {subtype}")
+    ignored = _ignored_subtype(event, settings)
+    if ignored:
+        return Decision("ignore", reason=ignored)
     if event.get("hidden"):
         return Decision("ignore", reason="hidden message")
     why = _from_a_bot(event, me, settings.ignore_bots)
@@ -154,8 +195,10 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
     surface: Surface = "assistant" if in_assistant_thread(str(event["channel"]), event.get("thread_ts")) else "dm"
     incoming = _incoming(event, event_id, surface, me)
     is_admin = incoming.user in settings.admins
-    if incoming.files:
+    if incoming.files and (is_admin or not incoming.text):
         return Decision("upload" if is_admin else "upload_refused", incoming)
+    # Someone else's file with a question ("How long do I keep this receipt?" and a screenshot):
+    # the question is answered; the file is not read.
     command = STATS_COMMAND.match(incoming.text)
     if command:
         if not is_admin:
@@ -438,8 +481,12 @@ class Listeners:
         names = [str(f.get("name") or f.get("title") or f.get("id")) for f in incoming.files if f.get("id")]
         if not file_ids:
             return
-        posted = client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
-                                         **blocks.upload_received_message(names))
+        try:
+            posted = client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
+                                             **blocks.upload_received_message(names))
+        except SlackApiError as error:  # the upload is claimed: it must still be queued, or it is lost
+            log.warning("could not confirm the upload in %s: %s", incoming.channel, error.response.get("error"))
+            posted = {}
         show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
         try:
             self.enqueuer.ingest(claim.id, file_ids, incoming.channel, incoming.thread_ts, incoming.user)
@@ -457,6 +504,8 @@ class Listeners:
             return
         if decision.kind == "empty":
             message = blocks.empty_question_message()
+        elif decision.kind == "thanks":
+            message = blocks.thanks_message()
         elif decision.kind == "too_long":
             message = blocks.too_long_message(len(incoming.text), settings.max_question_chars)
         elif decision.kind == "upload_refused":

@@ -46,6 +46,19 @@ def test_source_with_url_is_a_link_and_fallback_origin_is_named() -> None:
     line = blocks.source_line(source(2, document="Payroll calendar", title="Payroll <calendar> | 2026", section="Dates",
                                      url="https://hr.example.com/payroll", origin="fallback", source="HR portal"))
     assert line == "[2] <https://hr.example.com/payroll|Payroll &lt;calendar&gt; ¦ 2026 — Dates> · _fallback: HR portal_"
+    # A URL from a fallback source with '|' or '>' in it cannot end the link early.
+    odd = blocks.source_line(source(3, document="d", title="T", section="", url="https://hr.example.com/a|b>c?x=1&y=2"))
+    assert odd.startswith("[3] <https://hr.example.com/a%7Cb%3Ec?x=1&amp;y=2|T> ")
+
+
+def test_notification_text_pings_no_one_and_stays_within_its_limit() -> None:
+    """The top-level text is mrkdwn too: a policy quoting "<!channel>" must not notify a channel."""
+    message = blocks.answer_message(blocks.AnswerView(
+        question_id=7, reference="Q7K2M9", text="Post urgent notices with <!channel> & tag <@U123>.", action="correct",
+        found=True, sources_used=["knowledge base"]))
+    assert message["text"] == "Post urgent notices with &lt;!channel&gt; &amp; tag &lt;@U123&gt;."
+    shortened = blocks.notification_text("&" * 5000, limit=3000)
+    assert len(shortened) <= 3000 and shortened.endswith("&amp;…")
 
 
 @pytest.mark.parametrize("action,found,sources,expected", [
@@ -123,6 +136,14 @@ def slack_settings():  # -> Settings (no services needed)
 def test_clean_text_removes_the_bot_mention_and_slack_markup() -> None:
     text = "<@UPOLICYBOT>  What does <https://hr.example.com/p|the policy> say about <#C123|travel> &amp; <@U999>?"
     assert clean_text(text, "UPOLICYBOT") == "What does the policy say about #travel & <@U999>?"
+    # An e-mail or phone link keeps its address, which redaction knows, not its label (a name);
+    # channel IDs, group pings and special mentions say nothing to search; dates keep their text.
+    text = ("Ask <mailto:priya@acme.com|Priya Raghunathan> or <tel:+15551234567|Priya> in <#C0123> with "
+            "<!subteam^S0ABC12|@hr-team> <!here> about leave by <!date^1392734382^{date}|Feb 18th> <!subteam^S0ABC13>")
+    assert clean_text(text, None) == "Ask priya@acme.com or +15551234567 in with @hr-team about leave by Feb 18th"
+    from crag.redaction import keyword_query, redact
+
+    assert "priya" not in keyword_query(redact(clean_text(text, None), asker_names=())).lower()
 
 
 def test_mentions_become_questions_or_notices(slack_settings) -> None:
@@ -160,6 +181,21 @@ def test_other_bots_are_answered_when_configured(slack_settings) -> None:
     assert decide_message(event, "Ev1", slack_settings, ME).kind == "ignore"
     own = dict(event, bot_id="BPOLICYBOT")
     assert decide_message(own, "Ev1", permissive, ME).kind == "ignore"
+    # Webhooks and workflows post as `bot_message`: answered too when configured.
+    webhook = {"type": "message", "channel_type": "im", "subtype": "bot_message", "bot_id": "BHOOK", "channel": "D1",
+               "ts": "1.3", "text": "How much leave?"}
+    assert decide_message(webhook, "Ev1", permissive, ME).kind == "question"
+    assert decide_message(webhook, "Ev1", slack_settings, ME).kind == "ignore"
+
+
+def test_thanks_and_greetings_are_not_questions(slack_settings) -> None:
+    dm = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": "1.2"}
+    for text in ("thanks!", "Thank you so much 🙏", "ok great :+1:", "👍"):
+        assert decide_message(dm | {"text": text}, "Ev1", slack_settings, ME).kind == "thanks", text
+    for text in ("hi", "Hello there!", "good morning :wave:"):
+        assert decide_message(dm | {"text": text}, "Ev1", slack_settings, ME).kind == "empty", text
+    for text in ("thanks, and what about contractors?", "Is that ok?", "hi, how many sick days do I get?", "thx 2"):
+        assert decide_message(dm | {"text": text}, "Ev1", slack_settings, ME).kind == "question", text
 
 
 def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
@@ -167,6 +203,10 @@ def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
               "files": [{"id": "F1", "name": "a.md"}]}
     assert decide_message(upload | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
     assert decide_message(upload | {"user": "UNOBODY"}, "Ev1", slack_settings, ME).kind == "upload_refused"
+    # Someone's screenshot with a question: the question is answered (the file is not read).
+    asked = upload | {"user": "UNOBODY", "text": "How long do I keep this receipt?"}
+    assert decide_message(asked, "Ev1", slack_settings, ME).kind == "question"
+    assert decide_message(asked | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
     stats = {"type": "message", "channel_type": "im", "channel": "D1", "ts": "1.2"}
     decision = decide_message(stats | {"user": "UADMIN0001", "text": "Stats 30d"}, "Ev1", slack_settings, ME)
     assert decision.kind == "stats" and decision.days == 30
