@@ -193,7 +193,7 @@ _COMMON_WORDS = frozenset(
 )
 
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
-_TOKEN = re.compile(r"[^\W_]+(?:[.,'’-][^\W_]+)*")  # any script's letters and digits
+WORD_TOKEN = re.compile(r"[^\W_]+(?:[.,'’-][^\W_]+)*")  # any script's letters and digits
 
 
 def keyword_query(question: str, max_keywords: int = 3) -> str:
@@ -209,7 +209,7 @@ def keyword_query(question: str, max_keywords: int = 3) -> str:
     text = _PLACEHOLDER.sub(" ", redacted.lower())
     text = _FILLER_PHRASES.sub(" ", text)
     words: list[str] = []
-    for token in _TOKEN.findall(text):
+    for token in WORD_TOKEN.findall(text):
         word = re.sub(r"['’]s$", "", token).replace("’", "'")
         if word in words or (len(word) < 2 and not word.isdigit()):
             continue

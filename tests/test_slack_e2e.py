@@ -83,6 +83,38 @@ def test_thread_follow_up_is_answered_in_the_same_thread_with_context(stack) -> 
     assert posts[1]["thread_ts"] == first["ts"]
 
 
+def test_a_thread_question_that_stands_alone_is_asked_alone_and_a_thanks_is_no_question(stack, knowledge_base) -> None:
+    """Only a follow-up that leans on the earlier question is asked with it; the earlier one
+    may be someone else's, whose names are redacted from the fallback query too."""
+    stack.fake.add_user("UPRIYA0002", "Priya Raghunathan", display_name="priya.r")
+    channel = "CTHREAD002"
+    first = stack.mention("Hi, I'm Priya Raghunathan - when do payslips show up in Workday?", channel, user="UPRIYA0002")
+    stack.deliver(first)
+    _answer_post(stack, channel, first["ts"])
+    follow_up = stack.mention("and the W-2?", channel, user="UBOB000001", thread_ts=first["ts"])
+    stack.deliver(follow_up)
+    stack.fake.wait_for_posts(channel, first["ts"], count=2)
+    [child] = question_for(stack.settings, channel, follow_up["ts"])
+    sent = " ".join(query["query"] for query in child.fallback_queries).lower()
+    assert child.fallback_queries and "priya" not in sent and "raghunathan" not in sent
+
+    leave = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
+    stack.deliver(leave)
+    _answer_post(stack, channel, leave["ts"])
+    other_topic = stack.mention("What is the deadline for submitting travel expense reports?", channel, thread_ts=leave["ts"])
+    stack.deliver(other_topic)
+    posts = stack.fake.wait_for_posts(channel, leave["ts"], count=2)
+    assert "30 calendar days" in section_texts(posts[1])[0]  # it leads the answer
+    [standalone] = question_for(stack.settings, channel, other_topic["ts"])
+    assert {c["document"] for c in standalone.citations} == {"travel-expenses.md"}
+
+    thanks = stack.mention("thanks! :pray:", channel, thread_ts=leave["ts"])
+    stack.deliver(thanks)
+    posts = stack.fake.wait_for_posts(channel, leave["ts"], count=3)
+    assert "You're welcome" in posts[2]["text"]
+    assert question_for(stack.settings, channel, thanks["ts"]) == []
+
+
 def test_direct_message_gets_one_answer_in_thread(stack) -> None:
     channel = "DUSER00001"
     event = stack.dm("What is the deadline for submitting travel expense reports?", channel)
@@ -291,6 +323,23 @@ def test_pipeline_failure_posts_an_apology_with_the_reference(stack) -> None:
     assert len(stack.fake.posts(channel, event["ts"])) == 1
     assert stack.fake.calls_to("reactions.remove", channel=channel)
     assert stack.worker.log_text().count(f"answering question {row.id} ") == 3  # retried twice, then gave up
+
+
+def test_a_channel_the_bot_cannot_post_in_is_not_retried_and_the_answer_stays_logged(stack) -> None:
+    """not_in_channel will not change on a retry, and an apology would fail the same way."""
+    channel = "CNOTIN0001"
+    event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
+    stack.fake.failures["chat.postMessage"] = "not_in_channel"
+    try:
+        stack.deliver(event)
+        row = wait_until(lambda: next((r for r in question_for(stack.settings, channel, event["ts"]) if r.status == "failed"),
+                                      None), timeout=60, what="the question marked failed")
+        _settle()
+    finally:
+        del stack.fake.failures["chat.postMessage"]
+    assert "not_in_channel" in (row.error or "") and "16 weeks" in (row.answer or "")  # answered, kept for admins
+    assert stack.worker.log_text().count(f"answering question {row.id} ") == 1
+    assert [post.response["error"] for post in stack.fake.posts(channel)] == ["not_in_channel"]  # no retry, no apology
 
 
 @contextmanager

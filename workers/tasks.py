@@ -46,6 +46,10 @@ ANSWER_RETRIES = 2  # three attempts in all
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
 LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
+# chat.postMessage errors that no retry fixes: the bot is not in the channel, it is gone or archived, the token is dead.
+SLACK_PERMANENT_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived", "invalid_auth",
+                                    "account_inactive", "token_revoked", "token_expired", "not_authed"})
+MAX_CONTEXT_QUESTIONS = 3  # a chain of follow-ups reaches back at most this far
 
 
 def _settings():  # -> Settings
@@ -83,16 +87,21 @@ def _test_hooks(question: str) -> None:
         raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
 
 
-def pipeline_question_for(settings, row) -> str | None:  # type: ignore[no-untyped-def]
-    """A thread follow-up is asked together with the thread's earlier question."""
+def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def]
+    """The thread's earlier questions this one continues, oldest first: none when it stands
+    alone; "What about contractors?" then "And interns?" reach back to the question they follow."""
+    from crag.followups import continues_earlier
     from policybot.answering import get_question
 
-    if row.parent_id is None:
-        return None
-    parent = get_question(settings, row.parent_id)
-    if parent is None:
-        return None
-    return f"{parent.question} {row.question}"
+    earlier: list = []
+    current = row
+    while current.parent_id is not None and continues_earlier(current.question) and len(earlier) < MAX_CONTEXT_QUESTIONS:
+        parent = get_question(settings, current.parent_id)
+        if parent is None:
+            break
+        earlier.insert(0, parent)
+        current = parent
+    return earlier
 
 
 @celery_app.task(bind=True, name="policybot.answer_question", max_retries=ANSWER_RETRIES,
@@ -128,28 +137,47 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             if row.status != "answered":
                 log.info("answering question %s (ref %s), attempt %s", question_id, row.reference, attempt)
                 _test_hooks(row.question)
-                answer_question(settings, question_id, pipeline_question=pipeline_question_for(settings, row),
-                                asker_names=ASKER_NAMES.get(client, row.asker))
+                context = [*earlier_questions_for(settings, row), row]
+                # Earlier questions may be someone else's: their names are redacted too.
+                askers = dict.fromkeys(question.asker for question in context)
+                answer_question(settings, question_id,
+                                pipeline_question=" ".join(question.question for question in context) if len(context) > 1 else None,
+                                asker_names=tuple(name for asker in askers for name in ASKER_NAMES.get(client, asker)))
                 row = get_question(settings, question_id)
                 assert row is not None
             message = blocks.answer_message(blocks.AnswerView.from_row(row))
             posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
                                              unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
-            if self.request.retries < self.max_retries:
+            slack_error = error.response.get("error") if isinstance(error, SlackApiError) else None
+            # Slack's answer will not change for these: retrying, or apologising in the same
+            # place, only fails again. The answer stays in the log for admins.
+            final = slack_error in SLACK_PERMANENT_ERRORS
+            if self.request.retries < self.max_retries and not final:
                 countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
+                if slack_error == "ratelimited":  # wait as long as Slack asks
+                    countdown = max(countdown, _retry_after_s(error))
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
                             question_id, row.reference, attempt, countdown, _describe(error))
                 raise self.retry(exc=error, countdown=countdown) from None
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       _describe(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
-            _apologise(client, settings, row)
+            if not final:
+                _apologise(client, settings, row)
             return "failed"
         mark_posted(settings, question_id, str(posted["ts"]))
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
         log.info("question %s (ref %s) answered in %s, ts %s", question_id, row.reference, row.channel, posted["ts"])
         return "posted"
+
+
+def _retry_after_s(error: BaseException) -> int:
+    """Slack's Retry-After for a rate-limited call, in seconds (0 when it gives none)."""
+    headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
+    value = value[0] if isinstance(value, list) and value else value
+    return min(int(value), 300) if str(value).isdigit() else 0
 
 
 def _describe(error: BaseException) -> str:

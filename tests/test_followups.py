@@ -1,0 +1,25 @@
+"""Which thread messages continue the question before them (crag.followups)."""
+
+from __future__ import annotations
+
+import pytest
+
+from crag.followups import continues_earlier
+
+
+@pytest.mark.parametrize("message", [
+    "what about contractors?", "And for international trips?", "Does that apply to interns too?",
+    "Is this the same for contractors?", "Can I carry them over?", "What's the deadline?", "For interns?",
+    "and the W-2?", "Same for part-time staff?", "Who approves it?",
+])
+def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
+    assert continues_earlier(message)
+
+
+@pytest.mark.parametrize("message", [
+    "How many sick days do I get?", "Is it allowed to expense alcohol?",
+    "What is the deadline for submitting travel expense reports?", "Can I bring my dog to the office?",
+    "What is the per diem in London?", "Who approves a hotel above the cap?",
+])
+def test_questions_that_stand_alone(message: str) -> None:
+    assert not continues_earlier(message)
