@@ -48,6 +48,18 @@ def test_migrations_from_empty_twice(settings):
         fresh.dispose()
 
 
+def test_a_failed_statement_does_not_carry_its_values_into_error_messages(settings):
+    """Errors are logged with their message; a question's text must not ride along."""
+    import sqlalchemy
+
+    from policybot import db
+
+    with pytest.raises(sqlalchemy.exc.DBAPIError) as raised, db.engine(settings).connect() as connection:
+        connection.execute(sqlalchemy.text("INSERT INTO no_such_table (question) VALUES (:question)"),
+                           {"question": "priya@example.com asks about leave"})
+    assert "priya@example.com" not in str(raised.value) and "hidden" in str(raised.value)
+
+
 def test_every_format_is_ingested_with_heading_paths(settings, ingested_samples):
     by_suffix = {Path(item.path).suffix: item for item in ingested_samples.files}
     for suffix in (".md", ".txt", ".html", ".pdf", ".docx"):
