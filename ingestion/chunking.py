@@ -157,9 +157,50 @@ def chunk_markdown(
     drafts: list[ChunkDraft] = []
     for section in split_sections(markdown):
         section_name = HEADING_SEPARATOR.join(section.heading_path)
-        for piece in splitter.split_text(section.body):
+        body = tables_in_row_groups(section.body, tokenize, int(chunk_tokens * 0.8))
+        for piece in splitter.split_text(body):
             piece = piece.strip()
             if piece:
                 drafts.append(ChunkDraft(text=piece, section=section_name, position=len(drafts)))
     return drafts
 
+
+
+_TABLE_SEPARATOR = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+
+
+def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], budget: int) -> str:
+    """A table too long for one chunk as groups of whole rows, each under its header row, one
+    paragraph each: the splitter then cuts between groups, never inside a row, and every
+    chunk says which column a number is in."""
+    lines = body.split("\n")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        is_table = (lines[index].startswith("|") and index + 1 < len(lines)
+                    and _TABLE_SEPARATOR.match(lines[index + 1].strip()))
+        if not is_table:
+            out.append(lines[index])
+            index += 1
+            continue
+        end = index + 2
+        while end < len(lines) and lines[end].startswith("|"):
+            end += 1
+        header, rows = lines[index:index + 2], lines[index + 2:end]
+        # Costs row by row: a whole long table in one call would exceed the tokenizer's length.
+        header_cost = sum(len(tokenize(line)) for line in header)
+        row_costs = [len(tokenize(row)) for row in rows]
+        if header_cost + sum(row_costs) <= budget:
+            out.extend(lines[index:end])
+        else:
+            group: list[str] = []
+            cost = header_cost
+            for row, row_cost in zip(rows, row_costs):
+                if group and cost + row_cost > budget:
+                    out.extend([*header, *group, ""])
+                    group, cost = [], header_cost
+                group.append(row)
+                cost += row_cost
+            out.extend([*header, *group])
+        index = end
+    return "\n".join(out)

@@ -7,7 +7,9 @@ heading path for all of them.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from wordfreq import zipf_frequency
 
 from ingestion.chunking import code_lines, first_title, heading_text, keep_as_text
 from ingestion.docx_blocks import DocxBlock, NotADocx, read_docx_blocks
+from ingestion.html_reader import html_to_markdown
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
 
@@ -40,7 +43,7 @@ def load_document(path: Path) -> LoadedDocument:
         elif suffix == ".txt":
             text = _mark_plain_headings(_read_flat(path))
         elif suffix in {".html", ".htm"}:
-            text = _html_to_markdown(path.read_bytes())
+            text = html_to_markdown(path.read_bytes())
         elif suffix == ".pdf":
             text = _mark_plain_headings(_reflow_pdf_lines(_read_pdf(path)))
         else:
@@ -71,8 +74,10 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<fields>(?:.*\n){0,60}?)(?:---|\.\.
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 # An image whose URL is a data: URI, wrapped over lines or not, raw SVG with quoted ")" or a
 # title holding one included; a lone quote is a character. Never past the end of its paragraph.
+# The repetition is possessive: a quote can be read two ways, and an image that never closes
+# would otherwise be tried every way (minutes for twenty quoted SVG attributes).
 _EMBEDDED_IMAGE = re.compile(
-    r"""!\[([^\]\n]*)\]\(\s*<?data:(?:[^)"'\n]|"[^"\n]*"|'[^'\n]*'|["']|\n(?![ \t]*\n))*\)""")
+    r"""!\[([^\]\n]*)\]\(\s*<?data:(?:[^)"'\n]|"[^"\n]*"|'[^'\n]*'|["']|\n(?![ \t]*\n))*+\)""")
 _DATA_URI = re.compile(r"""data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+|(?<==)(["'])data:[^"']*\1""")
 
 
@@ -101,11 +106,33 @@ def _markdown_for_chunking(text: str) -> str:
             out[-1] = ("# " if underline.group(1)[0] == "=" else "## ") + previous.strip()
             continue
         out.append(line)
-    text = _EMBEDDED_IMAGE.sub(r"\1", "\n".join(out))
+    text = _outside_code("\n".join(out), _without_drafts)
+    text = _EMBEDDED_IMAGE.sub(r"\1", text)
     text = _DATA_URI.sub("", text)
     if title and first_title(text) is None:
         text = f"# {title}\n\n{text}"
     return text
+
+
+# What a Markdown author keeps out of the policy: HTML comments (drafts, notes to editors) and
+# struck text (GitHub's ~~…~~, <del>, <s>): "Meals: ~~50~~ 75 EUR" is 75 EUR.
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_STRUCK = re.compile(r"~~(?=\S)[^\n]*?(?<=\S)~~|<(del|s|strike)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+
+
+def _without_drafts(text: str) -> str:
+    return _STRUCK.sub("", _HTML_COMMENT.sub("", text))
+
+
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """`change` applied to the text between fenced code blocks; code stays as written."""
+    lines = text.split("\n")
+    in_code = code_lines(lines)
+    parts: list[str] = []
+    for code, run in itertools.groupby(zip(lines, in_code), key=lambda pair: pair[1]):
+        segment = "\n".join(line for line, _ in run)
+        parts.append(segment if code else change(segment))
+    return "\n".join(parts)
 
 
 def _is_yaml_mapping(fields: str) -> bool:
@@ -194,24 +221,6 @@ def _docx_markdown(block: DocxBlock, heading_shift: int | None) -> str:
     if block.kind == "item":
         return "- " + block.text
     return keep_as_text(block.text)
-
-
-def _html_to_markdown(raw: bytes) -> str:
-    """HTML as Markdown (markdownify): headings as "#" lines, every block of text once,
-    nested lists indented, tables as rows; links, images and emphasis as their plain text."""
-    from bs4 import BeautifulSoup
-    from markdownify import MarkdownConverter
-
-    soup = BeautifulSoup(raw, "html.parser")
-    title = soup.title.get_text(strip=True) if soup.title else ""
-    for unwanted in soup(["head", "script", "style", "nav", "footer", "noscript", "template"]):
-        unwanted.decompose()
-    converter = MarkdownConverter(heading_style="ATX", bullets="-",
-                                  strip=["a", "img", "b", "strong", "em", "i", "u", "span"])
-    text = converter.convert_soup(soup.body or soup)
-    if title and first_title(text) is None:
-        text = f"# {title}\n\n{text}"
-    return text
 
 
 def _reflow_pdf_lines(text: str) -> str:

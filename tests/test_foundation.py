@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -385,6 +386,111 @@ def test_a_hash_line_in_plain_text_or_word_is_text_not_markdown(tmp_path) -> Non
     sections = split_sections(load_document(path).text)
     assert [s.heading_path for s in sections] == [("Per Diem",)]
     assert sections[0].body.splitlines()[-1] == "Per diem is 40 EUR."
+
+
+def test_html_reads_the_content_not_the_page_around_it(tmp_path) -> None:
+    """An intranet page: site header with its logo heading, menus, a cookie banner, a sidebar and
+    the site footer are not policy; the article's own footer is. The page's title loses the site name."""
+    path = tmp_path / "travel.html"
+    path.write_text(
+        "<html><head><title>Travel Policy - Acme Intranet</title></head><body>"
+        "<header><h1>Acme Intranet</h1><input placeholder='Search'></header>"
+        "<div id='topnav'><ul><li>Home</li><li>HR</li></ul></div>"
+        "<div class='cookie-banner'><h2>We value your privacy</h2><button>Accept all</button></div>"
+        "<aside><h3>Related articles</h3><p>Old travel FAQ</p></aside>"
+        "<article><h2>Travel Policy</h2><h3>Flights</h3><p>Economy only.</p>"
+        "<footer>Supersedes version 3.</footer></article>"
+        "<div id='footer'>© 2024 Acme Corp | Privacy</div></body></html>", encoding="utf-8")
+    loaded = load_document(path)
+    assert loaded.title == "Travel Policy"
+    sections = split_sections(loaded.text)
+    assert [(s.heading_path, s.body) for s in sections] == [
+        (("Travel Policy", "Flights"), "Economy only.\n\nSupersedes version 3.")]
+
+
+def test_html_drops_struck_and_hidden_text_and_keeps_numbers_and_cells_in_place(tmp_path) -> None:
+    """A rule that no longer applies must not stand next to the one that does; a footnote must
+    not glue onto an amount; a merged cell must not shift a row's values into other columns."""
+    path = tmp_path / "expenses.html"
+    path.write_text(
+        "<html><head><style>.c3{color:red;text-decoration:line-through}</style></head><body><h1>Expense Policy</h1>"
+        "<p>Meals: <strike>$50</strike><del>$55</del><s>$60</s> $75 per day.</p>"
+        "<p>Per diem <span style='text-decoration: line-through'>$40</span> $60.</p>"
+        "<p><span class='c3'>Fathers receive 2 weeks.</span>All parents receive 16 weeks.</p>"
+        "<div hidden>Draft: meals up to 100 EUR.</div><div style='display:none'>Old rule: receipts above 10 EUR.</div>"
+        "<p># of carry-over days: 5</p>"
+        "<p>The nightly cap is 200<sup>1</sup> EUR, from the 1<sup>st</sup> of May.</p>"
+        "<p>Write to hr_benefits@acme.com about PTO_CARRY <img src='flow.png' alt='(Finance pays within 30 days)'></p>"
+        "<details><summary>Hotel cap in London?</summary>250 EUR per night.</details>"
+        "<h2>Rates <a class='headerlink' href='#rates'>¶</a></h2>"
+        "<table><tr><th>Region</th><th>City</th><th>Hotel cap</th><th>Meals</th></tr>"
+        "<tr><td rowspan='2'>Europe</td><td>Paris</td><td>250</td><td>80</td></tr>"
+        "<tr><td>Berlin</td><td>180</td><td>60</td></tr><tr><td>Asia</td><td>Tokyo | Osaka</td><td>300</td><td>90</td></tr>"
+        "</table></body></html>", encoding="utf-8")
+    text = load_document(path).text
+    for gone in ("$50", "$55", "$60 ", "$40", "Fathers", "Draft", "Old rule"):
+        assert gone not in text, (gone, text)
+    for kept in ("$75 per day.", "Per diem $60.", "All parents receive 16 weeks.", "200¹ EUR, from the 1st of May",
+                 "hr_benefits@acme.com about PTO_CARRY (Finance pays within 30 days)",
+                 "Hotel cap in London?\n\n250 EUR per night.", "| Europe | Berlin | 180 | 60 |",
+                 "| Asia | Tokyo \\| Osaka | 300 | 90 |"):
+        assert kept in text, (kept, text)
+    assert [s.heading_path for s in split_sections(text)] == [("Expense Policy",), ("Expense Policy", "Rates")]
+
+
+def test_html_from_word_and_legacy_pages(tmp_path) -> None:
+    """Word's "Save as Web Page": its title style is the title, its conditional list markers
+    are not text; a page of unclosed <font> tags nests thousands deep; no charset declared
+    and not UTF-8 is windows-1252, what browsers assume."""
+    word = tmp_path / "travel.html"
+    word.write_text(
+        "<html><head><title>Travel Policy</title></head><body><p class=MsoTitle>Travel Policy</p><h1>1. Booking</h1>"
+        "<p class=MsoListParagraph><![if !supportLists]><span style='mso-list:Ignore'>·<span>&nbsp;&nbsp;</span></span>"
+        "<![endif]>Economy for domestic flights</p>"
+        "<p class=MsoListParagraph><![if !supportLists]><span style='mso-list:Ignore'>1.<span>&nbsp;</span></span>"
+        "<![endif]>Get approval</p></body></html>", encoding="utf-8")
+    text = load_document(word).text
+    assert "if !supportLists" not in text and "endif" not in text
+    assert "- Economy for domestic flights" in text and "1. Get approval" in text
+    assert [s.heading_path for s in split_sections(text)] == [("Travel Policy", "1. Booking")]
+
+    legacy = tmp_path / "legacy.html"
+    legacy.write_bytes(("<html><body><h1>Richtlinie</h1>" + "<p><font face=Arial>Regel." * 1500
+                        + "<p>Übernachtung bis 150 € pro Nacht.</body></html>").encode("cp1252"))
+    text = load_document(legacy).text
+    assert text.count("Regel.") == 1500 and "Übernachtung bis 150 € pro Nacht." in text
+
+
+@pytest.mark.timeout(30)  # the old pattern took minutes on this input: a hang, not a speed target
+def test_markdown_drafts_struck_text_and_unclosed_inline_svg(tmp_path) -> None:
+    path = tmp_path / "expenses.md"
+    svg = "![Approval flow](data:image/svg+xml;utf8,<svg " + " ".join(f'a{i}="{i}"' for i in range(30))
+    path.write_text("# Expense Policy\n\n## Meals\n\nMeals: ~~50~~ 75 EUR a day, <del>taxis</del> trains.\n\n"
+                    "<!--\n## Draft section (not approved)\nMeals up to 100 EUR.\n-->\n\n"
+                    f"{svg}\n\nClaims over 500 EUR need approval.\n\n```\n<!-- kept in code -->\n```\n",
+                    encoding="utf-8")
+    text = load_document(path).text
+    assert "Meals: 75 EUR a day, trains." in text.replace("  ", " ")
+    assert "Draft" not in text and "100 EUR" not in text and "<!-- kept in code -->" in text
+    assert "Claims over 500 EUR need approval." in text
+    assert [s.heading_path for s in split_sections(text)] == [("Expense Policy", "Meals")]
+
+
+def test_a_long_table_is_chunked_between_rows_under_its_header() -> None:
+    """Every chunk of a 60-row rate table says which column a number is in."""
+    from crag.evaluator import minilm_folder
+    from ingestion.chunking import chunk_markdown, word_piece_counter
+
+    rows = "\n".join(f"| City{i} | {100 + i} | {40 + i} |" for i in range(60))
+    markdown = ("# Per Diem\n\nRates by city:\n\n| City | Hotel cap EUR | Meals EUR |\n| --- | --- | --- |\n"
+                f"{rows}\n\nAfter the table.\n")
+    chunks = chunk_markdown(markdown, word_piece_counter(str(minilm_folder())))
+    assert len(chunks) > 1
+    for chunk in chunks:
+        table = [line for line in chunk.text.split("\n") if line.startswith("|")]
+        assert table[:2] == ["| City | Hotel cap EUR | Meals EUR |", "| --- | --- | --- |"], chunk.text
+        assert all(re.fullmatch(r"\| City(\d+) \| 1\d\d \| \d+ \|", row) for row in table[2:]), chunk.text
+    assert sum(len(re.findall(r"^\| City\d+ ", c.text, re.M)) for c in chunks) == 60
 
 
 def test_html_keeps_every_block_of_text_once(tmp_path) -> None:

@@ -1,0 +1,316 @@
+"""An HTML policy page as Markdown-shaped text (BeautifulSoup, then markdownify).
+
+What a careful reader of the page would take for its policy text, and only that:
+- the page's main content when it marks one (`<main>`, `role="main"`, one `<article>`), and
+  never its furniture (scripts, navigation, banners, site headers, asides, cookie notices,
+  form controls, footers outside the content);
+- no hidden text (`hidden`, `display:none`) and no struck or deleted text (`<del>`, `<s>`,
+  line-through styles and classes): a rule that no longer applies must not be cited next to
+  the one that does;
+- footnote markers kept apart from the numbers they follow (`200<sup>1</sup>` is `200¹`, not
+  `2001`), a table's merged cells repeated in each row they span, `|` in a cell kept in it;
+- a text line that starts with "#" stays text (only `<h1>`…`<h6>` are headings), and
+  addresses and codes keep their underscores (no Markdown escaping: the text is chunked,
+  never rendered).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from bs4 import BeautifulSoup, Comment, Declaration, ProcessingInstruction, XMLParsedAsHTMLWarning
+from bs4.dammit import EncodingDetector
+from markdownify import MarkdownConverter
+
+from ingestion.chunking import code_lines, first_title
+
+# Marks the "#" of a real heading while the page is converted: every other "#" line is text.
+_HEADING_MARK = "\x00"
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(\s|$)")
+_SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+_STRUCK_STYLE = re.compile(r"text-decoration(?:-line)?\s*:[^;]*line-through", re.IGNORECASE)
+_CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+# Consent banners by their usual names; not "cookie-policy", the page a cookie policy lives on.
+_COOKIE_NOTICE = re.compile(
+    r"(?:cookie|consent|gdpr)[-_ ]?(?:banner|notice|bar|popup|modal|dialog|overlay|prompt)|onetrust|cookiebot|cc-window",
+    re.IGNORECASE)
+_FURNITURE_ROLES = {"banner", "navigation", "contentinfo", "search"}
+_FURNITURE_NAME = re.compile(r"^(?:(?:top|main|site|global|primary|page|side)[-_]?)?(?:nav|navbar|navigation|menu|"
+                             r"breadcrumbs?|footer|sidebar|skip-?links?)$", re.IGNORECASE)
+_PERMALINK_TEXT = {"", "¶", "#", "§", "🔗", "link"}
+_WORD_BULLETS = {"·", "•", "o", "§", "▪", "", "Ø", "ü", "-", "–"}
+# Tags that carry no structure, only looks: unwrapped, so that pages built of thousands of
+# unclosed <font> or <span> tags do not nest past the converter's recursion.
+_LOOKS_ONLY = ["font", "span", "o:p", "b", "strong", "em", "i", "u", "small", "big", "mark", "abbr", "center"]
+_RECURSION_LIMIT = 20_000
+
+
+def html_to_markdown(raw: bytes) -> str:
+    with warnings.catch_warnings():  # XHTML is read as HTML on purpose: no warning per file
+        warnings.simplefilter("ignore", XMLParsedAsHTMLWarning)
+        soup = BeautifulSoup(_decode(raw), "html.parser")
+    title = soup.title.get_text(strip=True) if soup.title else ""
+    struck_classes = _line_through_classes(soup)
+    _drop_furniture(soup)
+    _drop_hidden_and_struck(soup, struck_classes)
+    root = _main_content(soup)
+    _prepare(root)
+    title = _site_name_dropped(title, root)
+    _title_heading_at_level_one(root, title)
+    with _deeper_recursion():
+        try:
+            text = _PolicyMarkdown(heading_style="ATX", bullets="-", strip=["a"], escape_underscores=False,
+                                   escape_asterisks=False, escape_misc=False).convert_soup(root)
+        except RecursionError:
+            raise ValueError("the page nests its elements too deeply to read") from None
+    text = _headings_only_from_tags(text)
+    if title and first_title(text) is None:
+        text = f"# {title}\n\n{text}"
+    return text
+
+
+def _site_name_dropped(title: str, root: Any) -> str:
+    """"Travel Policy - Acme Intranet" is "Travel Policy" when the content's first heading says so."""
+    first = root.find(re.compile(r"^h[1-6]$"))
+    heading = " ".join(first.get_text().split()) if first is not None else ""
+    for separator in (" - ", " | ", " – ", " — ", " : "):
+        parts = [part.strip() for part in title.split(separator)]
+        if heading and heading in (parts[0], parts[-1]) and len(parts) > 1:
+            return heading
+    return title
+
+
+def _title_heading_at_level_one(root: Any, title: str) -> None:
+    """Content whose first heading is the page's title at <h2> (the site's logo was the <h1>)
+    starts at "#", its other headings under it."""
+    headings = root.find_all(re.compile(r"^h[1-6]$"))
+    if not headings or " ".join(headings[0].get_text().split()) != title:
+        return
+    shift = int(headings[0].name[1]) - 1
+    if shift > 0 and all(int(h.name[1]) > shift for h in headings):
+        for heading in headings:
+            heading.name = f"h{int(heading.name[1]) - shift}"
+
+
+def _decode(raw: bytes) -> str:
+    """UTF-8 when the bytes are UTF-8 (whatever the page declares), else the declared
+    charset, else windows-1252, what Western browsers assume for an undeclared page."""
+    for bom, encoding in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        if raw.startswith(bom):
+            return raw.decode(encoding, errors="replace").lstrip("\ufeff")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    declared = EncodingDetector.find_declared_encoding(raw, is_html=True)
+    if declared and declared.lower().replace("_", "-") not in ("utf-8", "utf8"):
+        try:
+            return raw.decode(declared, errors="replace")
+        except LookupError:  # a charset Python does not know
+            pass
+    return raw.decode("cp1252", errors="replace")
+
+
+def _line_through_classes(soup: Any) -> set[str]:
+    """Classes a page's style sheets strike through (Google Docs writes `.c3{text-decoration:line-through}`)."""
+    classes: set[str] = set()
+    for style in soup.find_all("style"):
+        for selectors, body in _CSS_RULE.findall(style.get_text()):
+            if _STRUCK_STYLE.search(body):
+                for selector in selectors.split(","):
+                    last_class = re.search(r"\.([\w-]+)\s*$", selector)
+                    if last_class:
+                        classes.add(last_class.group(1))
+    return classes
+
+
+def _drop_furniture(soup: Any) -> None:
+    # Form controls go, not forms: ASP.NET and SharePoint wrap the whole page in one.
+    for node in soup(["head", "script", "style", "nav", "noscript", "template", "input", "select", "button",
+                      "textarea", "iframe", "svg"]):
+        node.decompose()
+    # Word's downlevel conditionals (<![if !supportLists]>), XML declarations, comments.
+    for node in soup.find_all(string=lambda s: isinstance(s, (Comment, Declaration, ProcessingInstruction))):
+        node.extract()
+    for node in soup.find_all(attrs={"role": True}):
+        if not node.decomposed and str(node.get("role", "")).lower() in _FURNITURE_ROLES:
+            node.decompose()
+    for node in soup.find_all(["div", "section", "dialog"]):
+        if not node.decomposed and _COOKIE_NOTICE.search(" ".join([node.get("id") or "", *node.get("class", [])])):
+            node.decompose()
+    # Menus, breadcrumbs and footers built of divs, by their usual names, outside the content.
+    for node in soup.find_all(["div", "ul", "ol", "section"]):
+        if node.decomposed or node.find_parent(["article", "main"]) is not None:
+            continue
+        names = [node.get("id") or "", *node.get("class", [])]
+        if any(_FURNITURE_NAME.search(name) for name in names if name):
+            node.decompose()
+    # Site headers, footers and sidebars sit outside the content; an article's own footer
+    # ("Supersedes version 3. Policy owner: Finance.") or aside is part of it.
+    for node in soup.find_all(["header", "footer", "aside"]):
+        if not node.decomposed and node.find_parent(["article", "main"]) is None:
+            node.decompose()
+
+
+def _drop_hidden_and_struck(soup: Any, struck_classes: set[str]) -> None:
+    for node in soup.find_all(True):
+        if node.decomposed:
+            continue
+        style = node.get("style") or ""
+        hidden = node.has_attr("hidden") or str(node.get("aria-hidden", "")).lower() == "true" or _HIDDEN_STYLE.search(style)
+        struck = (node.name in ("del", "s", "strike") or _STRUCK_STYLE.search(style)
+                  or any(name in struck_classes for name in node.get("class", [])))
+        if hidden or struck:
+            node.decompose()
+
+
+def _main_content(soup: Any) -> Any:
+    """The element holding the page's content when the page marks one; else its body."""
+    for candidate in (soup.find("main"), soup.find(attrs={"role": "main"}), soup.find(id="main-content")):
+        if candidate is not None:
+            return candidate
+    articles = soup.find_all("article")
+    if len(articles) == 1:
+        return articles[0]
+    return soup.body or soup
+
+
+def _prepare(root: Any) -> None:
+    """Reshape what markdownify would misread."""
+    for link in root.find_all(["ac:link"]):  # Confluence storage format: the page title is the link text
+        page = link.find("ri:page")
+        if not link.get_text(strip=True) and page is not None and page.get("ri:content-title"):
+            link.replace_with(page["ri:content-title"])
+    for heading in root.find_all(re.compile(r"^h[1-6]$")):
+        for anchor in heading.find_all("a"):  # permalinks ("¶", "#") are not part of the heading
+            if anchor.get_text(strip=True) in _PERMALINK_TEXT:
+                anchor.decompose()
+    # Word's and Google Docs' title style, before any heading (Confluence's note macros also
+    # have a "title" paragraph, in the middle of the page).
+    first_heading = root.find(re.compile(r"^h[1-6]$"))
+    titles = [p for p in root.find_all("p") if {"MsoTitle", "title"} & set(p.get("class", []))
+              and (first_heading is None or _comes_before(p, first_heading))]
+    if titles:  # the title, and every heading one level under it
+        for heading in root.find_all(re.compile(r"^h[1-5]$")):
+            heading.name = f"h{int(heading.name[1]) + 1}"
+        for paragraph in titles[:1]:
+            paragraph.name = "h1"
+    for marker in root.find_all("span", style=re.compile(r"mso-list\s*:\s*ignore", re.IGNORECASE)):
+        # Word's own list marker ("·" and spaces, "1." and spaces) as Markdown's.
+        label = " ".join(marker.get_text().split())
+        marker.replace_with("- " if not label or label in _WORD_BULLETS else f"{label} ")
+    for summary in root.find_all("summary"):  # a <details> question is not run into its answer
+        summary.name = "p"
+    for table in root.find_all("table"):
+        _repeat_row_spans(table)
+    for name in _LOOKS_ONLY:
+        for node in root.find_all(name):
+            node.unwrap()
+
+
+def _comes_before(first: Any, second: Any) -> bool:
+    return any(node is second for node in first.next_elements)
+
+
+def _repeat_row_spans(table: Any) -> None:
+    """A cell spanning rows is repeated in each of them, so every row has its columns in place."""
+    spanning: dict[int, tuple[Any, int]] = {}  # column -> (cell, rows still to fill)
+    for row in table.find_all("tr"):
+        if row.find_parent("table") is not table:
+            continue  # a nested table's row
+        cells = row.find_all(["td", "th"], recursive=False)
+        placed: list[Any] = []
+        column = 0
+        while cells or any(col >= column for col in spanning):
+            if column in spanning:
+                cell, left = spanning[column]
+                placed.append(copy.copy(cell))
+                spanning[column] = (cell, left - 1)
+                if left - 1 == 0:
+                    del spanning[column]
+            elif cells:
+                cell = cells.pop(0)
+                rows = _span(cell, "rowspan")
+                if rows > 1:
+                    del cell["rowspan"]
+                    spanning[column] = (cell, rows - 1)
+                placed.append(cell)
+            else:
+                column += 1  # a gap left of a spanning cell further right
+                continue
+            column += _span(placed[-1], "colspan")
+        for cell in row.find_all(["td", "th"], recursive=False):
+            cell.extract()
+        for cell in placed:
+            row.append(cell)
+
+
+def _span(cell: Any, attribute: str) -> int:
+    value = str(cell.get(attribute, "1")).strip()
+    return max(1, min(int(value), 1000)) if value.isdigit() else 1
+
+
+@contextmanager
+def _deeper_recursion() -> Iterator[None]:
+    """markdownify converts the tree recursively (three frames per level); legacy pages
+    nest hundreds of levels. Python 3.11+ runs Python-to-Python calls without C stack."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, _RECURSION_LIMIT))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+def _headings_only_from_tags(text: str) -> str:
+    """A "#" line that no <hN> made ("# of carry-over days: 5") gets a leading space, which the
+    chunker reads as text, and spaces left where struck text was collapse; code blocks stay
+    as they are."""
+    lines = text.split("\n")
+    in_code = code_lines(lines)
+    out = []
+    for line, code in zip(lines, in_code):
+        if line.startswith(_HEADING_MARK):
+            line = line[len(_HEADING_MARK):]
+        elif not code and _HEADING_LINE.match(line):
+            line = " " + line.lstrip()
+        if not code:
+            line = re.sub(r"(?<=\S) {2,}(?=\S)", " ", line)
+        out.append(line.replace(_HEADING_MARK, ""))
+    return "\n".join(out)
+
+
+class _PolicyMarkdown(MarkdownConverter):  # type: ignore[misc]
+    def convert_hN(self, n: int, el: Any, text: str, parent_tags: set[str]) -> str:
+        converted = super().convert_hN(n, el, text, parent_tags)
+        if "_inline" in parent_tags:
+            return converted
+        return re.sub(r"^(\s*)#", lambda m: m.group(1) + _HEADING_MARK + "#", converted, count=1)
+
+    def convert_img(self, el: Any, text: str, parent_tags: set[str]) -> str:
+        return str(el.get("alt") or "").strip()  # the picture's words, never its address
+
+    def convert_sup(self, el: Any, text: str, parent_tags: set[str]) -> str:
+        """Digits become superscript digits (a footnote on "200" reads "200¹", not "2001");
+        an ordinal's letters stay on their number ("1st"); other markers stand apart."""
+        text = text.strip()
+        before = el.previous_sibling
+        after_digit = isinstance(before, str) and before[-1:].isdigit()
+        if text.isdigit():
+            return text.translate(_SUPERSCRIPT_DIGITS)
+        if after_digit and text.isalpha() and len(text) <= 3:
+            return text
+        return f" {text} " if text else ""
+
+    def convert_td(self, el: Any, text: str, parent_tags: set[str]) -> str:
+        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)
+
+    def convert_th(self, el: Any, text: str, parent_tags: set[str]) -> str:
+        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)
