@@ -157,7 +157,7 @@ def chunk_markdown(
     drafts: list[ChunkDraft] = []
     for section in split_sections(markdown):
         section_name = HEADING_SEPARATOR.join(section.heading_path)
-        body = tables_in_row_groups(section.body, tokenize, int(chunk_tokens * 0.8))
+        body = tables_in_row_groups(section.body, tokenize, chunk_tokens)
         for piece in splitter.split_text(body):
             piece = piece.strip()
             if piece:
@@ -169,10 +169,11 @@ def chunk_markdown(
 _TABLE_SEPARATOR = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
 
 
-def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], budget: int) -> str:
+def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], chunk_tokens: int) -> str:
     """A table too long for one chunk as groups of whole rows, each under its header row, one
     paragraph each: the splitter then cuts between groups, never inside a row, and every
-    chunk says which column a number is in."""
+    chunk says which column a number is in. A table that fits one chunk stays as it is."""
+    budget = int(chunk_tokens * 0.9)  # the splitter counts its separators too
     lines = body.split("\n")
     out: list[str] = []
     index = 0
@@ -190,7 +191,7 @@ def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], budget
         # Costs row by row: a whole long table in one call would exceed the tokenizer's length.
         header_cost = sum(len(tokenize(line)) for line in header)
         row_costs = [len(tokenize(row)) for row in rows]
-        if header_cost + sum(row_costs) <= budget:
+        if header_cost + sum(row_costs) <= chunk_tokens:
             out.extend(lines[index:end])
         else:
             group: list[str] = []
