@@ -144,6 +144,15 @@ def _only_words_of(text: str, words: frozenset[str]) -> bool:
     return not re.search(r"\d", text) and all(word in words for word in re.findall(r"[^\W\d_]+", text))
 
 
+_QUESTION_OPENING = re.compile(
+    r"^\W*(?:how|what|when|where|who|whom|which|why|can|could|do|does|did|is|are|am|should|shall|may|might|"
+    r"will|would|must|have|has)\b", re.IGNORECASE)
+
+
+def _asks_something(text: str) -> bool:
+    return "?" in text or bool(_QUESTION_OPENING.match(text))
+
+
 def is_courtesy(text: str) -> bool:
     """Only thanks, acknowledgements or emoji ("thanks!", "ok great 👍", ":pray:"); not "???"."""
     said_something = re.search(r"[^\W\d_]", text) or _EMOJI_CODE.search(text) or any(
@@ -195,10 +204,11 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
     surface: Surface = "assistant" if in_assistant_thread(str(event["channel"]), event.get("thread_ts")) else "dm"
     incoming = _incoming(event, event_id, surface, me)
     is_admin = incoming.user in settings.admins
-    if incoming.files and (is_admin or not incoming.text):
-        return Decision("upload" if is_admin else "upload_refused", incoming)
     # Someone else's file with a question ("How long do I keep this receipt?" and a screenshot):
-    # the question is answered; the file is not read.
+    # the question is answered, the file is not read. With anything else ("please add this")
+    # it is an upload they may not make.
+    if incoming.files and (is_admin or not _asks_something(incoming.text)):
+        return Decision("upload" if is_admin else "upload_refused", incoming)
     command = STATS_COMMAND.match(incoming.text)
     if command:
         if not is_admin:

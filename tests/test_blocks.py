@@ -207,6 +207,8 @@ def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
     asked = upload | {"user": "UNOBODY", "text": "How long do I keep this receipt?"}
     assert decide_message(asked, "Ev1", slack_settings, ME).kind == "question"
     assert decide_message(asked | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
+    assert decide_message(upload | {"user": "UNOBODY", "text": "please add this"}, "Ev1", slack_settings, ME).kind \
+        == "upload_refused"
     stats = {"type": "message", "channel_type": "im", "channel": "D1", "ts": "1.2"}
     decision = decide_message(stats | {"user": "UADMIN0001", "text": "Stats 30d"}, "Ev1", slack_settings, ME)
     assert decision.kind == "stats" and decision.days == 30
