@@ -45,7 +45,11 @@ COURTESY_WORDS = frozenset(
     "thanks thank you thx ty tysm much many a lot so very great cool perfect ok okay got it awesome cheers nice "
     "appreciated appreciate that helps helped helpful super brilliant excellent wonderful".split()
 )
-_EMOJI_CODE = re.compile(r":[a-z0-9_+'-]+:")
+_EMOJI_CODE = re.compile(r":[a-z0-9_+'-]+:(?::skin-tone-\d:)?")
+GRATEFUL_EMOJI = frozenset("👍🙏❤🙌👌😊🙂😀😄🎉✅💯👏🤝💙💚♥☺")
+GRATEFUL_EMOJI_CODES = frozenset(
+    "+1 thumbsup pray heart raised_hands ok_hand blush slightly_smiling_face smile smiley tada white_check_mark 100 "
+    "clap handshake blue_heart green_heart relaxed".split())
 # A bare greeting gets the hint an empty mention gets.
 GREETING_WORDS = frozenset("hi hello hey hiya yo there good morning afternoon evening day policybot bot".split())
 PROGRESS_REACTION = "eyes"
@@ -91,12 +95,12 @@ def clean_text(text: str, bot_user_id: str | None) -> str:
     # An e-mail or phone link's label may be a person's name: keep the address instead, which
     # redaction recognises, so neither reaches a fallback source.
     text = re.sub(r"<(?:mailto|tel):([^|>]*)(?:\|[^>]*)?>", r"\1", text, flags=re.IGNORECASE)
-    text = re.sub(r"<https?:[^|>]*\|([^>]*)>", r"\1", text)  # <url|label> -> label
-    text = re.sub(r"<(https?:[^>]*)>", r"\1", text)  # <url> -> url
-    text = re.sub(r"<#[A-Z0-9]+\|([^>]*)>", r"#\1", text)  # <#C123|general> -> #general
-    text = re.sub(r"<#[A-Z0-9]+>", " ", text)  # a channel without its name: an ID says nothing
+    text = re.sub(r"<https?:[^|>]*\|([^>]+)>", r"\1", text)  # <url|label> -> label
+    text = re.sub(r"<(https?:[^|>]*)\|?>", r"\1", text)  # <url> (or an empty label) -> url
+    text = re.sub(r"<#[A-Z0-9]+\|([^>]+)>", r"#\1", text)  # <#C123|general> -> #general
+    text = re.sub(r"<#[A-Z0-9]+\|?>", " ", text)  # a channel without its name: an ID says nothing
     # Special mentions and dates: <!here>, <!subteam^S123|@hr-team> -> @hr-team, <!date^...|Feb 18> -> Feb 18.
-    text = re.sub(r"<!(?:[^|>]*)\|([^>]*)>", r"\1", text)
+    text = re.sub(r"<!(?:[^|>]*)\|([^>]+)>", r"\1", text)
     text = re.sub(r"<![^>]*>", " ", text)
     text = html.unescape(text)
     return re.sub(r"\s+", " ", text).strip()
@@ -145,18 +149,24 @@ def _only_words_of(text: str, words: frozenset[str]) -> bool:
 
 
 _QUESTION_OPENING = re.compile(
-    r"^\W*(?:how|what|when|where|who|whom|which|why|can|could|do|does|did|is|are|am|should|shall|may|might|"
-    r"will|would|must|have|has)\b", re.IGNORECASE)
+    r"^\W*(?:can|could|do|does|did|is|are|am|should|shall|may|might|will|would|must)\b", re.IGNORECASE)
+_QUESTION_WORD = re.compile(r"\b(?:how|what|when|where|who|whom|which|why)\b", re.IGNORECASE)
 
 
 def _asks_something(text: str) -> bool:
-    return "?" in text or bool(_QUESTION_OPENING.match(text))
+    """"How long do I keep this receipt?", "I need to know how long to keep this"; not "please add this"."""
+    return "?" in text or bool(_QUESTION_OPENING.match(text) or _QUESTION_WORD.search(text))
 
 
 def is_courtesy(text: str) -> bool:
-    """Only thanks, acknowledgements or emoji ("thanks!", "ok great 👍", ":pray:"); not "???"."""
-    said_something = re.search(r"[^\W\d_]", text) or _EMOJI_CODE.search(text) or any(
-        unicodedata.category(char) == "So" for char in text)
+    """Only thanks, acknowledgements or a grateful emoji ("thanks!", "ok great 👍", ":pray:");
+    not "???" and not 👎 or 🤔."""
+    codes = _EMOJI_CODE.findall(text.lower())
+    symbols = [char for char in text if unicodedata.category(char) == "So"]
+    if any(code.strip(":").split("::")[0] not in GRATEFUL_EMOJI_CODES for code in codes) or any(
+            char not in GRATEFUL_EMOJI for char in symbols):
+        return False
+    said_something = re.search(r"[^\W\d_]", text) or codes or symbols
     return bool(said_something) and _only_words_of(text, COURTESY_WORDS)
 
 

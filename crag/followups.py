@@ -11,25 +11,34 @@ import re
 
 from crag.redaction import STOPWORDS, WORD_TOKEN
 
-# Openings that lean on what was said before.
-_CONTINUATION = re.compile(
-    r"^\W*(?:and|but|also|or|so|then|what about|how about|what if|same for|and for|as for|"
-    r"(?:does|do|is|are|would|will|can|could|did|was) (?:that|this|those|these|they|the same)|"
-    r"(?:for|in|with|without|from|during|after|before) (?:a|an|the|my|our)?\s*\w+\W*$)\b",
+# Openings that lean on what was said before, whatever follows.
+_LEANING_OPENING = re.compile(
+    r"^\W*(?:what about|how about|same for|and for|as for|is it the same|"
+    r"(?:does|do|did|is|are|was|were|would|will|can|could) (?:that|this|those|these|they|the same)\b|"
+    r"(?:does|do|did|would|will|can|could) it\b|"
+    r"how (?:does|do|would|will|is|are) (?:that|this|it|they)\b)",
     re.IGNORECASE,
 )
-# Words that point back at the earlier topic ("carry them over"). Not "it": "Is it allowed
-# to ...?" stands alone.
-_POINTING_BACK = frozenset({"that", "this", "those", "these", "they", "them", "same", "there"})
+# Openings that often lean back, but also start fresh questions ("Also, how do I request a
+# laptop?"): they count only for a short message.
+_SOFT_OPENING = re.compile(r"^\W*(?:and|but|also|or|so|then|what if)\b", re.IGNORECASE)
+# A short message that opens with a preposition ("With a doctor's note?", "For interns?").
+_PREPOSITION_OPENING = re.compile(
+    r"^\W*(?:for|in|with|without|from|during|after|before|on|at|under|over|by)\b", re.IGNORECASE)
+_ASKS_IF_THERE_IS = re.compile(r"^\W*(?:is|are) there\b", re.IGNORECASE)
+# Words that point back at the earlier topic ("Can I carry them over?"). Not "it" ("Is it
+# allowed to ...?") nor "there" ("Is there a dress code?"): those stand alone.
+_POINTING_BACK = frozenset({"that", "this", "those", "these", "they", "them", "same"})
 
 
 def continues_earlier(message: str) -> bool:
     """True when `message` reads as a follow-up that needs the earlier question's context."""
     words = [word.lower() for word in WORD_TOKEN.findall(message)]
     content = [word for word in words if word not in STOPWORDS]
-    if _CONTINUATION.search(message):
+    if _LEANING_OPENING.search(message):
         return True
-    if len(content) < 2:  # "contractors?", "What's the deadline?"
-        return True
-    return len(content) < 3 and any(word in _POINTING_BACK for word in words)
-
+    if len(content) < 2:  # "contractors?", "What's the deadline?"; but "Is there parking?" asks anew
+        return not _ASKS_IF_THERE_IS.search(message)
+    if _SOFT_OPENING.search(message) or any(word in _POINTING_BACK for word in words):
+        return len(content) < 3
+    return bool(_PREPOSITION_OPENING.search(message)) and len(words) <= 6

@@ -194,14 +194,16 @@ def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], chunk_
         if header_cost + sum(row_costs) <= chunk_tokens:
             out.extend(lines[index:end])
         else:
-            group: list[str] = []
-            cost = header_cost
+            # Without header cells (Word and most CMS tables) the first row names the columns.
+            repeated = header if header[0].replace("|", "").strip() or not rows else [rows[0], header[1]]
+            repeated_cost = sum(len(tokenize(line)) for line in repeated)
+            group, cost = [*header], header_cost
             for row, row_cost in zip(rows, row_costs):
-                if group and cost + row_cost > budget:
-                    out.extend([*header, *group, ""])
-                    group, cost = [], header_cost
+                if len(group) > len(header) and cost + row_cost > budget:
+                    out.extend([*group, ""])
+                    group, cost = [*repeated], repeated_cost
                 group.append(row)
                 cost += row_cost
-            out.extend([*header, *group])
+            out.extend(group)
         index = end
     return "\n".join(out)

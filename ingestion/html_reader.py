@@ -4,9 +4,9 @@ What a careful reader of the page would take for its policy text, and only that:
 - the page's main content when it marks one (`<main>`, `role="main"`, one `<article>`), and
   never its furniture (scripts, navigation, banners, site headers, asides, cookie notices,
   form controls, footers outside the content);
-- no hidden text (`hidden`, `display:none`) and no struck or deleted text (`<del>`, `<s>`,
-  line-through styles and classes): a rule that no longer applies must not be cited next to
-  the one that does;
+- no struck or deleted text (`<del>`, `<s>`, line-through styles and classes): a rule that
+  no longer applies must not be cited next to the one that does (hidden elements stay: tab
+  panels and accordions hide policy text until clicked);
 - footnote markers kept apart from the numbers they follow (`200<sup>1</sup>` is `200¹`, not
   `2001`), a table's merged cells repeated in each row they span, `|` in a cell kept in it;
 - a text line that starts with "#" stays text (only `<h1>`…`<h6>` are headings), and
@@ -34,22 +34,22 @@ from ingestion.chunking import code_lines, first_title
 _HEADING_MARK = "\x00"
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _STRUCK_STYLE = re.compile(r"text-decoration(?:-line)?\s*:[^;]*line-through", re.IGNORECASE)
 _CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
-# Consent banners by their usual names; not "cookie-policy", the page a cookie policy lives on.
-_COOKIE_NOTICE = re.compile(
-    r"(?:cookie|consent|gdpr)[-_ ]?(?:banner|notice|bar|popup|modal|dialog|overlay|prompt)|onetrust|cookiebot|cc-window",
-    re.IGNORECASE)
+# Consent banners and site menus by their usual id or class names, matched whole: not
+# "gdpr-notice-content" (a privacy notice) or "menu-item".
+_COOKIE_NOTICE = re.compile(r"(?:cookie|consent|gdpr)[-_]?(?:banner|bar|popup|modal|dialog|overlay|prompt)"
+                            r"|onetrust-consent-sdk|cookiebot|cc-window", re.IGNORECASE)
 _FURNITURE_ROLES = {"banner", "navigation", "contentinfo", "search"}
-_FURNITURE_NAME = re.compile(r"^(?:(?:top|main|site|global|primary|page|side)[-_]?)?(?:nav|navbar|navigation|menu|"
-                             r"breadcrumbs?|footer|sidebar|skip-?links?)$", re.IGNORECASE)
+_FURNITURE_NAME = re.compile(r"(?:(?:top|main|site|global|primary|page|side)[-_]?)?(?:nav|navbar|navigation|menu|"
+                             r"breadcrumbs?|footer|sidebar|skip-?links?)", re.IGNORECASE)
 _PERMALINK_TEXT = {"", "¶", "#", "§", "🔗", "link"}
 _WORD_BULLETS = {"·", "•", "o", "§", "▪", "", "Ø", "ü", "-", "–"}
 # Tags that carry no structure, only looks: unwrapped, so that pages built of thousands of
 # unclosed <font> or <span> tags do not nest past the converter's recursion.
 _LOOKS_ONLY = ["font", "span", "o:p", "b", "strong", "em", "i", "u", "small", "big", "mark", "abbr", "center"]
 _RECURSION_LIMIT = 20_000
+_MAX_DEPTH = 1_000  # levels of elements converted as nested; deeper ones are unwrapped
 
 
 def html_to_markdown(raw: bytes) -> str:
@@ -58,10 +58,13 @@ def html_to_markdown(raw: bytes) -> str:
         soup = BeautifulSoup(_decode(raw), "html.parser")
     title = soup.title.get_text(strip=True) if soup.title else ""
     struck_classes = _line_through_classes(soup)
-    _drop_furniture(soup)
-    _drop_hidden_and_struck(soup, struck_classes)
+    _drop_non_text(soup)
     root = _main_content(soup)
+    if root is soup.body or root is soup:
+        _drop_page_furniture(root)
+    _drop_struck(root, struck_classes)
     _prepare(root)
+    _flatten_deep_nesting(soup, root)
     title = _site_name_dropped(title, root)
     _title_heading_at_level_one(root, title)
     with _deeper_recursion():
@@ -109,7 +112,11 @@ def _decode(raw: bytes) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         pass
-    declared = EncodingDetector.find_declared_encoding(raw, is_html=True)
+    declared = EncodingDetector.find_declared_encoding(raw, is_html=True, search_entire_document=True)
+    # Browsers read a page labelled ISO-8859-1 or ASCII as windows-1252 (WHATWG Encoding), and
+    # pages so labelled hold its €, curly quotes and dashes.
+    if declared and declared.lower().replace("_", "-") in ("iso-8859-1", "latin-1", "latin1", "us-ascii", "ascii"):
+        declared = "cp1252"
     if declared and declared.lower().replace("_", "-") not in ("utf-8", "utf8"):
         try:
             return raw.decode(declared, errors="replace")
@@ -125,61 +132,72 @@ def _line_through_classes(soup: Any) -> set[str]:
         for selectors, body in _CSS_RULE.findall(style.get_text()):
             if _STRUCK_STYLE.search(body):
                 for selector in selectors.split(","):
-                    last_class = re.search(r"\.([\w-]+)\s*$", selector)
-                    if last_class:
-                        classes.add(last_class.group(1))
+                    # Only a class on its own (".c3", "span.c3"): ".expired .date" strikes dates
+                    # only inside something expired.
+                    simple = re.fullmatch(r"\s*[a-z0-9]*\.([\w-]+)\s*", selector, re.IGNORECASE)
+                    if simple:
+                        classes.add(simple.group(1))
     return classes
 
 
-def _drop_furniture(soup: Any) -> None:
-    # Form controls go, not forms: ASP.NET and SharePoint wrap the whole page in one.
-    for node in soup(["head", "script", "style", "nav", "noscript", "template", "input", "select", "button",
-                      "textarea", "iframe", "svg"]):
+def _drop_non_text(soup: Any) -> None:
+    for node in soup(["head", "script", "style", "nav", "noscript", "template", "input", "textarea", "iframe", "svg"]):
         node.decompose()
     # Word's downlevel conditionals (<![if !supportLists]>), XML declarations, comments.
     for node in soup.find_all(string=lambda s: isinstance(s, (Comment, Declaration, ProcessingInstruction))):
         node.extract()
-    for node in soup.find_all(attrs={"role": True}):
-        if not node.decomposed and str(node.get("role", "")).lower() in _FURNITURE_ROLES:
-            node.decompose()
-    for node in soup.find_all(["div", "section", "dialog"]):
-        if not node.decomposed and _COOKIE_NOTICE.search(" ".join([node.get("id") or "", *node.get("class", [])])):
-            node.decompose()
-    # Menus, breadcrumbs and footers built of divs, by their usual names, outside the content.
-    for node in soup.find_all(["div", "ul", "ol", "section"]):
-        if node.decomposed or node.find_parent(["article", "main"]) is not None:
-            continue
-        names = [node.get("id") or "", *node.get("class", [])]
-        if any(_FURNITURE_NAME.search(name) for name in names if name):
-            node.decompose()
-    # Site headers, footers and sidebars sit outside the content; an article's own footer
-    # ("Supersedes version 3. Policy owner: Finance.") or aside is part of it.
-    for node in soup.find_all(["header", "footer", "aside"]):
-        if not node.decomposed and node.find_parent(["article", "main"]) is None:
-            node.decompose()
 
 
-def _drop_hidden_and_struck(soup: Any, struck_classes: set[str]) -> None:
-    for node in soup.find_all(True):
-        if node.decomposed:
-            continue
-        style = node.get("style") or ""
-        hidden = node.has_attr("hidden") or str(node.get("aria-hidden", "")).lower() == "true" or _HIDDEN_STYLE.search(style)
-        struck = (node.name in ("del", "s", "strike") or _STRUCK_STYLE.search(style)
-                  or any(name in struck_classes for name in node.get("class", [])))
-        if hidden or struck:
-            node.decompose()
+def _drop_page_furniture(root: Any) -> None:
+    """On a page that marks no content element: what is the site's, not the policy's. Only
+    elements that say what they are (a role, a usual id or class name, a header or footer
+    outside any section) and hold a minor part of the page's text."""
+    page_text = len(root.get_text(" ", strip=True))
+    furniture = [node for node in root.find_all(attrs={"role": True})
+                 if str(node.get("role", "")).lower() in _FURNITURE_ROLES]
+    furniture += [node for node in root.find_all(["div", "ul", "ol", "section", "dialog"])
+                  if any(_FURNITURE_NAME.fullmatch(name) or _COOKIE_NOTICE.fullmatch(name)
+                         for name in [node.get("id") or "", *node.get("class", [])] if name)]
+    # A site's header and footer are the body's own; a section's or an article's are its.
+    furniture += [node for node in root.find_all(["header", "footer"])
+                  if node.find_parent(["article", "section", "main"]) is None]
+    _decompose_outermost([node for node in furniture if len(node.get_text(" ", strip=True)) * 3 < page_text])
+
+
+def _drop_struck(root: Any, struck_classes: set[str]) -> None:
+    """Struck text is not policy any more. A struck table cell is emptied, not removed, so the
+    row's other cells stay under their columns."""
+    struck = [node for node in root.find_all(True)
+              if node.name in ("del", "s", "strike") or _STRUCK_STYLE.search(node.get("style") or "")
+              or any(name in struck_classes for name in node.get("class", []))]
+    cells = [node for node in struck if node.name in ("td", "th")]
+    for cell in cells:
+        cell.clear()
+    _decompose_outermost([node for node in struck if node.name not in ("td", "th")])
+
+
+def _decompose_outermost(nodes: list[Any]) -> None:
+    """Remove these elements, each once: one inside another goes with it. (bs4's `decomposed`
+    searches a live tag's subtree for a child tag of that name, so it is not used.)"""
+    chosen = {id(node) for node in nodes}
+    outermost = [node for node in nodes if not any(id(parent) in chosen for parent in node.parents)]
+    for node in outermost:
+        node.decompose()
 
 
 def _main_content(soup: Any) -> Any:
-    """The element holding the page's content when the page marks one; else its body."""
-    for candidate in (soup.find("main"), soup.find(attrs={"role": "main"}), soup.find(id="main-content")):
-        if candidate is not None:
-            return candidate
+    """The element holding the page's content when the page marks one and it holds at least
+    half the page's text (not Drupal's empty "main-content" skip-link anchor, not a teaser
+    article); else the body."""
+    body = soup.body or soup
+    page_text = len(body.get_text(" ", strip=True))
     articles = soup.find_all("article")
-    if len(articles) == 1:
-        return articles[0]
-    return soup.body or soup
+    candidates = [soup.find("main"), soup.find(attrs={"role": "main"}), soup.find(id="main-content"),
+                  articles[0] if len(articles) == 1 else None]
+    for candidate in candidates:
+        if candidate is not None and len(candidate.get_text(" ", strip=True)) * 2 >= page_text:
+            return candidate
+    return body
 
 
 def _prepare(root: Any) -> None:
@@ -192,11 +210,11 @@ def _prepare(root: Any) -> None:
         for anchor in heading.find_all("a"):  # permalinks ("¶", "#") are not part of the heading
             if anchor.get_text(strip=True) in _PERMALINK_TEXT:
                 anchor.decompose()
-    # Word's and Google Docs' title style, before any heading (Confluence's note macros also
-    # have a "title" paragraph, in the middle of the page).
-    first_heading = root.find(re.compile(r"^h[1-6]$"))
-    titles = [p for p in root.find_all("p") if {"MsoTitle", "title"} & set(p.get("class", []))
-              and (first_heading is None or _comes_before(p, first_heading))]
+    # Word's and Google Docs' title style, as the page's first text (Confluence's panels also
+    # have a "title" paragraph: "Note", "Warning").
+    first_text = next((t for t in root.find_all(string=True) if t.strip()), None)
+    titles = [p for p in root.find_all("p") if _is_document_title(p)
+              and any(text is first_text for text in p.find_all(string=True))]
     if titles:  # the title, and every heading one level under it
         for heading in root.find_all(re.compile(r"^h[1-5]$")):
             heading.name = f"h{int(heading.name[1]) + 1}"
@@ -215,16 +233,21 @@ def _prepare(root: Any) -> None:
             node.unwrap()
 
 
-def _comes_before(first: Any, second: Any) -> bool:
-    return any(node is second for node in first.next_elements)
+def _is_document_title(paragraph: Any) -> bool:
+    """Word's title style, or Google Docs' ("title" among its generated "c2"-style classes)."""
+    classes = paragraph.get("class", [])
+    return "MsoTitle" in classes or ("title" in classes and any(re.fullmatch(r"c\d+", name) for name in classes))
 
 
 def _repeat_row_spans(table: Any) -> None:
     """A cell spanning rows is repeated in each of them, so every row has its columns in place."""
     spanning: dict[int, tuple[Any, int]] = {}  # column -> (cell, rows still to fill)
+    section = None
     for row in table.find_all("tr"):
         if row.find_parent("table") is not table:
             continue  # a nested table's row
+        if row.parent is not section:  # a span ends with its <thead>, <tbody> or <tfoot>
+            section, spanning = row.parent, {}
         cells = row.find_all(["td", "th"], recursive=False)
         placed: list[Any] = []
         column = 0
@@ -255,6 +278,28 @@ def _repeat_row_spans(table: Any) -> None:
 def _span(cell: Any, attribute: str) -> int:
     value = str(cell.get(attribute, "1")).strip()
     return max(1, min(int(value), 1000)) if value.isdigit() else 1
+
+
+def _flatten_deep_nesting(soup: Any, root: Any, max_depth: int = _MAX_DEPTH) -> None:
+    """Legacy pages of unclosed <div> or <p> tags nest thousands deep. An element at
+    `max_depth` is replaced by its text, one paragraph per piece of text, so the page is read
+    (without the structure below that depth) instead of failing."""
+    too_deep: list[Any] = []
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        for child in node.find_all(True, recursive=False):
+            if depth + 1 >= max_depth:
+                too_deep.append(child)  # its subtree goes with it: not walked
+            else:
+                stack.append((child, depth + 1))
+    for node in too_deep:
+        flat = soup.new_tag("div")
+        for text in node.stripped_strings:
+            paragraph = soup.new_tag("p")
+            paragraph.string = text
+            flat.append(paragraph)
+        node.replace_with(flat)
 
 
 @contextmanager

@@ -115,13 +115,16 @@ def _markdown_for_chunking(text: str) -> str:
 
 
 # What a Markdown author keeps out of the policy: HTML comments (drafts, notes to editors) and
-# struck text (GitHub's ~~…~~, <del>, <s>): "Meals: ~~50~~ 75 EUR" is 75 EUR.
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_STRUCK = re.compile(r"~~(?=\S)[^\n]*?(?<=\S)~~|<(del|s|strike)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+# struck text (GitHub's ~~…~~, <del>, <s>): "Meals: ~~50~~ 75 EUR" is 75 EUR. Code spans and
+# links are read first and kept as they are: `<!--` in a code span opens no comment.
+_DRAFTS = re.compile(
+    r"(?P<keep>(?P<ticks>`+)[^`]*?(?P=ticks)|<?https?://[^\s>)]+)"
+    r"|<!--.*?-->|~~(?=\S)[^\n]*?(?<=\S)~~|<(?P<tag>del|s|strike)\b[^>]*>.*?</(?P=tag)\s*>",
+    re.IGNORECASE | re.DOTALL)
 
 
 def _without_drafts(text: str) -> str:
-    return _STRUCK.sub("", _HTML_COMMENT.sub("", text))
+    return _DRAFTS.sub(lambda match: match.group("keep") or "", text)
 
 
 def _outside_code(text: str, change: Callable[[str], str]) -> str:

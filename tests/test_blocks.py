@@ -141,6 +141,8 @@ def test_clean_text_removes_the_bot_mention_and_slack_markup() -> None:
     text = ("Ask <mailto:priya@acme.com|Priya Raghunathan> or <tel:+15551234567|Priya> in <#C0123> with "
             "<!subteam^S0ABC12|@hr-team> <!here> about leave by <!date^1392734382^{date}|Feb 18th> <!subteam^S0ABC13>")
     assert clean_text(text, None) == "Ask priya@acme.com or +15551234567 in with @hr-team about leave by Feb 18th"
+    assert clean_text("See <#C0123|> and <https://hr.example.com/leave|> or <!subteam^S1|>.", None) == \
+        "See and https://hr.example.com/leave or ."
     from crag.redaction import keyword_query, redact
 
     assert "priya" not in keyword_query(redact(clean_text(text, None), asker_names=())).lower()
@@ -192,7 +194,7 @@ def test_thanks_and_greetings_are_not_questions(slack_settings) -> None:
     dm = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": "1.2"}
     for text in ("thanks!", "Thank you so much 🙏", "ok great :+1:", "👍"):
         assert decide_message(dm | {"text": text}, "Ev1", slack_settings, ME).kind == "thanks", text
-    for text in ("hi", "Hello there!", "good morning :wave:"):
+    for text in ("hi", "Hello there!", "good morning :wave:", "👎", "🤔"):
         assert decide_message(dm | {"text": text}, "Ev1", slack_settings, ME).kind == "empty", text
     for text in ("thanks, and what about contractors?", "Is that ok?", "hi, how many sick days do I get?", "thx 2"):
         assert decide_message(dm | {"text": text}, "Ev1", slack_settings, ME).kind == "question", text
@@ -207,8 +209,9 @@ def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
     asked = upload | {"user": "UNOBODY", "text": "How long do I keep this receipt?"}
     assert decide_message(asked, "Ev1", slack_settings, ME).kind == "question"
     assert decide_message(asked | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
-    assert decide_message(upload | {"user": "UNOBODY", "text": "please add this"}, "Ev1", slack_settings, ME).kind \
-        == "upload_refused"
+    for text, kind in (("please add this", "upload_refused"), ("Have a look and add it", "upload_refused"),
+                       ("I need to know how long to keep this receipt", "question")):
+        assert decide_message(upload | {"user": "UNOBODY", "text": text}, "Ev1", slack_settings, ME).kind == kind, text
     stats = {"type": "message", "channel_type": "im", "channel": "D1", "ts": "1.2"}
     decision = decide_message(stats | {"user": "UADMIN0001", "text": "Stats 30d"}, "Ev1", slack_settings, ME)
     assert decision.kind == "stats" and decision.days == 30

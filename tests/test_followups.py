@@ -10,7 +10,9 @@ from crag.followups import continues_earlier
 @pytest.mark.parametrize("message", [
     "what about contractors?", "And for international trips?", "Does that apply to interns too?",
     "Is this the same for contractors?", "Can I carry them over?", "What's the deadline?", "For interns?",
-    "and the W-2?", "Same for part-time staff?", "Who approves it?",
+    "and the W-2?", "Same for part-time staff?", "Who approves it?", "Does it apply to contractors?",
+    "Does it include weekends?", "How does that work for employees in Berlin on fixed-term contracts?",
+    "With a doctor's note?", "What if I'm late?",
 ])
 def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     assert continues_earlier(message)
@@ -19,7 +21,10 @@ def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
 @pytest.mark.parametrize("message", [
     "How many sick days do I get?", "Is it allowed to expense alcohol?",
     "What is the deadline for submitting travel expense reports?", "Can I bring my dog to the office?",
-    "What is the per diem in London?", "Who approves a hotel above the cap?",
+    "What is the per diem in London?", "Who approves a hotel above the cap?", "Is there a dress code?",
+    "Is there parking?", "So how do I submit expenses for a conference in Berlin?",
+    "Also, how do I request a new laptop?", "Then what's the policy on gifts from vendors?",
+    "For how many days can I work remotely from another country each year?",
 ])
 def test_questions_that_stand_alone(message: str) -> None:
     assert not continues_earlier(message)
