@@ -26,6 +26,11 @@ _SOFT_OPENING = re.compile(r"^\W*(?:and|but|also|or|so|then|what if)\b", re.IGNO
 _PREPOSITION_OPENING = re.compile(
     r"^\W*(?:for|in|with|without|from|during|after|before|on|at|under|over|by)\b", re.IGNORECASE)
 _ASKS_IF_THERE_IS = re.compile(r"^\W*(?:is|are) there\b", re.IGNORECASE)
+_DUMMY_IT = re.compile(r"\b(?:is|was|isn't|wasn't)\s+it\b|\bit(?:'s|\s+is|\s+was)\b", re.IGNORECASE)
+# What a rule has, asked about without naming the rule: "Is there a limit?" means the earlier topic's.
+_ASPECTS = frozenset(
+    "limit limits cap caps maximum minimum deadline form forms fee fees cost costs exception exceptions process "
+    "approval threshold allowance rate rates template waiting period notice difference".split())
 # Words that point back at the earlier topic ("Can I carry them over?"). Not "it" ("Is it
 # allowed to ...?") nor "there" ("Is there a dress code?"): those stand alone.
 _POINTING_BACK = frozenset({"that", "this", "those", "these", "they", "them", "same"})
@@ -35,10 +40,15 @@ def continues_earlier(message: str) -> bool:
     """True when `message` reads as a follow-up that needs the earlier question's context."""
     words = [word.lower() for word in WORD_TOKEN.findall(message)]
     content = [word for word in words if word not in STOPWORDS]
-    if _LEANING_OPENING.search(message):
+    points_back = any(word in _POINTING_BACK for word in words)
+    if _LEANING_OPENING.search(message) or (points_back and len(content) < 3):  # "Is there a form for that?"
         return True
-    if len(content) < 2:  # "contractors?", "What's the deadline?"; but "Is there parking?" asks anew
-        return not _ASKS_IF_THERE_IS.search(message)
-    if _SOFT_OPENING.search(message) or any(word in _POINTING_BACK for word in words):
+    if _ASKS_IF_THERE_IS.search(message):  # "Is there a limit?" leans back; "Is there a dress code?" asks anew
+        return all(word in _ASPECTS for word in content)
+    if len(content) < 2:  # "contractors?", "What's the deadline?"
+        return True
+    # "Can I use it for my kids?" means the earlier thing; "Is it allowed to ...?" does not.
+    refers_with_it = "it" in words and not _DUMMY_IT.search(message)
+    if _SOFT_OPENING.search(message) or refers_with_it:
         return len(content) < 3
     return bool(_PREPOSITION_OPENING.search(message)) and len(words) <= 6

@@ -62,6 +62,8 @@ def html_to_markdown(raw: bytes) -> str:
     root = _main_content(soup)
     if root is soup.body or root is soup:
         _drop_page_furniture(root)
+    else:
+        _take_in_the_policy_header(soup, root)
     _drop_struck(root, struck_classes)
     _prepare(root)
     _flatten_deep_nesting(soup, root)
@@ -108,6 +110,8 @@ def _decode(raw: bytes) -> str:
     for bom, encoding in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if raw.startswith(bom):
             return raw.decode(encoding, errors="replace").lstrip("\ufeff")
+    if raw.count(0) * 4 > len(raw):  # UTF-16 without a byte-order mark: every other byte is 0
+        return raw.decode("utf-16-le" if raw[1::2].count(0) > raw[0::2].count(0) else "utf-16-be", errors="replace")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -122,7 +126,21 @@ def _decode(raw: bytes) -> str:
             return raw.decode(declared, errors="replace")
         except LookupError:  # a charset Python does not know
             pass
-    return raw.decode("cp1252", errors="replace")
+    return _undeclared(raw)
+
+
+def _undeclared(raw: bytes) -> str:
+    """A page that is not UTF-8 and declares nothing. Western pages (a few accented letters
+    among ASCII) are windows-1252, what browsers assume; charset_normalizer's guess misreads
+    them ("G³ltig"). A page mostly of other letters (Cyrillic, Japanese) gets its guess."""
+    western = raw.decode("cp1252", errors="replace")
+    letters = [char for char in western if char.isalpha()]
+    if sum(not char.isascii() for char in letters) * 10 <= 3 * len(letters):
+        return western
+    import charset_normalizer
+
+    guess = charset_normalizer.from_bytes(raw).best()
+    return str(guess) if guess is not None else western
 
 
 def _line_through_classes(soup: Any) -> set[str]:
@@ -151,17 +169,37 @@ def _drop_non_text(soup: Any) -> None:
 def _drop_page_furniture(root: Any) -> None:
     """On a page that marks no content element: what is the site's, not the policy's. Only
     elements that say what they are (a role, a usual id or class name, a header or footer
-    outside any section) and hold a minor part of the page's text."""
+    outside any section) and are mostly links (menus, link footers), or are consent banners;
+    a header with the policy's title and effective date, a sidebar of key limits, tab labels stay."""
     page_text = len(root.get_text(" ", strip=True))
-    furniture = [node for node in root.find_all(attrs={"role": True})
-                 if str(node.get("role", "")).lower() in _FURNITURE_ROLES]
-    furniture += [node for node in root.find_all(["div", "ul", "ol", "section", "dialog"])
-                  if any(_FURNITURE_NAME.fullmatch(name) or _COOKIE_NOTICE.fullmatch(name)
-                         for name in [node.get("id") or "", *node.get("class", [])] if name)]
+    named = [node for node in root.find_all(attrs={"role": True})
+             if str(node.get("role", "")).lower() in _FURNITURE_ROLES]
+    named += [node for node in root.find_all(["div", "ul", "ol", "section", "dialog"])
+              if any(_FURNITURE_NAME.fullmatch(name) for name in _names(node))]
     # A site's header and footer are the body's own; a section's or an article's are its.
-    furniture += [node for node in root.find_all(["header", "footer"])
-                  if node.find_parent(["article", "section", "main"]) is None]
+    named += [node for node in root.find_all(["header", "footer"])
+              if node.find_parent(["article", "section", "main"]) is None]
+    banners = [node for node in root.find_all(["div", "section", "dialog"])
+               if any(_COOKIE_NOTICE.fullmatch(name) for name in _names(node))]
+    furniture = [node for node in named if _mostly_links(node) and not _is_tab_list(node)] + banners
     _decompose_outermost([node for node in furniture if len(node.get_text(" ", strip=True)) * 3 < page_text])
+
+
+def _names(node: Any) -> list[str]:
+    return [name for name in [node.get("id") or "", *node.get("class", [])] if name]
+
+
+def _mostly_links(node: Any) -> bool:
+    text = len(node.get_text(" ", strip=True))
+    linked = sum(len(link.get_text(" ", strip=True)) for link in node.find_all("a"))
+    return text == 0 or linked * 2 >= text
+
+
+def _is_tab_list(node: Any) -> bool:
+    """Bootstrap's `nav nav-tabs` and ARIA tab lists label the panels' text ("Germany", "France")."""
+    return str(node.get("role", "")).lower() == "tablist" or any(
+        name in ("nav-tabs", "nav-pills", "tabs") for name in node.get("class", [])) or node.find(
+        attrs={"role": "tablist"}) is not None
 
 
 def _drop_struck(root: Any, struck_classes: set[str]) -> None:
@@ -185,15 +223,25 @@ def _decompose_outermost(nodes: list[Any]) -> None:
         node.decompose()
 
 
+def _take_in_the_policy_header(soup: Any, root: Any) -> None:
+    """A page header before the content that says more than a name (the policy's title over
+    "Version 3, effective 1 March 2026") is the policy's: it goes first in the content. A
+    site header (a logo, links, a search box) says no more than a name."""
+    for header in reversed(soup.find_all("header")):
+        before_root = any(element is root for element in header.next_elements)
+        if before_root and root not in header.parents and header.find("p") is not None and not _mostly_links(header):
+            root.insert(0, header.extract())
+
+
 def _main_content(soup: Any) -> Any:
     """The element holding the page's content when the page marks one and it holds at least
     half the page's text (not Drupal's empty "main-content" skip-link anchor, not a teaser
     article); else the body."""
     body = soup.body or soup
     page_text = len(body.get_text(" ", strip=True))
-    articles = soup.find_all("article")
-    candidates = [soup.find("main"), soup.find(attrs={"role": "main"}), soup.find(id="main-content"),
-                  articles[0] if len(articles) == 1 else None]
+    articles, mains = soup.find_all("article"), soup.find_all("main")
+    candidates = [mains[0] if len(mains) == 1 else None, soup.find(attrs={"role": "main"}),
+                  soup.find(id="main-content"), articles[0] if len(articles) == 1 else None]
     for candidate in candidates:
         if candidate is not None and len(candidate.get_text(" ", strip=True)) * 2 >= page_text:
             return candidate

@@ -12,7 +12,8 @@ from crag.followups import continues_earlier
     "Is this the same for contractors?", "Can I carry them over?", "What's the deadline?", "For interns?",
     "and the W-2?", "Same for part-time staff?", "Who approves it?", "Does it apply to contractors?",
     "Does it include weekends?", "How does that work for employees in Berlin on fixed-term contracts?",
-    "With a doctor's note?", "What if I'm late?",
+    "With a doctor's note?", "What if I'm late?", "Is there a limit?", "Is there a deadline?",
+    "Is there a form for that?", "Can I use it for my kids?",
 ])
 def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     assert continues_earlier(message)

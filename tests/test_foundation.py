@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, select, text
 
 from conftest import SAMPLES
-from ingestion.chunking import Section, split_sections
+from ingestion.chunking import Section, first_title, split_sections
 from ingestion.ingest import ingest_paths, remove_document
 from ingestion.loaders import load_document
 from ingestion.retriever import ChunkRetriever
@@ -493,6 +493,30 @@ def test_html_content_markers_and_names_are_trusted_only_so_far(tmp_path) -> Non
                 "<tbody><tr><td>G1</td><td>100</td></tr></tbody></table>").count("| G1 | 100 |") == 1
     assert "Gültig ab 1. März – 50 €" in html_to_markdown(
         '<meta charset="iso-8859-1"><p>Gültig ab 1. März – 50 €</p>'.encode("cp1252"))
+
+
+def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
+    """A policy header with its effective date, tab labels, a sidebar of key limits, a second
+    <main>: policy text, kept. Link menus still go. Undeclared non-Western pages get detected."""
+    from ingestion.html_reader import html_to_markdown
+
+    def read(html: str, encoding: str = "utf-8") -> str:
+        return html_to_markdown(html.encode(encoding))
+
+    text = read("<header><h1>Remote Work Policy</h1><p>Version 3, effective 2026-03-01</p></header><main>"
+                "<h2>Eligibility</h2><p>All staff after probation may work remotely two days a week, agreed "
+                "with their manager in advance.</p></main>")
+    assert "Version 3, effective 2026-03-01" in text and first_title(text) == "Remote Work Policy"
+    text = read("<h1>Leave</h1><ul class='nav nav-tabs'><li><a href='#de'>Germany</a></li><li><a href='#fr'>France</a>"
+                "</li></ul><div>30 days in Germany.</div><div class='sidebar'><p>Key limits: hotel 180 EUR a night."
+                "</p></div><div id='topnav'><a href='/'>Home</a> <a href='/hr'>HR</a></div>")
+    assert "- Germany" in text and "Key limits: hotel 180 EUR a night." in text and "Home" not in text
+    text = read("<main><h1>Annual leave</h1><p>25 days for all staff, carried over until March.</p></main>"
+                "<main><h2>Sick leave</h2><p>10 days paid.</p></main>")
+    assert "10 days paid." in text
+    assert "Сотрудники получают 28 дней отпуска." in read(
+        "<h1>Отпуск</h1><p>Сотрудники получают 28 дней отпуска.</p>", "cp1251")
+    assert "25 days." in read("<h1>Leave</h1><p>25 days.</p>", "utf-16-le")
 
 
 @pytest.mark.timeout(60)  # the first rewrite took minutes here: a hang, not a speed target
