@@ -159,7 +159,7 @@ def _line_through_classes(soup: Any) -> set[str]:
 
 
 def _drop_non_text(soup: Any) -> None:
-    for node in soup(["head", "script", "style", "nav", "noscript", "template", "input", "textarea", "iframe", "svg"]):
+    for node in soup(["head", "script", "style", "nav", "noscript", "template", "input", "textarea", "iframe"]):
         node.decompose()
     # Word's downlevel conditionals (<![if !supportLists]>), XML declarations, comments.
     for node in soup.find_all(string=lambda s: isinstance(s, (Comment, Declaration, ProcessingInstruction))):
@@ -274,6 +274,8 @@ def _prepare(root: Any) -> None:
         marker.replace_with("- " if not label or label in _WORD_BULLETS else f"{label} ")
     for summary in root.find_all("summary"):  # a <details> question is not run into its answer
         summary.name = "p"
+    for label in root.select("svg text, svg title"):  # a diagram's labels ("Manager approves"), one per line
+        label.name = "p"
     for table in root.find_all("table"):
         _repeat_row_spans(table)
     for name in _LOOKS_ONLY:

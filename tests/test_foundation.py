@@ -517,6 +517,8 @@ def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
     assert "Сотрудники получают 28 дней отпуска." in read(
         "<h1>Отпуск</h1><p>Сотрудники получают 28 дней отпуска.</p>", "cp1251")
     assert "25 days." in read("<h1>Leave</h1><p>25 days.</p>", "utf-16-le")
+    assert "Manager approves\n\nFinance pays" in read(
+        "<h1>Flow</h1><svg><text x='1'>Manager approves</text><text>Finance pays</text></svg>")
 
 
 @pytest.mark.timeout(60)  # the first rewrite took minutes here: a hang, not a speed target
