@@ -106,7 +106,7 @@ def _title_heading_at_level_one(root: Any, title: str) -> None:
 
 def _decode(raw: bytes) -> str:
     """UTF-8 when the bytes are UTF-8 (whatever the page declares), else the declared
-    charset, else windows-1252, what Western browsers assume for an undeclared page."""
+    charset, else what `_undeclared` makes of them."""
     for bom, encoding in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
         if raw.startswith(bom):
             return raw.decode(encoding, errors="replace").lstrip("\ufeff")
