@@ -28,11 +28,10 @@ from bs4 import BeautifulSoup, Comment, Declaration, ProcessingInstruction, XMLP
 from bs4.dammit import EncodingDetector
 from markdownify import MarkdownConverter
 
-from ingestion.chunking import code_lines, first_title
+from ingestion.chunking import code_lines, first_title, heading_text
 
 # Marks the "#" of a real heading while the page is converted: every other "#" line is text.
 _HEADING_MARK = "\x00"
-_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(\s|$)")
 _SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _STRUCK_STYLE = re.compile(r"text-decoration(?:-line)?\s*:[^;]*line-through", re.IGNORECASE)
 _CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
@@ -49,7 +48,7 @@ _WORD_BULLETS = {"·", "•", "o", "§", "▪", "", "Ø", "ü", "-", "–"}
 # unclosed <font> or <span> tags do not nest past the converter's recursion.
 _LOOKS_ONLY = ["font", "span", "o:p", "b", "strong", "em", "i", "u", "small", "big", "mark", "abbr", "center"]
 _RECURSION_LIMIT = 20_000
-_MAX_DEPTH = 1_000  # levels of elements converted as nested; deeper ones are unwrapped
+_MAX_DEPTH = 1_000  # levels of elements converted as nested; below, an element is read as its text
 
 
 def html_to_markdown(raw: bytes) -> str:
@@ -374,8 +373,8 @@ def _headings_only_from_tags(text: str) -> str:
     for line, code in zip(lines, in_code):
         if line.startswith(_HEADING_MARK):
             line = line[len(_HEADING_MARK):]
-        elif not code and _HEADING_LINE.match(line):
-            line = " " + line.lstrip()
+        elif not code and heading_text(line) is not None:  # the chunker's own test of a heading
+            line = " " + line
         if not code:
             line = re.sub(r"(?<=\S) {2,}(?=\S)", " ", line)
         out.append(line.replace(_HEADING_MARK, ""))
