@@ -14,6 +14,8 @@ from crag.followups import continues_earlier
     "Does it include weekends?", "How does that work for employees in Berlin on fixed-term contracts?",
     "With a doctor's note?", "What if I'm late?", "Is there a limit?", "Is there a deadline?",
     "Is there a form for that?", "Can I use it for my kids?",
+    "Are contractors eligible?", "Do interns qualify?", "Per day or per trip?", "How long?", "Who approves?",
+    "contractors?",
 ])
 def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     assert continues_earlier(message)
@@ -26,6 +28,7 @@ def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     "Is there parking?", "So how do I submit expenses for a conference in Berlin?",
     "Also, how do I request a new laptop?", "Then what's the policy on gifts from vendors?",
     "For how many days can I work remotely from another country each year?",
+    "When is payday?", "What is PTO?", "Where is the handbook?", "Are contractors eligible for the referral bonus?",
 ])
 def test_questions_that_stand_alone(message: str) -> None:
     assert not continues_earlier(message)
