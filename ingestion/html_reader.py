@@ -277,6 +277,7 @@ def _prepare(root: Any) -> None:
         label.name = "p"
     for table in root.find_all("table"):
         _repeat_row_spans(table)
+        _merge_header_rows(table)
     for name in _LOOKS_ONLY:
         for node in root.find_all(name):
             node.unwrap()
@@ -322,6 +323,41 @@ def _repeat_row_spans(table: Any) -> None:
             cell.extract()
         for cell in placed:
             row.append(cell)
+
+
+def _merge_header_rows(table: Any) -> None:
+    """Header rows stacked over one another ("Hotel cap" over "Staff" and "Directors") become
+    one row ("Hotel cap Staff", "Hotel cap Directors"): Markdown has one header row, and the
+    chunker repeats it when a long table is cut."""
+    rows = [row for row in table.find_all("tr") if row.find_parent("table") is table]
+    header: list[Any] = []
+    for row in rows:
+        cells = row.find_all(["td", "th"], recursive=False)
+        if not cells or any(cell.name != "th" for cell in cells):
+            break
+        header.append(row)
+    if len(header) < 2 or len(header) == len(rows):
+        return
+    columns: list[list[str]] = []
+    for row in header:
+        labels = [cell.get_text(" ", strip=True) for cell in row.find_all("th", recursive=False)
+                  for _ in range(_span(cell, "colspan"))]
+        for column, label in enumerate(labels):
+            if column == len(columns):
+                columns.append([])
+            if label and label not in columns[column]:
+                columns[column].append(label)
+    model = header[0].find("th", recursive=False)
+    for cell in header[0].find_all("th", recursive=False):
+        cell.extract()
+    for labels in columns:
+        cell = copy.copy(model)
+        cell.clear()
+        cell.attrs.pop("colspan", None)
+        cell.append(" ".join(labels))
+        header[0].append(cell)
+    for row in header[1:]:
+        row.decompose()
 
 
 def _span(cell: Any, attribute: str) -> int:

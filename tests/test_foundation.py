@@ -495,6 +495,20 @@ def test_html_content_markers_and_names_are_trusted_only_so_far(tmp_path) -> Non
         '<meta charset="iso-8859-1"><p>Gültig ab 1. März – 50 €</p>'.encode("cp1252"))
 
 
+def test_html_header_rows_stacked_over_one_another_become_one() -> None:
+    """"Hotel cap" over "Staff" and "Directors": Markdown has one header row, so each column
+    carries both labels, not "Hotel cap" with an empty neighbour and the sub-labels as data."""
+    from ingestion.html_reader import html_to_markdown
+
+    text = html_to_markdown(
+        b"<h1>Travel</h1><table><thead><tr><th rowspan='2'>Region</th><th colspan='2'>Hotel cap</th></tr>"
+        b"<tr><th>Staff</th><th>Directors</th></tr></thead>"
+        b"<tbody><tr><td>EU</td><td>150 EUR</td><td>250 EUR</td></tr></tbody></table>"
+        b"<table><tr><th>Region</th><th>Meals</th></tr><tr><th>EU</th><td>40 EUR</td></tr></table>")
+    assert "| Region | Hotel cap Staff | Hotel cap Directors |\n| --- | --- | --- |\n| EU | 150 EUR | 250 EUR |" in text
+    assert "| Region | Meals |\n| --- | --- |\n| EU | 40 EUR |" in text  # a row header under one header row stays data
+
+
 def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
     """A policy header with its effective date, tab labels, a sidebar of key limits, a second
     <main>: policy text, kept. Link menus still go. Undeclared non-Western pages get detected."""
