@@ -278,6 +278,7 @@ def _prepare(root: Any) -> None:
     for table in root.find_all("table"):
         _repeat_row_spans(table)
         _merge_header_rows(table)
+        _one_body(table)
     for name in _LOOKS_ONLY:
         for node in root.find_all(name):
             node.unwrap()
@@ -358,6 +359,16 @@ def _merge_header_rows(table: Any) -> None:
         header[0].append(cell)
     for row in header[1:]:
         row.decompose()
+
+
+def _one_body(table: Any) -> None:
+    """A table's rows straight under it, after its <thead>, with the <tfoot> last (the source
+    may put it before the body, browsers show it after): markdownify starts a new, empty
+    header row at a <tfoot> or a second <tbody>, breaking the table in two."""
+    for footer in table.find_all("tfoot", recursive=False):
+        table.append(footer.extract())
+    for section in table.find_all(["tbody", "tfoot"], recursive=False):
+        section.unwrap()
 
 
 def _span(cell: Any, attribute: str) -> int:

@@ -495,7 +495,7 @@ def test_html_content_markers_and_names_are_trusted_only_so_far(tmp_path) -> Non
         '<meta charset="iso-8859-1"><p>Gültig ab 1. März – 50 €</p>'.encode("cp1252"))
 
 
-def test_html_header_rows_stacked_over_one_another_become_one() -> None:
+def test_html_tables_have_one_header_row_and_one_body() -> None:
     """"Hotel cap" over "Staff" and "Directors": Markdown has one header row, so each column
     carries both labels, not "Hotel cap" with an empty neighbour and the sub-labels as data."""
     from ingestion.html_reader import html_to_markdown
@@ -507,6 +507,11 @@ def test_html_header_rows_stacked_over_one_another_become_one() -> None:
         b"<table><tr><th>Region</th><th>Meals</th></tr><tr><th>EU</th><td>40 EUR</td></tr></table>")
     assert "| Region | Hotel cap Staff | Hotel cap Directors |\n| --- | --- | --- |\n| EU | 150 EUR | 250 EUR |" in text
     assert "| Region | Meals |\n| --- | --- |\n| EU | 40 EUR |" in text  # a row header under one header row stays data
+    # A <tfoot> written before the body is read after it, and no section starts a second table.
+    text = html_to_markdown(
+        b"<table><thead><tr><th>Item</th><th>Cap</th></tr></thead><tfoot><tr><td>Total</td><td>300</td></tr></tfoot>"
+        b"<tbody><tr><td>Hotel</td><td>200</td></tr></tbody><tbody><tr><td>Meals</td><td>100</td></tr></tbody></table>")
+    assert text.strip() == "| Item | Cap |\n| --- | --- |\n| Hotel | 200 |\n| Meals | 100 |\n| Total | 300 |"
 
 
 def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
