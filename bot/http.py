@@ -54,7 +54,13 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_lev
     """Run the bot in HTTP mode until interrupted."""
     import uvicorn
 
-    uvicorn.run(build_asgi(settings), host=host, port=port, log_level=log_level, access_log=False)
+    from bot.recovery import UnqueuedQuestionSweeper
+
+    sweeper = UnqueuedQuestionSweeper(settings).start()
+    try:
+        uvicorn.run(build_asgi(settings), host=host, port=port, log_level=log_level, access_log=False)
+    finally:
+        sweeper.stop()
 
 
 class BackgroundServer:

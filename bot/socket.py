@@ -13,7 +13,12 @@ def serve(settings: Settings) -> None:
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
     from bot.app import build_app, require_slack_settings
+    from bot.recovery import UnqueuedQuestionSweeper
 
     require_slack_settings(settings, "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN")
     app = build_app(settings, socket_mode=True)
-    SocketModeHandler(app, app_token=settings.slack_app_token).start()
+    sweeper = UnqueuedQuestionSweeper(settings).start()
+    try:
+        SocketModeHandler(app, app_token=settings.slack_app_token).start()
+    finally:
+        sweeper.stop()

@@ -80,6 +80,34 @@ def mark_enqueued(settings: Settings, claim_id: int) -> None:
         )
 
 
+def take_unqueued_questions(settings: Settings, within: timedelta) -> list[tuple[int, int]]:
+    """(claim id, question id) of questions recorded but never queued, claimed longer ago than
+    the lease and at most `within` ago: the bot stopped between Slack's ack and the enqueue
+    (a crash, a restart). Each is marked enqueued here, so one sweep among several bots takes it."""
+    now = datetime.now(timezone.utc)
+    with db.session(settings) as session:
+        rows = session.execute(
+            select(SlackMessage.id, SlackMessage.question_id)
+            .join(Question, Question.id == SlackMessage.question_id)
+            .where(SlackMessage.enqueued_at.is_(None), SlackMessage.question_id.is_not(None),
+                   SlackMessage.created_at < now - timedelta(seconds=CLAIM_LEASE_S),
+                   SlackMessage.created_at > now - within,
+                   Question.status == "pending", Question.answer_ts.is_(None))
+            .order_by(SlackMessage.created_at)
+            .with_for_update(of=SlackMessage, skip_locked=True)
+        ).all()
+        if rows:
+            session.execute(update(SlackMessage).where(SlackMessage.id.in_([claim for claim, _ in rows]))
+                            .values(enqueued_at=now))
+    return [(claim, int(question)) for claim, question in rows]
+
+
+def mark_not_enqueued(settings: Settings, claim_id: int) -> None:
+    """Undo take_unqueued_questions for one claim whose enqueue failed: the next sweep tries again."""
+    with db.session(settings) as session:
+        session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=None))
+
+
 def set_reply_ts(settings: Settings, claim_id: int, reply_ts: str) -> None:
     with db.session(settings) as session:
         session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(reply_ts=reply_ts))

@@ -23,6 +23,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -168,7 +169,12 @@ class SlackMessage(Base):
     """
 
     __tablename__ = "slack_messages"
-    __table_args__ = (UniqueConstraint("channel", "message_ts", name="uq_slack_messages_channel_ts"),)
+    __table_args__ = (
+        UniqueConstraint("channel", "message_ts", name="uq_slack_messages_channel_ts"),
+        # The bot's sweep for questions recorded but never queued (migration 0005).
+        Index("ix_slack_messages_unqueued", "created_at",
+              postgresql_where=text("enqueued_at IS NULL AND question_id IS NOT NULL")),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     channel: Mapped[str] = mapped_column(String(64))

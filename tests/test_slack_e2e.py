@@ -433,6 +433,47 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
     assert "could not look up whether UHOMEDOWN1 was greeted: OperationalError" in log
 
 
+def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack, tmp_path) -> None:
+    """A bot that stopped between Slack's ack and the enqueue (a crash, a deploy's restart)
+    left a recorded question that no worker sees and that Slack, having its ack, does not
+    resend. The next bot to start queues it once, and it is answered; a question claimed
+    moments ago is left to the bot that is still queuing it."""
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import update
+
+    from bot import state
+    from policybot import db
+    from policybot.answering import record_question
+    from policybot.models import SlackMessage
+
+    def left_behind(channel: str, text: str, age_s: float):  # type: ignore[no-untyped-def]
+        event = stack.mention(text, channel)
+        with db.session(stack.settings) as session:
+            claim = state.claim_message(session, channel, event["ts"], f"Ev{channel}", "question")
+            recorded = record_question(session, text, surface="mention", asker="UEMPLOYEE1", channel=channel,
+                                       thread_ts=event["ts"], message_ts=event["ts"], event_id=f"Ev{channel}")
+            state.link_question(session, claim.id, recorded.id)
+            session.execute(update(SlackMessage).where(SlackMessage.id == claim.id)
+                            .values(created_at=datetime.now(timezone.utc) - timedelta(seconds=age_s)))
+        return event, claim.id
+
+    orphan, orphan_claim = left_behind("CORPHAN001", "How many weeks of parental leave do primary caregivers get?", 120)
+    fresh, fresh_claim = left_behind("CORPHAN002", "How many PTO days can I carry over?", 0)
+    log_path = tmp_path / "bot.log"
+    with _bot_process(stack, log_path):
+        post = _answer_post(stack, "CORPHAN001", orphan["ts"], timeout=90)
+        assert "16 weeks" in "\n".join(section_texts(post))
+        _settle()
+    [row] = question_for(stack.settings, "CORPHAN001", orphan["ts"])
+    assert row.status == "answered" and row.answer_ts == post.response["ts"]
+    assert len(stack.fake.posts("CORPHAN001", orphan["ts"])) == 1
+    assert stack.worker.log_text().count(f"answering question {row.id} ") == 1
+    assert f"queued question {row.id}: it was recorded but never queued" in log_path.read_text()
+    assert state.get_claim(stack.settings, orphan_claim).enqueued_at is not None
+    assert stack.fake.posts("CORPHAN002") == [] and state.get_claim(stack.settings, fresh_claim).enqueued_at is None
+
+
 # ---------------------------------------------------------------- admin
 
 
