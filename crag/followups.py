@@ -58,7 +58,7 @@ def continues_earlier(message: str) -> bool:
     if len(content) < 2:
         # "What's the deadline?", "contractors?", "How long?" lean back; "When is payday?" and
         # "What is PTO?" name their topic in a whole question.
-        return (refers_with_it or all(word in _ASPECTS for word in content)
+        return (refers_with_it or all(word in _ASPECTS or word in _REACH for word in content)
                 or not _QUESTION_FRAME.search(message) or bool(_SOFT_OPENING.search(message)))
     if _QUESTION_FRAME.search(message) and any(word in _REACH for word in content) \
             and len([word for word in content if word not in _REACH]) < 2:

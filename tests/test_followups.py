@@ -15,7 +15,7 @@ from crag.followups import continues_earlier
     "With a doctor's note?", "What if I'm late?", "Is there a limit?", "Is there a deadline?",
     "Is there a form for that?", "Can I use it for my kids?",
     "Are contractors eligible?", "Do interns qualify?", "Per day or per trip?", "How long?", "Who approves?",
-    "contractors?",
+    "contractors?", "Who is eligible?", "Is it covered?",
 ])
 def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     assert continues_earlier(message)
