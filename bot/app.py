@@ -65,7 +65,8 @@ def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mo
 
 
 def _identity(context: BoltContext) -> BotIdentity:
-    return BotIdentity(user_id=context.bot_user_id, bot_id=context.bot_id)
+    return BotIdentity(user_id=context.bot_user_id, bot_id=context.bot_id,
+                       teams=frozenset(team for team in (context.team_id, context.enterprise_id) if team))
 
 
 def register(app: App, listeners: Listeners) -> None:

@@ -294,6 +294,13 @@ def upload_refused_message() -> dict[str, Any]:
     )
 
 
+def members_only_message() -> dict[str, Any]:
+    return notice_message(
+        "I answer questions about this organisation's policies for its own members only, so I can't answer "
+        "this here. Your contact in the organisation can help."
+    )
+
+
 def admin_only_message() -> dict[str, Any]:
     return notice_message("Usage statistics are available to policybot admins only.")
 

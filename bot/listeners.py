@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["ignore", "question", "empty", "thanks", "too_long", "upload", "upload_refused", "stats", "stats_refused"]
+Kind = Literal["ignore", "question", "empty", "thanks", "too_long", "upload", "upload_refused", "stats", "stats_refused",
+               "outsider"]
 Surface = Literal["mention", "dm", "assistant"]
 
 # Message subtypes that are people writing; everything else (edits, deletes, joins, bot messages) is ignored.
@@ -83,6 +84,7 @@ class Decision:
 class BotIdentity:
     user_id: str | None
     bot_id: str | None
+    teams: frozenset[str] = frozenset()  # the workspace (and Enterprise Grid organisation) the app is installed in
 
 
 # ----------------------------------------------------------------- decide (pure)
@@ -124,6 +126,18 @@ def _from_a_bot(event: Mapping[str, Any], me: BotIdentity, ignore_bots: bool) ->
     if (bot_id or event.get("subtype") == "bot_message" or event.get("bot_profile")) and ignore_bots:
         return "another bot (POLICYBOT_IGNORE_BOTS)"
     return None
+
+
+def _outside_team(event: Mapping[str, Any], me: BotIdentity, settings: Settings, shared_externally: bool) -> str | None:
+    """The team of a member of another organisation writing in a Slack Connect channel or DM
+    (None for our own members): policies are
+    internal, so they are not answered unless POLICYBOT_ANSWER_OUTSIDERS is on. Their team is
+    `user_team`; ours are the installation's and POLICYBOT_MEMBER_TEAMS (other workspaces of an
+    Enterprise Grid organisation)."""
+    if not shared_externally or settings.answer_outsiders:
+        return None
+    team = str(event.get("user_team") or event.get("source_team") or "")
+    return team if team and team not in me.teams | settings.member_teams else None
 
 
 def _incoming(event: Mapping[str, Any], event_id: str | None, surface: Surface, me: BotIdentity) -> Incoming:
@@ -180,8 +194,10 @@ def _question_or_notice(incoming: Incoming, settings: Settings) -> Decision:
     return Decision("question", incoming)
 
 
-def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity) -> Decision:
-    """`app_mention`: someone mentioned the bot in a channel (or a thread in one)."""
+def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity,
+                   *, shared_externally: bool = False) -> Decision:
+    """`app_mention`: someone mentioned the bot in a channel (or a thread in one).
+    `shared_externally`: the event came from a Slack Connect conversation."""
     ignored = _ignored_subtype(event, settings)
     if ignored:
         return Decision("ignore", reason=ignored)
@@ -193,11 +209,15 @@ def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Set
     if not event.get("channel") or not event.get("ts"):
         return Decision("ignore", reason="no channel or ts")
     incoming = _incoming(event, event_id, "mention", me)
+    outside = _outside_team(event, me, settings, shared_externally)
+    if outside:
+        return Decision("outsider", incoming, reason=outside)
     return _question_or_notice(incoming, settings)
 
 
 def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity,
-                   in_assistant_thread: Callable[[str, str | None], bool] = lambda channel, ts: False) -> Decision:
+                   in_assistant_thread: Callable[[str, str | None], bool] = lambda channel, ts: False,
+                   *, shared_externally: bool = False) -> Decision:
     """`message`: only direct messages are ours; channel messages arrive as `app_mention`."""
     if event.get("channel_type") != "im":
         return Decision("ignore", reason="not a direct message (mentions arrive as app_mention)")
@@ -213,6 +233,9 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
         return Decision("ignore", reason="no channel, ts or user")
     surface: Surface = "assistant" if in_assistant_thread(str(event["channel"]), event.get("thread_ts")) else "dm"
     incoming = _incoming(event, event_id, surface, me)
+    outside = _outside_team(event, me, settings, shared_externally)
+    if outside:
+        return Decision("outsider", incoming, reason=outside)
     is_admin = incoming.user in settings.admins
     # Someone else's file with a question ("How long do I keep this receipt?" and a screenshot):
     # the question is answered, the file is not read. With anything else ("please add this")
@@ -342,10 +365,12 @@ class Listeners:
     # -- events
 
     def on_mention(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
-        self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me), client)
+        self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me,
+                                      shared_externally=bool(body.get("is_ext_shared_channel"))), client)
 
     def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
-        decision = decide_message(event, body.get("event_id"), self.settings, me, self._in_assistant_thread)
+        decision = decide_message(event, body.get("event_id"), self.settings, me, self._in_assistant_thread,
+                                  shared_externally=bool(body.get("is_ext_shared_channel")))
         self.carry_out(decision, client)
 
     def _in_assistant_thread(self, channel: str, thread_ts: str | None) -> bool:
@@ -532,6 +557,10 @@ class Listeners:
             message = blocks.upload_refused_message()
         elif decision.kind == "stats_refused":
             message = blocks.admin_only_message()
+        elif decision.kind == "outsider":
+            log.info("not answering %s in %s: a member of another organisation (team %s)", incoming.user,
+                     incoming.channel, decision.reason)
+            message = blocks.members_only_message()
         elif decision.kind == "stats":
             from policybot.cli_ops import stats_summary
 

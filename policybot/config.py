@@ -106,6 +106,10 @@ class Settings(BaseSettings):
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="SLACK_API_URL")
     admin_user_ids: str = Field(default="", validation_alias="POLICYBOT_ADMINS")
     ignore_bots: bool = Field(default=True, validation_alias="POLICYBOT_IGNORE_BOTS")
+    # Members of other organisations in Slack Connect conversations: not answered unless this is on.
+    answer_outsiders: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_OUTSIDERS")
+    # Other workspaces of our Enterprise Grid organisation, whose members count as ours (team IDs).
+    member_team_ids: str = Field(default="", validation_alias="POLICYBOT_MEMBER_TEAMS")
     # Redis redelivers an unacked task after this long: it must exceed the longest task (ingest, 1800 s).
     celery_visibility_timeout: int = Field(default=3600, ge=2, validation_alias="POLICYBOT_CELERY_VISIBILITY_TIMEOUT")
     max_question_chars: int = Field(default=4000, ge=100, le=40000, validation_alias="POLICYBOT_MAX_QUESTION_CHARS")
@@ -186,6 +190,10 @@ class Settings(BaseSettings):
     @property
     def admins(self) -> set[str]:
         return {part.strip() for part in self.admin_user_ids.split(",") if part.strip()}
+
+    @property
+    def member_teams(self) -> frozenset[str]:
+        return frozenset(part.strip() for part in self.member_team_ids.split(",") if part.strip())
 
 
 def _describe(error: ValidationError) -> str:

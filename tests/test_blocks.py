@@ -148,6 +148,25 @@ def test_clean_text_removes_the_bot_mention_and_slack_markup() -> None:
     assert "priya" not in keyword_query(redact(clean_text(text, None), asker_names=())).lower()
 
 
+def test_members_of_other_organisations_are_not_answered_in_slack_connect(slack_settings) -> None:
+    """Policies are internal: in a Slack Connect channel or DM, a member of another organisation
+    gets a notice, our own members (and listed Grid workspaces) get answers."""
+    me = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT", teams=frozenset({"TOURS", "EOURGRID"}))
+    mention = {"type": "app_mention", "user": "UVENDOR1", "channel": "CSHARED1", "ts": "1.2",
+               "text": "<@UPOLICYBOT> What is the travel per diem?", "user_team": "TVENDOR"}
+    dm = {"type": "message", "channel_type": "im", "user": "UVENDOR1", "channel": "DSHARED1", "ts": "1.3",
+          "text": "What is the travel per diem?", "user_team": "TVENDOR"}
+    decision = decide_mention(mention, "Ev1", slack_settings, me, shared_externally=True)
+    assert decision.kind == "outsider" and decision.reason == "TVENDOR"
+    assert decide_message(dm, "Ev2", slack_settings, me, shared_externally=True).kind == "outsider"
+    assert decide_mention(mention | {"user_team": "TOURS"}, "Ev1", slack_settings, me, shared_externally=True).kind == "question"
+    assert decide_mention(mention, "Ev1", slack_settings, me).kind == "question"  # not a Slack Connect conversation
+    grid = slack_settings.model_copy(update={"member_team_ids": "TSISTER, TVENDOR"})
+    assert decide_mention(mention, "Ev1", grid, me, shared_externally=True).kind == "question"
+    open_to_all = slack_settings.model_copy(update={"answer_outsiders": True})
+    assert decide_message(dm, "Ev2", open_to_all, me, shared_externally=True).kind == "question"
+
+
 def test_mentions_become_questions_or_notices(slack_settings) -> None:
     base = {"type": "app_mention", "user": "U1", "channel": "C1", "ts": "1.2"}
     assert decide_mention(base | {"text": "<@UPOLICYBOT> How much leave?"}, "Ev1", slack_settings, ME).kind == "question"

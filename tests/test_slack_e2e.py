@@ -172,6 +172,24 @@ def test_agent_view_thread_greets_then_answers_with_status(stack) -> None:
     assert len(buttons(posts[1])) == 2
 
 
+def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(stack) -> None:
+    """In a channel shared with a vendor, the vendor's people are told the bot answers members
+    only; nothing is recorded or searched for them. Our own member there is answered."""
+    channel = "CSHARED001"
+    outsider = stack.mention("What is the hotel cap per night?", channel, user="UVENDOR001") | {"user_team": "TVENDOR01"}
+    member = stack.mention("How many weeks of parental leave do primary caregivers get?", channel) | {
+        "user_team": stack.fake.team_id}
+    for event in (outsider, member):
+        body = stack.fake.event_body(event) | {"is_ext_shared_channel": True}
+        assert stack.fake.deliver(stack.events_url, body).status_code == 200
+    [notice] = stack.fake.wait_for_posts(channel, outsider["ts"], timeout=30)
+    assert "for its own members only" in notice["text"]
+    assert "16 weeks" in "\n".join(section_texts(_answer_post(stack, channel, member["ts"])))
+    _settle()
+    assert question_for(stack.settings, channel, outsider["ts"]) == []
+    assert len(stack.fake.posts(channel, outsider["ts"])) == 1
+
+
 def test_messages_tab_greets_once(stack) -> None:
     channel = "DHOME00001"
     opened = {"type": "app_home_opened", "user": "UHOMEUSER1", "channel": channel, "tab": "messages",
