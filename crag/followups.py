@@ -25,20 +25,30 @@ _SOFT_OPENING = re.compile(r"^\W*(?:and|but|also|or|so|then|what if)\b", re.IGNO
 # A short message that opens with a preposition ("With a doctor's note?", "For interns?").
 _PREPOSITION_OPENING = re.compile(
     r"^\W*(?:for|in|with|without|from|during|after|before|on|at|under|over|by|per)\b", re.IGNORECASE)
-# A complete question: a question word or an auxiliary verb, then a verb or a subject.
-# "When is payday?" is one; "contractors?" and "How long?" are fragments of the earlier question.
-_QUESTION_FRAME = re.compile(
-    r"^\W*(?:(?:what|when|where|who|which|why|how)(?:'s|\s+(?:is|are|was|were|do|does|did|can|could|should|"
-    r"will|would|must|may|has|have|had)\b)|(?:is|are|do|does|can|could|should|will|would|must|may|has|have)\s+\w)",
+# A question that is nothing but the name of its topic: "When is payday?", "What is PTO?",
+# "Where is the handbook?", "What does TOIL mean?". (The topic must not be an aspect: "What's
+# the deadline?" means the earlier topic's.)
+_NAMES_ITS_TOPIC = re.compile(
+    r"^\W*(?:(?:what|when|where)(?:'s|\s+(?:is|are|was|were))\s+(?:(?:the|a|an|my|our)\s+)?[\w-]+"
+    r"|what\s+does\s+[\w-]+\s+(?:mean|stand\s+for))\W*$",
     re.IGNORECASE)
 _ASKS_IF_THERE_IS = re.compile(r"^\W*(?:is|are) there\b", re.IGNORECASE)
-_DUMMY_IT = re.compile(r"\b(?:is|was|isn't|wasn't)\s+it\b|\bit(?:'s|\s+is|\s+was)\b", re.IGNORECASE)
+# "Is it allowed to ...?", "It's fine if ...": an "it" that stands for what follows, not for the earlier topic.
+_DUMMY_IT = re.compile(r"\b(?:(?:is|was|isn't|wasn't)\s+it|it(?:'s|\s+is|\s+was))\s+(?:\w+\s+){1,2}?(?:to|that|if|whether)\b",
+                       re.IGNORECASE)
 # What a rule has, asked about without naming the rule: "Is there a limit?" means the earlier topic's.
 _ASPECTS = frozenset(
     "limit limits cap caps maximum minimum deadline form forms fee fees cost costs exception exceptions process "
-    "approval threshold allowance rate rates template waiting period notice difference long often soon".split())
-# Whether a rule reaches someone, asked without naming the rule: "Are contractors eligible?"
-_REACH = frozenset("eligible covered included entitled exempt qualify apply applies allowed".split())
+    "approval threshold allowance rate rates template waiting period notice difference policy rule rules budget "
+    "amount cutoff procedure requirement requirements".split())
+# Whether a rule reaches a group of people, asked without naming the rule: "Are contractors
+# eligible?" (but "Is tuition covered?" names its topic).
+_REACH = frozenset("eligible covered included entitled exempt qualify apply applies".split())
+_PEOPLE = frozenset(
+    "contractor contractors intern interns employee employees staff temp temps temporary part-time full-time "
+    "freelancer freelancers consultant consultants student students manager managers executive executives director "
+    "directors hire hires hourly seasonal apprentice apprentices trainee trainees volunteer volunteers spouse spouses "
+    "partner partners dependent dependents dependant dependants family kids children remote new".split())
 # Words that point back at the earlier topic ("Can I carry them over?"). Not "it" ("Is it
 # allowed to ...?") nor "there" ("Is there a dress code?"): those stand alone.
 _POINTING_BACK = frozenset({"that", "this", "those", "these", "they", "them", "same"})
@@ -56,12 +66,12 @@ def continues_earlier(message: str) -> bool:
     # "Can I use it for my kids?" means the earlier thing; "Is it allowed to ...?" does not.
     refers_with_it = "it" in words and not _DUMMY_IT.search(message)
     if len(content) < 2:
-        # "What's the deadline?", "contractors?", "How long?" lean back; "When is payday?" and
-        # "What is PTO?" name their topic in a whole question.
-        return (refers_with_it or all(word in _ASPECTS or word in _REACH for word in content)
-                or not _QUESTION_FRAME.search(message) or bool(_SOFT_OPENING.search(message)))
-    if _QUESTION_FRAME.search(message) and any(word in _REACH for word in content) \
-            and len([word for word in content if word not in _REACH]) < 2:
+        # "What's the deadline?", "Who do I contact?", "contractors?" lean back; a question that
+        # only names its topic ("When is payday?", "What is PTO?") stands alone.
+        return (refers_with_it or all(word in _ASPECTS for word in content)
+                or not _NAMES_ITS_TOPIC.search(message))
+    reach = [word for word in content if word in _REACH]
+    if reach and all(word in _PEOPLE for word in content if word not in _REACH):
         return True  # "Are contractors eligible?": eligible for what was asked before
     if _SOFT_OPENING.search(message) or refers_with_it:
         return len(content) < 3

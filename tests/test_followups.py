@@ -15,7 +15,9 @@ from crag.followups import continues_earlier
     "With a doctor's note?", "What if I'm late?", "Is there a limit?", "Is there a deadline?",
     "Is there a form for that?", "Can I use it for my kids?",
     "Are contractors eligible?", "Do interns qualify?", "Per day or per trip?", "How long?", "Who approves?",
-    "contractors?", "Who is eligible?", "Is it covered?",
+    "contractors?", "Who is eligible?", "Is it covered?", "Is it taxable?", "When is it due?", "Can interns?",
+    "Are contractors allowed?", "Do I need a receipt?", "Who do I contact?", "What's the policy?",
+    "Are part-time employees eligible?",
 ])
 def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     assert continues_earlier(message)
@@ -29,6 +31,7 @@ def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     "Also, how do I request a new laptop?", "Then what's the policy on gifts from vendors?",
     "For how many days can I work remotely from another country each year?",
     "When is payday?", "What is PTO?", "Where is the handbook?", "Are contractors eligible for the referral bonus?",
+    "What does TOIL mean?", "Is tuition covered?", "Who is eligible for the bonus?", "Is it OK to work from Spain?",
 ])
 def test_questions_that_stand_alone(message: str) -> None:
     assert not continues_earlier(message)
