@@ -111,6 +111,8 @@ class FakeSlack:
         self.files: dict[str, StoredFile] = {}
         self.users: dict[str, dict[str, Any]] = {}  # users.info answers; add_user() fills it
         self.failures: dict[str, str] = {}  # method -> error to answer with (simulate Slack problems)
+        # method -> how many of its next calls get HTTP 429 "ratelimited" with Retry-After: 1
+        self.rate_limited: dict[str, int] = {}
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -272,6 +274,14 @@ class FakeSlack:
             self.calls.append(call)
             self._changed.notify_all()
 
+    def _take_rate_limit(self, method: str) -> bool:
+        with self._changed:
+            left = self.rate_limited.get(method, 0)
+            if left <= 0:
+                return False
+            self.rate_limited[method] = left - 1
+            return True
+
     def answer(self, method: str, params: dict[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
         token = params.get("token") or headers.get("authorization", "").removeprefix("Bearer ").strip()
         if not token:
@@ -362,8 +372,10 @@ class FakeSlack:
             def log_message(self, *_: Any) -> None:  # keep test and demo output clean
                 return
 
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
+            def _send(self, status: int, body: bytes, content_type: str, **extra_headers: str) -> None:
                 self.send_response(status)
+                for name, value in extra_headers.items():
+                    self.send_header(name.replace("_", "-"), value)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -384,6 +396,11 @@ class FakeSlack:
                     return
                 method = split.path.removeprefix("/api/")
                 params = dict(parse_qsl(split.query)) | _parse(raw, headers.get("content-type", ""))
+                if fake._take_rate_limit(method):  # as Slack does: HTTP 429 and how long to wait
+                    limited = {"ok": False, "error": "ratelimited"}
+                    fake._record(Call(method, params, headers, time.time(), limited))
+                    self._send(429, json.dumps(limited).encode(), "application/json; charset=utf-8", Retry_After="1")
+                    return
                 response = fake.answer(method, params, headers)
                 fake._record(Call(method, params, headers, time.time(), response))
                 self._send(200, json.dumps(response).encode(), "application/json; charset=utf-8")

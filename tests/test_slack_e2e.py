@@ -360,6 +360,26 @@ def test_a_channel_the_bot_cannot_post_in_is_not_retried_and_the_answer_stays_lo
     assert [post.response["error"] for post in stack.fake.posts(channel)] == ["not_in_channel"]  # no retry, no apology
 
 
+def test_a_rate_limited_answer_waits_and_is_posted_not_apologised_for(stack) -> None:
+    """Slack answers HTTP 429 with Retry-After to a busy channel: the answer waits and goes out,
+    even when the limit outlasts the SDK's own retries and the three attempts other errors get."""
+    channel = "CRATELIM01"
+    event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
+    stack.fake.rate_limited["chat.postMessage"] = 10  # three attempts of three calls, and one more
+    try:
+        stack.deliver(event)
+        posted = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
+                                     timeout=120, what="the answer posted")
+        _settle()
+    finally:
+        stack.fake.rate_limited.pop("chat.postMessage", None)
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert row.status == "answered" and row.answer_ts == posted[0].response["ts"]
+    assert len(posted) == 1 and "16 weeks" in "\n".join(section_texts(posted[0]))  # the answer, no apology
+    assert [p.response["error"] for p in stack.fake.posts(channel, event["ts"]) if not p.response.get("ok")] == \
+        ["ratelimited"] * 10
+
+
 @contextmanager
 def _bot_process(stack, log_path, **env: str) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """A second real `policybot serve --http` on the local Slack, with `env` on top; its URL."""

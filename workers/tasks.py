@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 TEST_DELAY_ENV = "POLICYBOT_TEST_TASK_DELAY_S"
 TEST_FAIL_ENV = "POLICYBOT_TEST_FAIL_MARKER"
 ANSWER_RETRIES = 2  # three attempts in all
+# Slack rate-limits a busy channel for seconds, not for good: a rate-limited post is tried
+# again after each Retry-After (the SDK's own two retries come first), up to this many times.
+RATE_LIMITED_RETRIES = 10
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
 LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
@@ -153,13 +156,14 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             # Slack's answer will not change for these: retrying, or apologising in the same
             # place, only fails again. The answer stays in the log for admins.
             final = slack_error in SLACK_PERMANENT_ERRORS
-            if self.request.retries < self.max_retries and not final:
+            retries = RATE_LIMITED_RETRIES if slack_error == "ratelimited" else self.max_retries
+            if self.request.retries < retries and not final:
                 countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
                 if slack_error == "ratelimited":  # wait as long as Slack asks
-                    countdown = max(countdown, _retry_after_s(error))
+                    countdown = max(1, _retry_after_s(error))
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
                             question_id, row.reference, attempt, countdown, _describe(error))
-                raise self.retry(exc=error, countdown=countdown) from None
+                raise self.retry(exc=error, countdown=countdown, max_retries=retries) from None
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       _describe(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
