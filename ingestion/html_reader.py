@@ -329,42 +329,67 @@ def _repeat_row_spans(table: Any) -> None:
 def _merge_header_rows(table: Any) -> None:
     """Header rows stacked over one another ("Hotel cap" over "Staff" and "Directors") become
     one row ("Hotel cap Staff", "Hotel cap Directors"): Markdown has one header row, and the
-    chunker repeats it when a long table is cut."""
+    chunker repeats it when a long table is cut. A row of one cell across the table (a title
+    over the header, a group label under it: "Europe") is no header row: nothing is merged."""
     rows = [row for row in table.find_all("tr") if row.find_parent("table") is table]
     header: list[Any] = []
     for row in rows:
         cells = row.find_all(["td", "th"], recursive=False)
         if not cells or any(cell.name != "th" for cell in cells):
             break
+        if len(cells) == 1:
+            return
         header.append(row)
     if len(header) < 2 or len(header) == len(rows):
         return
-    columns: list[list[str]] = []
+    columns: list[list[Any]] = []  # each column's header cells, top down, each wording once
     for row in header:
-        labels = [cell.get_text(" ", strip=True) for cell in row.find_all("th", recursive=False)
-                  for _ in range(_span(cell, "colspan"))]
-        for column, label in enumerate(labels):
+        placed = [cell for cell in row.find_all("th", recursive=False) for _ in range(_span(cell, "colspan"))]
+        for column, cell in enumerate(placed):
             if column == len(columns):
                 columns.append([])
-            if label and label not in columns[column]:
-                columns[column].append(label)
+            wording = _wording(cell)
+            if wording and wording not in (_wording(other) for other in columns[column]):
+                columns[column].append(cell)
     model = header[0].find("th", recursive=False)
+    merged = []
+    for cells in columns:  # copies of the cells' contents, so footnotes, images' alt text and runs stay as written
+        label = copy.copy(model)
+        label.clear()
+        label.attrs.pop("colspan", None)
+        for position, cell in enumerate(cells):
+            if position:
+                label.append(" ")
+            for child in cell.contents:
+                label.append(copy.copy(child))
+        merged.append(label)
     for cell in header[0].find_all("th", recursive=False):
         cell.extract()
-    for labels in columns:
-        cell = copy.copy(model)
-        cell.clear()
-        cell.attrs.pop("colspan", None)
-        cell.append(" ".join(labels))
-        header[0].append(cell)
+    for label in merged:
+        header[0].append(label)
     for row in header[1:]:
         row.decompose()
 
 
+def _wording(cell: Any) -> str:
+    """A cell's words as a reader sees them: its text, runs joined as written, and its images' alt text."""
+    alt = " ".join(str(image.get("alt") or "") for image in cell.find_all("img"))
+    return " ".join(f"{cell.get_text('')} {alt}".split())
+
+
 def _one_body(table: Any) -> None:
-    """A table's rows straight under it, after its <thead>, with the <tfoot> last (the source
-    may put it before the body, browsers show it after): markdownify starts a new, empty
-    header row at a <tfoot> or a second <tbody>, breaking the table in two."""
+    """A table with a <tfoot> or several <tbody>: its rows straight under it, after its
+    <thead>, with the footer last (the source may put it first, browsers show it last).
+    markdownify starts a new, empty header row at a <tfoot> or a second <tbody>, breaking the
+    table in two. Column groups (no text) go and a caption moves before the table, or
+    markdownify would take the first row for a later one and write no header line."""
+    sections = table.find_all(["tbody", "tfoot"], recursive=False)
+    if len(sections) < 2 and not any(section.name == "tfoot" for section in sections):
+        return
+    for group in table.find_all("colgroup", recursive=False) + table.find_all("col", recursive=False):
+        group.decompose()
+    for caption in table.find_all("caption", recursive=False):
+        table.insert_before(caption.extract())
     for footer in table.find_all("tfoot", recursive=False):
         table.append(footer.extract())
     for section in table.find_all(["tbody", "tfoot"], recursive=False):

@@ -512,6 +512,21 @@ def test_html_tables_have_one_header_row_and_one_body() -> None:
         b"<table><thead><tr><th>Item</th><th>Cap</th></tr></thead><tfoot><tr><td>Total</td><td>300</td></tr></tfoot>"
         b"<tbody><tr><td>Hotel</td><td>200</td></tr></tbody><tbody><tr><td>Meals</td><td>100</td></tr></tbody></table>")
     assert text.strip() == "| Item | Cap |\n| --- | --- |\n| Hotel | 200 |\n| Meals | 100 |\n| Total | 300 |"
+    # Confluence writes column groups; a caption stays a caption; the header line stays.
+    text = html_to_markdown(
+        b"<table><caption>Caps</caption><colgroup><col/><col/></colgroup><tbody><tr><th>Item</th><th>Cap</th></tr>"
+        b"<tr><td>Hotel</td><td>200</td></tr></tbody><tfoot><tr><td>Total</td><td>300</td></tr></tfoot></table>")
+    assert text.strip() == "Caps\n\n| Item | Cap |\n| --- | --- |\n| Hotel | 200 |\n| Total | 300 |"
+    # Word splits words into runs; a footnote and an image's alt text are part of a label.
+    text = html_to_markdown(
+        b"<table><tr><th rowspan=2><b>Reg</b><b>ion</b></th><th colspan=2>Hotel c<span>ap</span><sup>1</sup></th></tr>"
+        b"<tr><th><b>Direct</b><b>ors</b></th><th><img alt='Staff'></th></tr><tr><td>EU</td><td>1</td><td>2</td></tr>"
+        b"</table>")
+    assert "| Region | Hotel cap¹ Directors | Hotel cap¹ Staff |\n| --- | --- | --- |\n| EU | 1 | 2 |" in text
+    # A group label under the header ("Europe") is no header row.
+    text = html_to_markdown(b"<table><tr><th>Region</th><th>Cap</th></tr><tr><th colspan=2>Europe</th></tr>"
+                            b"<tr><td>Germany</td><td>150</td></tr></table>")
+    assert "| Region | Cap |\n| --- | --- |\n| Europe | |\n| Germany | 150 |" in text
 
 
 def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
