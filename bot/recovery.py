@@ -19,30 +19,39 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot import state
 from bot.listeners import CeleryEnqueuer, Enqueuer
+from policybot import db
 from policybot.config import Settings
 
 log = logging.getLogger(__name__)
 
 SWEEP_INTERVAL_S = 60.0
+# Claimed longer ago than this and still not queued: the bot that claimed it stopped. Well
+# past a slow listener's worst case (Slack calls of 15 s, retried, before the enqueue).
+SWEEP_AFTER_S = 120.0
 # Older than this, a question is not queued any more: a reply days late helps nobody, and
 # the log row stays pending for admins to see.
 SWEEP_WITHIN = timedelta(days=1)
 
 
 def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int]:
-    """Queue every question recorded but never queued; the IDs queued."""
+    """Queue every question recorded but never queued; the IDs queued.
+
+    Each is queued while its claim is locked and marked queued in the same transaction: a
+    sweep that stops halfway leaves the rest unmarked for the next one (a question queued
+    twice is answered once)."""
     queued: list[int] = []
-    for claim_id, question_id in state.take_unqueued_questions(settings, SWEEP_WITHIN):
-        try:
-            enqueuer.answer(question_id)
-        except Exception as error:  # the queue is down: the next sweep tries again
-            log.warning("could not queue question %s, recorded but never queued: %s", question_id,
-                        type(error).__name__)
-            state.mark_not_enqueued(settings, claim_id)
-            continue
-        log.warning("queued question %s: it was recorded but never queued (the bot stopped before queuing it)",
-                    question_id)
-        queued.append(question_id)
+    with db.session(settings) as session:
+        for claim_id, question_id in state.lock_unqueued_questions(session, SWEEP_AFTER_S, SWEEP_WITHIN):
+            try:
+                enqueuer.answer(question_id)
+            except Exception as error:  # the queue is down: the next sweep tries again
+                log.warning("could not queue question %s, recorded but never queued: %s", question_id,
+                            type(error).__name__)
+                break
+            state.set_enqueued(session, claim_id)
+            log.warning("queued question %s: it was recorded but never queued (the bot stopped before queuing it)",
+                        question_id)
+            queued.append(question_id)
     return queued
 
 

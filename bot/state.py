@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -75,37 +75,30 @@ def link_question(session: Session, claim_id: int, question_id: int) -> None:
 
 def mark_enqueued(settings: Settings, claim_id: int) -> None:
     with db.session(settings) as session:
-        session.execute(
-            update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=datetime.now(timezone.utc))
-        )
+        set_enqueued(session, claim_id)
 
 
-def take_unqueued_questions(settings: Settings, within: timedelta) -> list[tuple[int, int]]:
-    """(claim id, question id) of questions recorded but never queued, claimed longer ago than
-    the lease and at most `within` ago: the bot stopped between Slack's ack and the enqueue
-    (a crash, a restart). Each is marked enqueued here, so one sweep among several bots takes it."""
-    now = datetime.now(timezone.utc)
-    with db.session(settings) as session:
-        rows = session.execute(
-            select(SlackMessage.id, SlackMessage.question_id)
-            .join(Question, Question.id == SlackMessage.question_id)
-            .where(SlackMessage.enqueued_at.is_(None), SlackMessage.question_id.is_not(None),
-                   SlackMessage.created_at < now - timedelta(seconds=CLAIM_LEASE_S),
-                   SlackMessage.created_at > now - within,
-                   Question.status == "pending", Question.answer_ts.is_(None))
-            .order_by(SlackMessage.created_at)
-            .with_for_update(of=SlackMessage, skip_locked=True)
-        ).all()
-        if rows:
-            session.execute(update(SlackMessage).where(SlackMessage.id.in_([claim for claim, _ in rows]))
-                            .values(enqueued_at=now))
+def set_enqueued(session: Session, claim_id: int) -> None:
+    session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=datetime.now(timezone.utc)))
+
+
+def lock_unqueued_questions(session: Session, claimed_before_s: float, within: timedelta) -> list[tuple[int, int]]:
+    """(claim id, question id) of questions recorded but never queued, claimed between `within`
+    and `claimed_before_s` seconds ago by the database's clock: the bot stopped between Slack's
+    ack and the enqueue (a crash, a restart). Their claims stay locked until the session ends,
+    so of several bots sweeping at once only one takes each."""
+    now = func.now()
+    rows = session.execute(
+        select(SlackMessage.id, SlackMessage.question_id)
+        .join(Question, Question.id == SlackMessage.question_id)
+        .where(SlackMessage.enqueued_at.is_(None), SlackMessage.question_id.is_not(None),
+               SlackMessage.created_at < now - timedelta(seconds=claimed_before_s),
+               SlackMessage.created_at > now - within,
+               Question.status == "pending", Question.answer_ts.is_(None))
+        .order_by(SlackMessage.created_at)
+        .with_for_update(of=SlackMessage, skip_locked=True)
+    ).all()
     return [(claim, int(question)) for claim, question in rows]
-
-
-def mark_not_enqueued(settings: Settings, claim_id: int) -> None:
-    """Undo take_unqueued_questions for one claim whose enqueue failed: the next sweep tries again."""
-    with db.session(settings) as session:
-        session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=None))
 
 
 def set_reply_ts(settings: Settings, claim_id: int, reply_ts: str) -> None:

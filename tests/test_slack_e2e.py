@@ -481,6 +481,7 @@ def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack,
     from sqlalchemy import update
 
     from bot import state
+    from bot.recovery import queue_unqueued_questions
     from policybot import db
     from policybot.answering import record_question
     from policybot.models import SlackMessage
@@ -496,8 +497,16 @@ def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack,
                             .values(created_at=datetime.now(timezone.utc) - timedelta(seconds=age_s)))
         return event, claim.id
 
-    orphan, orphan_claim = left_behind("CORPHAN001", "How many weeks of parental leave do primary caregivers get?", 120)
+    orphan, orphan_claim = left_behind("CORPHAN001", "How many weeks of parental leave do primary caregivers get?", 600)
     fresh, fresh_claim = left_behind("CORPHAN002", "How many PTO days can I carry over?", 0)
+
+    class QueueDown:
+        def answer(self, question_id: int) -> None:
+            raise ConnectionError("Redis is down")
+
+    # With the queue down, the sweep marks nothing: the next one tries again.
+    assert queue_unqueued_questions(stack.settings, QueueDown()) == []  # type: ignore[arg-type]
+    assert state.get_claim(stack.settings, orphan_claim).enqueued_at is None
     log_path = tmp_path / "bot.log"
     with _bot_process(stack, log_path):
         post = _answer_post(stack, "CORPHAN001", orphan["ts"], timeout=90)
