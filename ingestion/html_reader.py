@@ -331,11 +331,13 @@ def _merge_header_rows(table: Any) -> None:
     one row ("Hotel cap Staff", "Hotel cap Directors"): Markdown has one header row, and the
     chunker repeats it when a long table is cut. A row of one cell across the table (a title
     over the header, a group label under it: "Europe") is no header row: nothing is merged."""
-    rows = [row for row in table.find_all("tr") if row.find_parent("table") is table]
+    # Footer rows are no header, whatever their place; header rows share one section (a
+    # second <tbody>'s label row "Europe | EUR" labels its group, not the columns).
+    rows = [row for row in table.find_all("tr") if row.find_parent("table") is table and row.parent.name != "tfoot"]
     header: list[Any] = []
     for row in rows:
         cells = row.find_all(["td", "th"], recursive=False)
-        if not cells or any(cell.name != "th" for cell in cells):
+        if not cells or any(cell.name != "th" for cell in cells) or row.parent is not rows[0].parent:
             break
         if len(cells) == 1:
             return
@@ -348,20 +350,24 @@ def _merge_header_rows(table: Any) -> None:
         for column, cell in enumerate(placed):
             if column == len(columns):
                 columns.append([])
-            wording = _wording(cell)
-            if wording and wording not in (_wording(other) for other in columns[column]):
+            wording = _wording_key(cell)
+            if wording and wording not in (_wording_key(other) for other in columns[column]):
                 columns[column].append(cell)
     model = header[0].find("th", recursive=False)
     merged = []
-    for cells in columns:  # copies of the cells' contents, so footnotes, images' alt text and runs stay as written
+    for cells in columns:  # copies of the cells, so footnotes, images' alt text and runs stay as written
         label = copy.copy(model)
         label.clear()
         label.attrs.pop("colspan", None)
         for position, cell in enumerate(cells):
             if position:
                 label.append(" ")
-            for child in cell.contents:
-                label.append(copy.copy(child))
+            part = copy.copy(cell)
+            part.name, part.attrs = "span", {}
+            for block in part.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "div"]):
+                block.insert_after(" ")  # inline, or markdownify drops the space beside it
+                block.unwrap()
+            label.append(part)
         merged.append(label)
     for cell in header[0].find_all("th", recursive=False):
         cell.extract()
@@ -371,10 +377,11 @@ def _merge_header_rows(table: Any) -> None:
         row.decompose()
 
 
-def _wording(cell: Any) -> str:
-    """A cell's words as a reader sees them: its text, runs joined as written, and its images' alt text."""
+def _wording_key(cell: Any) -> str:
+    """What a cell says, to tell two labels apart: its text and its images' alt text, without
+    the spaces that runs and paragraphs put in or leave out ("Reg"+"ion", "Hotel" / "cap")."""
     alt = " ".join(str(image.get("alt") or "") for image in cell.find_all("img"))
-    return " ".join(f"{cell.get_text('')} {alt}".split())
+    return "".join(f"{cell.get_text(' ')} {alt}".split()).casefold()
 
 
 def _one_body(table: Any) -> None:
@@ -388,6 +395,9 @@ def _one_body(table: Any) -> None:
         return
     for group in table.find_all("colgroup", recursive=False) + table.find_all("col", recursive=False):
         group.decompose()
+    for head in table.find_all("thead", recursive=False):
+        if head.find("tr") is None:  # an empty <thead> would stand before the first row
+            head.decompose()
     for caption in table.find_all("caption", recursive=False):
         table.insert_before(caption.extract())
     for footer in table.find_all("tfoot", recursive=False):

@@ -523,6 +523,18 @@ def test_html_tables_have_one_header_row_and_one_body() -> None:
         b"<tr><th><b>Direct</b><b>ors</b></th><th><img alt='Staff'></th></tr><tr><td>EU</td><td>1</td><td>2</td></tr>"
         b"</table>")
     assert "| Region | Hotel cap¹ Directors | Hotel cap¹ Staff |\n| --- | --- | --- |\n| EU | 1 | 2 |" in text
+    # A footer of header cells written first, a group's label row in a second <tbody>, an empty
+    # <thead>, headings inside header cells: none of them joins or breaks the header.
+    text = html_to_markdown(
+        b"<table><thead></thead><tfoot><tr><th>Total</th><th>260</th></tr></tfoot><tbody><tr><th>Country</th>"
+        b"<th>Per diem</th></tr><tr><td>DE</td><td>60</td></tr></tbody><tbody><tr><th>Asia</th><th>JPY</th></tr>"
+        b"<tr><td>JP</td><td>8000</td></tr></tbody></table>")
+    assert text.strip() == ("| Country | Per diem |\n| --- | --- |\n| DE | 60 |\n| Asia | JPY |\n| JP | 8000 |\n"
+                            "| Total | 260 |")
+    text = html_to_markdown(b"<table><tr><th rowspan=2><h3>Region</h3></th><th colspan=2><h3>Hotel cap</h3></th></tr>"
+                            b"<tr><th><h3>Staff</h3></th><th><p>Directors</p></th></tr><tr><td>EU</td><td>1</td>"
+                            b"<td>2</td></tr></table>")
+    assert "| Region | Hotel cap Staff | Hotel cap Directors |" in text
     # A group label under the header ("Europe") is no header row.
     text = html_to_markdown(b"<table><tr><th>Region</th><th>Cap</th></tr><tr><th colspan=2>Europe</th></tr>"
                             b"<tr><td>Germany</td><td>150</td></tr></table>")
