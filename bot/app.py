@@ -33,14 +33,16 @@ def require_slack_settings(settings: Settings, *names: str) -> None:
         )
 
 
-def web_client(settings: Settings) -> WebClient:
-    """The Slack Web API client for settings.slack_api_url (Slack itself, or a local fake)."""
-    return WebClient(
-        token=settings.slack_bot_token,
-        base_url=settings.slack_api_url,
-        timeout=15,
-        retry_handlers=[ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=2)],
-    )
+def web_client(settings: Settings, *, wait_out_rate_limits: bool = True) -> WebClient:
+    """The Slack Web API client for settings.slack_api_url (Slack itself, or a local fake).
+
+    It waits out a rate limit (Slack's Retry-After, twice) unless `wait_out_rate_limits` is
+    off: a Celery task rather retries later than sleeps inside its time limit."""
+    handlers: list = [ConnectionErrorRetryHandler(max_retry_count=2)]
+    if wait_out_rate_limits:
+        handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
+    return WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url, timeout=15,
+                     retry_handlers=handlers)
 
 
 def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mode: bool = False) -> App:

@@ -365,7 +365,7 @@ def test_a_rate_limited_answer_waits_and_is_posted_not_apologised_for(stack) -> 
     even when the limit outlasts the SDK's own retries and the three attempts other errors get."""
     channel = "CRATELIM01"
     event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
-    stack.fake.rate_limited["chat.postMessage"] = 10  # three attempts of three calls, and one more
+    stack.fake.rate_limited["chat.postMessage"] = 10  # more than the three attempts other failures get
     try:
         stack.deliver(event)
         posted = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],

@@ -43,8 +43,8 @@ log = logging.getLogger(__name__)
 TEST_DELAY_ENV = "POLICYBOT_TEST_TASK_DELAY_S"
 TEST_FAIL_ENV = "POLICYBOT_TEST_FAIL_MARKER"
 ANSWER_RETRIES = 2  # three attempts in all
-# Slack rate-limits a busy channel for seconds, not for good: a rate-limited post is tried
-# again after each Retry-After (the SDK's own two retries come first), up to this many times.
+# Slack rate-limits a busy channel for seconds, not for good: a rate-limited answer is posted
+# again after each Retry-After, up to this many times.
 RATE_LIMITED_RETRIES = 10
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
@@ -149,7 +149,8 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
                 row = get_question(settings, question_id)
                 assert row is not None
             message = blocks.answer_message(blocks.AnswerView.from_row(row))
-            posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
+            # A rate-limited post is retried by Celery after Retry-After, not slept on here.
+            posted = web_client(settings, wait_out_rate_limits=False).chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
                                              unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
             slack_error = error.response.get("error") if isinstance(error, SlackApiError) else None
