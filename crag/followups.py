@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from crag.redaction import DOMAIN_TERMS, STOPWORDS, WORD_TOKEN
+from crag.redaction import STOPWORDS, WORD_TOKEN
 
 # Openings that lean on what was said before, whatever follows.
 _LEANING_OPENING = re.compile(
@@ -26,8 +26,8 @@ _SOFT_OPENING = re.compile(r"^\W*(?:and|but|also|or|so|then|what if)\b", re.IGNO
 _PREPOSITION_OPENING = re.compile(
     r"^\W*(?:for|in|with|without|from|during|after|before|on|at|under|over|by|per)\b", re.IGNORECASE)
 # A question that is nothing but a name: "When is payday?", "What is PTO?", "What does TOIL
-# mean?". It stands alone when the name is a topic (below); "What's the timeline?" means the
-# earlier topic's.
+# mean?". It stands alone when the name is a policy topic (below); "What's the timeline?" or
+# "What's the stipend?" means the earlier topic's.
 _NAMES_ITS_TOPIC = re.compile(
     r"^\W*(?:(?:what|when|where)(?:'s|\s+(?:is|are|was|were))\s+(?:(?:the|a|an|my|our)\s+)?[\w-]+"
     r"|what\s+does\s+[\w-]+\s+(?:mean|stand\s+for))\W*$",
@@ -52,16 +52,22 @@ _PEOPLE = frozenset(
 # Words that point back at the earlier topic ("Can I carry them over?"). Not "it" ("Is it
 # allowed to ...?") nor "there" ("Is there a dress code?"): those stand alone.
 _POINTING_BACK = frozenset({"that", "this", "those", "these", "they", "them", "same"})
-# Policy topics a question can name on its own, besides acronyms ("PTO", "COBRA") and names.
-_TOPICS = DOMAIN_TERMS | frozenset("payday payslip payslips paycheck handbook enrollment w-2 w2 severance".split())
-_ACRONYM_OR_NAME = re.compile(r"\b(?:[A-Z]{2,}s?|[A-Z][a-z]+)\b")
-# "IT" the department is a topic, never the pronoun: "Is IT open on weekends?"
+# Policy topics a one-word question names on its own. Only these: a word like "stipend",
+# "SLA" or "Workday" may just as well ask about the earlier topic's, and a follow-up asked
+# alone loses its topic, where a question asked with the one before only shares retrieval.
+_TOPICS = frozenset(
+    "payday payslip payslips paycheck payroll handbook enrollment w-2 w2 1099 severance pto vpn mfa 401k cobra "
+    "pension sabbatical bereavement harassment whistleblowing onboarding offboarding relocation timesheet "
+    "rsu rsus espp hsa fsa toil itdept".split())
+# "IT" the department is a topic, not the pronoun ("Is IT open on weekends?"), unless the
+# whole message is in capitals ("IS IT TAXABLE?").
 _IT_DEPARTMENT = re.compile(r"\bIT\b")
 
 
 def continues_earlier(message: str) -> bool:
     """True when `message` reads as a follow-up that needs the earlier question's context."""
-    message = _IT_DEPARTMENT.sub("ITdept", message)
+    if not message.isupper():
+        message = _IT_DEPARTMENT.sub("ITdept", message)
     words = [word.lower() for word in WORD_TOKEN.findall(message)]
     content = [word for word in words if word not in STOPWORDS]
     points_back = any(word in _POINTING_BACK for word in words)
@@ -76,9 +82,7 @@ def continues_earlier(message: str) -> bool:
         # only names its topic ("When is payday?", "What is PTO?") stands alone.
         if refers_with_it or all(word in _ASPECTS or word in _REACH for word in content):
             return True
-        named = _NAMES_ITS_TOPIC.search(message) and (
-            content[0] in _TOPICS or any(m.start() > 0 for m in _ACRONYM_OR_NAME.finditer(message.strip())))
-        return not named
+        return not (_NAMES_ITS_TOPIC.search(message) and content[0] in _TOPICS)
     reach = [word for word in content if word in _REACH]
     if reach and all(word in _PEOPLE for word in content if word not in _REACH):
         return True  # "Are contractors eligible?": eligible for what was asked before

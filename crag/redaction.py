@@ -174,7 +174,7 @@ STOPWORDS = frozenset(
 )
 
 # Common policy nouns: a light boost so they win over generic words when trimming to N.
-DOMAIN_TERMS = frozenset(
+_DOMAIN_TERMS = frozenset(
     """
     pto leave vacation holiday holidays sick parental maternity paternity bereavement sabbatical
     expense expenses reimbursement reimburse reimbursed receipt receipts per diem mileage travel
@@ -245,7 +245,7 @@ def _keyword_weight(word: str, acronyms: frozenset[str] = frozenset()) -> float:
     weight = _rarity(word)
     if word in acronyms:
         weight = max(weight, 4.0)
-    if word in DOMAIN_TERMS:
+    if word in _DOMAIN_TERMS:
         weight += 1.0
     if word in _COMMON_WORDS:
         weight -= 1.0

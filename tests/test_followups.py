@@ -18,7 +18,7 @@ from crag.followups import continues_earlier
     "contractors?", "Who is eligible?", "Is it covered?", "Is it taxable?", "When is it due?", "Can interns?",
     "Are contractors allowed?", "Do I need a receipt?", "Who do I contact?", "What's the policy?",
     "Are part-time employees eligible?", "What's the timeline?", "What are the steps?", "Where's the portal?",
-    "What's covered?",
+    "What's covered?", "What's the stipend?", "What's the SLA?", "What's the Timeline?", "IS IT TAXABLE?",
 ])
 def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     assert continues_earlier(message)
@@ -33,7 +33,7 @@ def test_follow_ups_that_lean_on_the_earlier_question(message: str) -> None:
     "For how many days can I work remotely from another country each year?",
     "When is payday?", "What is PTO?", "Where is the handbook?", "Are contractors eligible for the referral bonus?",
     "What does TOIL mean?", "Is tuition covered?", "Who is eligible for the bonus?", "Is it OK to work from Spain?",
-    "What is COBRA?", "Is IT open on weekends?", "Does IT approve software purchases?",
+    "What is COBRA?", "what is cobra?", "Is IT open on weekends?", "Does IT approve software purchases?",
 ])
 def test_questions_that_stand_alone(message: str) -> None:
     assert not continues_earlier(message)
