@@ -344,6 +344,8 @@ def _merge_header_rows(table: Any) -> None:
         header.append(row)
     if len(header) < 2 or len(header) == len(rows):
         return
+    if not any(_span(cell, "colspan") > 1 for row in header[:-1] for cell in row.find_all("th", recursive=False)):
+        return  # stacked headers span columns ("Hotel cap" over two); "Leave | Days" over "Sick | 10" are rows
     columns: list[list[Any]] = []  # each column's header cells, top down, each wording once
     for row in header:
         placed = [cell for cell in row.find_all("th", recursive=False) for _ in range(_span(cell, "colspan"))]
@@ -396,7 +398,7 @@ def _one_body(table: Any) -> None:
     for group in table.find_all("colgroup", recursive=False) + table.find_all("col", recursive=False):
         group.decompose()
     for head in table.find_all("thead", recursive=False):
-        if head.find("tr") is None:  # an empty <thead> would stand before the first row
+        if not any(_wording_key(cell) for cell in head.find_all(["th", "td"])):  # empty: it would stand before the first row
             head.decompose()
     for caption in table.find_all("caption", recursive=False):
         table.insert_before(caption.extract())

@@ -535,6 +535,15 @@ def test_html_tables_have_one_header_row_and_one_body() -> None:
                             b"<tr><th><h3>Staff</h3></th><th><p>Directors</p></th></tr><tr><td>EU</td><td>1</td>"
                             b"<td>2</td></tr></table>")
     assert "| Region | Hotel cap Staff | Hotel cap Directors |" in text
+    # Rows of header cells that span no columns are rows ("Sick | 10" under "Leave | Days"); an
+    # empty <thead> row is no header.
+    text = html_to_markdown(b"<table><tbody><tr><th>Leave</th><th>Days</th></tr><tr><th>Sick</th><th>10</th></tr>"
+                            b"<tr><td>Vacation</td><td>25</td></tr></tbody></table>")
+    assert "| Leave | Days |\n| --- | --- |\n| Sick | 10 |\n| Vacation | 25 |" in text
+    text = html_to_markdown(b"<table><thead><tr><th></th></tr></thead><tbody><tr><th>Item</th><th>Cap</th></tr>"
+                            b"<tr><td>Hotel</td><td>200</td></tr></tbody><tfoot><tr><td>Total</td><td>200</td></tr>"
+                            b"</tfoot></table>")
+    assert text.strip() == "| Item | Cap |\n| --- | --- |\n| Hotel | 200 |\n| Total | 200 |"
     # A group label under the header ("Europe") is no header row.
     text = html_to_markdown(b"<table><tr><th>Region</th><th>Cap</th></tr><tr><th colspan=2>Europe</th></tr>"
                             b"<tr><td>Germany</td><td>150</td></tr></table>")
