@@ -80,9 +80,7 @@ def continues_earlier(message: str) -> bool:
     if len(content) < 2:
         # "What's the deadline?", "Who do I contact?", "contractors?" lean back; a question that
         # only names its topic ("When is payday?", "What is PTO?") stands alone.
-        if refers_with_it or all(word in _ASPECTS or word in _REACH for word in content):
-            return True
-        return not (_NAMES_ITS_TOPIC.search(message) and content[0] in _TOPICS)
+        return not (content and content[0] in _TOPICS and _NAMES_ITS_TOPIC.search(message))
     reach = [word for word in content if word in _REACH]
     if reach and all(word in _PEOPLE for word in content if word not in _REACH):
         return True  # "Are contractors eligible?": eligible for what was asked before
