@@ -130,10 +130,9 @@ def _from_a_bot(event: Mapping[str, Any], me: BotIdentity, ignore_bots: bool) ->
 
 def _outside_team(event: Mapping[str, Any], me: BotIdentity, settings: Settings, shared_externally: bool) -> str | None:
     """The team of a member of another organisation writing in a Slack Connect channel or DM
-    (None for our own members): policies are
-    internal, so they are not answered unless POLICYBOT_ANSWER_OUTSIDERS is on. Their team is
-    `user_team`; ours are the installation's and POLICYBOT_MEMBER_TEAMS (other workspaces of an
-    Enterprise Grid organisation)."""
+    (None for our own members). Policies are internal: outsiders are not answered unless
+    POLICYBOT_ANSWER_OUTSIDERS is on. Their team is `user_team`; ours are the installation's
+    and POLICYBOT_MEMBER_TEAMS (other workspaces of an Enterprise Grid organisation)."""
     if not shared_externally or settings.answer_outsiders:
         return None
     team = str(event.get("user_team") or event.get("source_team") or "")
