@@ -56,11 +56,8 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_lev
 
     from bot.recovery import UnqueuedQuestionSweeper
 
-    sweeper = UnqueuedQuestionSweeper(settings).start()
-    try:
+    with UnqueuedQuestionSweeper(settings):
         uvicorn.run(build_asgi(settings), host=host, port=port, log_level=log_level, access_log=False)
-    finally:
-        sweeper.stop()
 
 
 class BackgroundServer:

@@ -56,7 +56,8 @@ def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int
 
 
 class UnqueuedQuestionSweeper:
-    """A daemon thread running queue_unqueued_questions now and every `interval_s`."""
+    """A daemon thread running queue_unqueued_questions now and every `interval_s`, for the
+    length of a `with` block (the bot's serving loop)."""
 
     def __init__(self, settings: Settings, enqueuer: Enqueuer | None = None,
                  interval_s: float = SWEEP_INTERVAL_S) -> None:
@@ -66,11 +67,11 @@ class UnqueuedQuestionSweeper:
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="policybot-sweep", daemon=True)
 
-    def start(self) -> UnqueuedQuestionSweeper:
+    def __enter__(self) -> UnqueuedQuestionSweeper:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def __exit__(self, *_: object) -> None:
         self._stopping.set()
         self._thread.join(timeout=10)
 

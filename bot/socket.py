@@ -17,8 +17,5 @@ def serve(settings: Settings) -> None:
 
     require_slack_settings(settings, "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN")
     app = build_app(settings, socket_mode=True)
-    sweeper = UnqueuedQuestionSweeper(settings).start()
-    try:
+    with UnqueuedQuestionSweeper(settings):
         SocketModeHandler(app, app_token=settings.slack_app_token).start()
-    finally:
-        sweeper.stop()

@@ -135,6 +135,8 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
         if row is None or row.answer_ts:
             return "already posted"
         client = web_client(settings)
+        # The answer's post is retried by Celery after Retry-After, not slept on inside the task.
+        poster = web_client(settings, wait_out_rate_limits=False)
         attempt = self.request.retries + 1
         try:
             if row.status != "answered":
@@ -149,8 +151,7 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
                 row = get_question(settings, question_id)
                 assert row is not None
             message = blocks.answer_message(blocks.AnswerView.from_row(row))
-            # A rate-limited post is retried by Celery after Retry-After, not slept on here.
-            posted = web_client(settings, wait_out_rate_limits=False).chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
+            posted = poster.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
                                              unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
             slack_error = error.response.get("error") if isinstance(error, SlackApiError) else None
