@@ -54,9 +54,9 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_lev
     """Run the bot in HTTP mode until interrupted."""
     import uvicorn
 
-    from bot.recovery import UnqueuedQuestionSweeper
+    from bot.recovery import QuestionSweeper
 
-    with UnqueuedQuestionSweeper(settings):
+    with QuestionSweeper(settings):
         uvicorn.run(build_asgi(settings), host=host, port=port, log_level=log_level, access_log=False)
 
 

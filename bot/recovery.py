@@ -1,12 +1,17 @@
-"""Questions the bot recorded but never queued, queued by a sweep.
+"""Questions the bot recorded but never queued, or queued and never answered, swept up.
 
 The bot acks Slack's event first (Slack wants it within 3 seconds), then records the
 question and queues it. A bot that stops in between (a crash, a deploy's restart) leaves a
 recorded question that no worker will see, and Slack, having its ack, does not resend it.
-Every bot process sweeps for such questions when it starts and once a minute after, and
-queues them: the answer comes late, but it comes. A question is never answered twice (the
-worker's lock and the posted answer's timestamp), so a sweep that overlaps a slow listener
-costs nothing but a look.
+A queue can also lose a question it holds (a Redis restarted without persistence), and a
+worker killed at its hard time limit drops its question without a retry or an apology.
+
+Every bot process sweeps when it starts and once a minute after. It queues questions never
+queued, and queues again (twice at most) questions queued long ago that still have no reply;
+after that it gives up on them with the apology a failed answer gets, so nobody is left
+waiting in silence. The answer comes late, but something comes. A question is never answered
+twice (the worker's lock and the posted answer's timestamp), so a sweep that overlaps a slow
+listener or a slow queue costs a look, or a delivery that finds the answer already posted.
 """
 
 from __future__ import annotations
@@ -14,13 +19,18 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
+from typing import Any
 
+from slack_sdk import WebClient
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import state
-from bot.listeners import CeleryEnqueuer, Enqueuer
+from bot import blocks, state
+from bot.app import web_client
+from bot.listeners import CeleryEnqueuer, Enqueuer, clear_progress
 from policybot import db
+from policybot.answering import get_question, mark_failed, mark_posted, question_lock
 from policybot.config import Settings
+from policybot.errors import describe_error
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +41,33 @@ SWEEP_AFTER_S = 120.0
 # Older than this, a question is not queued any more: a reply days late helps nobody, and
 # the log row stays pending for admins to see.
 SWEEP_WITHIN = timedelta(days=1)
+# A question queued and unanswered this long after the broker's own redelivery of an abandoned
+# task (the visibility timeout) is lost. The margin covers a task's longest run of
+# rate-limited retries (workers/tasks.py: ten of Retry-After, which is capped at 5 minutes).
+LOST_MARGIN_S = 600.0
+MAX_REQUEUES = 2  # then the asker gets the apology instead of a third wait
+
+
+class QuestionLost(RuntimeError):
+    """The queue lost a question (or its worker was killed) more times than it was requeued."""
+
+
+def lost_after_s(settings: Settings) -> float:
+    return settings.celery_visibility_timeout + LOST_MARGIN_S
+
+
+def apologise(client: WebClient, settings: Settings, row: Any) -> None:
+    """Never leave the user without a reply: a short apology with the reference ID, stored
+    as the question's reply so that a later delivery never answers or apologises again."""
+    if not row.channel:
+        return  # a question from the CLI: nobody to tell in Slack
+    try:
+        posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference))
+    except Exception as error:
+        log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
+        return
+    mark_posted(settings, row.id, str(posted["ts"]))
+    clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
 
 
 def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int]:
@@ -55,19 +92,61 @@ def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int
     return queued
 
 
-class UnqueuedQuestionSweeper:
-    """A daemon thread running queue_unqueued_questions now and every `interval_s`, for the
-    length of a `with` block (the bot's serving loop)."""
+def queue_lost_questions(settings: Settings, enqueuer: Enqueuer, client: WebClient) -> tuple[list[int], list[int]]:
+    """Queue again every question queued long ago and still unanswered, or, once it has been
+    requeued MAX_REQUEUES times, give up on it with an apology; (IDs requeued, IDs given up)."""
+    requeued: list[int] = []
+    given_up: list[int] = []
+    waited_min = round(lost_after_s(settings) / 60)
+    queue_down = False
+    with db.session(settings) as session:
+        for lost in state.lock_lost_questions(session, lost_after_s(settings), SWEEP_WITHIN):
+            if lost.requeues >= MAX_REQUEUES:  # giving up needs no queue
+                if _give_up(settings, client, lost.question_id, lost.requeues + 1):
+                    given_up.append(lost.question_id)
+                continue
+            if queue_down:
+                continue
+            try:
+                enqueuer.answer(lost.question_id)
+            except Exception as error:  # the queue is down: the next sweep tries again
+                log.warning("could not queue question %s again: %s", lost.question_id, type(error).__name__)
+                queue_down = True
+                continue
+            state.set_requeued(session, lost.claim_id)
+            log.warning("queued question %s again: it was queued over %s minutes ago and never answered "
+                        "(the queue lost it, or its worker was killed)", lost.question_id, waited_min)
+            requeued.append(lost.question_id)
+    return requeued, given_up
 
-    def __init__(self, settings: Settings, enqueuer: Enqueuer | None = None,
+
+def _give_up(settings: Settings, client: WebClient, question_id: int, times_queued: int) -> bool:
+    """Mark the question failed and apologise, unless a worker is answering it right now."""
+    with question_lock(settings, question_id) as locked:
+        row = get_question(settings, question_id) if locked else None
+        if row is None or row.answer_ts or row.status == "failed":
+            return False
+        error = QuestionLost(f"queued {times_queued} times and never answered")
+        log.error("question %s (ref %s) %s: apologising", question_id, row.reference, error)
+        mark_failed(settings, question_id, error)
+        apologise(client, settings, row)
+        return True
+
+
+class QuestionSweeper:
+    """A daemon thread sweeping now and every `interval_s` for questions never queued and
+    questions the queue lost, for the length of a `with` block (the bot's serving loop)."""
+
+    def __init__(self, settings: Settings, enqueuer: Enqueuer | None = None, client: WebClient | None = None,
                  interval_s: float = SWEEP_INTERVAL_S) -> None:
         self.settings = settings
         self.enqueuer = enqueuer or CeleryEnqueuer()
+        self.client = client or web_client(settings)
         self.interval_s = interval_s
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="policybot-sweep", daemon=True)
 
-    def __enter__(self) -> UnqueuedQuestionSweeper:
+    def __enter__(self) -> QuestionSweeper:
         self._thread.start()
         return self
 
@@ -79,8 +158,9 @@ class UnqueuedQuestionSweeper:
         while not self._stopping.is_set():
             try:
                 queue_unqueued_questions(self.settings, self.enqueuer)
+                queue_lost_questions(self.settings, self.enqueuer, self.client)
             except SQLAlchemyError as error:  # the database is down: the listeners say so to users
-                log.warning("could not look for unqueued questions: %s", type(error).__name__)
+                log.warning("could not look for unqueued or lost questions: %s", type(error).__name__)
             except Exception:
-                log.exception("could not look for unqueued questions")
+                log.exception("could not look for unqueued or lost questions")
             self._stopping.wait(self.interval_s)

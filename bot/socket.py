@@ -13,9 +13,9 @@ def serve(settings: Settings) -> None:
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
     from bot.app import build_app, require_slack_settings
-    from bot.recovery import UnqueuedQuestionSweeper
+    from bot.recovery import QuestionSweeper
 
     require_slack_settings(settings, "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN")
     app = build_app(settings, socket_mode=True)
-    with UnqueuedQuestionSweeper(settings):
+    with QuestionSweeper(settings):
         SocketModeHandler(app, app_token=settings.slack_app_token).start()

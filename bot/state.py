@@ -101,6 +101,37 @@ def lock_unqueued_questions(session: Session, claimed_before_s: float, within: t
     return [(claim, int(question)) for claim, question in rows]
 
 
+@dataclass(frozen=True)
+class QueuedQuestion:
+    claim_id: int
+    question_id: int
+    requeues: int  # times a sweep queued it again already
+
+
+def lock_lost_questions(session: Session, queued_before_s: float, within: timedelta) -> list[QueuedQuestion]:
+    """Questions queued more than `queued_before_s` seconds ago (by the database's clock) and
+    still without a reply or a failure, asked within `within`: the queue lost them (a Redis
+    restart without persistence) or their worker was killed at its hard time limit. Locked
+    like lock_unqueued_questions."""
+    now = func.now()
+    rows = session.execute(
+        select(SlackMessage.id, SlackMessage.question_id, SlackMessage.requeues)
+        .join(Question, Question.id == SlackMessage.question_id)
+        .where(SlackMessage.enqueued_at < now - timedelta(seconds=queued_before_s),
+               SlackMessage.question_id.is_not(None), SlackMessage.created_at > now - within,
+               Question.status != "failed", Question.answer_ts.is_(None))
+        .order_by(SlackMessage.enqueued_at)
+        .with_for_update(of=SlackMessage, skip_locked=True)
+    ).all()
+    return [QueuedQuestion(claim, int(question), requeues) for claim, question, requeues in rows]
+
+
+def set_requeued(session: Session, claim_id: int) -> None:
+    """Count a requeue, and start the wait for its answer again."""
+    session.execute(update(SlackMessage).where(SlackMessage.id == claim_id)
+                    .values(requeues=SlackMessage.requeues + 1, enqueued_at=func.now()))
+
+
 def set_reply_ts(settings: Settings, claim_id: int, reply_ts: str) -> None:
     with db.session(settings) as session:
         session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(reply_ts=reply_ts))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import secrets
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -22,6 +24,8 @@ from crag.types import Answer
 from policybot import db
 from policybot.config import Settings
 from policybot.models import Feedback, Question
+
+LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,22 @@ def log_answer(settings: Settings, question_id: int, answer: Answer, latency_ms:
         row.latency_ms = round(latency_ms, 1)
         row.error = None
         row.answered_at = datetime.now(timezone.utc)
+
+
+@contextmanager
+def question_lock(settings: Settings, question_id: int) -> Iterator[bool]:
+    """A session-level advisory lock on one question, held while it is answered or given up
+    on; yields whether it was acquired (the lock dies with a killed worker's connection)."""
+    with db.engine(settings).connect() as connection:
+        got = bool(connection.execute(text("SELECT pg_try_advisory_lock(:a, :b)"),
+                                      {"a": LOCK_NAMESPACE, "b": question_id}).scalar())
+        connection.commit()
+        try:
+            yield got
+        finally:
+            if got:
+                connection.execute(text("SELECT pg_advisory_unlock(:a, :b)"), {"a": LOCK_NAMESPACE, "b": question_id})
+                connection.commit()
 
 
 def mark_failed(settings: Settings, question_id: int, error: BaseException) -> None:

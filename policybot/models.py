@@ -174,6 +174,8 @@ class SlackMessage(Base):
         # The bot's sweep for questions recorded but never queued (migration 0005).
         Index("ix_slack_messages_unqueued", "created_at",
               postgresql_where=text("enqueued_at IS NULL AND question_id IS NOT NULL")),
+        # ... and for questions queued long ago and never answered (migration 0006).
+        Index("ix_slack_messages_queued", "enqueued_at", postgresql_where=text("question_id IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -183,6 +185,8 @@ class SlackMessage(Base):
     kind: Mapped[str] = mapped_column(String(16))  # question | upload | reply
     question_id: Mapped[int | None] = mapped_column(ForeignKey("questions.id", ondelete="SET NULL"), nullable=True)
     enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # Times the sweep queued the question again after the queue lost it (bot/recovery.py).
+    requeues: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
     reply_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)  # our reply, for uploads and notices
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 

@@ -471,41 +471,51 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
     assert "could not look up whether UHOMEDOWN1 was greeted: OperationalError" in log
 
 
-def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack, tmp_path) -> None:
-    """A bot that stopped between Slack's ack and the enqueue (a crash, a deploy's restart)
-    left a recorded question that no worker sees and that Slack, having its ack, does not
-    resend. The next bot to start queues it once, and it is answered; a question claimed
-    moments ago is left to the bot that is still queuing it."""
+def _left_behind(stack, channel: str, text: str, claimed_s_ago: float, queued_s_ago: float | None = None,
+                 requeues: int = 0):  # type: ignore[no-untyped-def]
+    """A mention recorded as the listener would record it, its claim aged by `claimed_s_ago`
+    seconds and, when given, queued `queued_s_ago` seconds ago, but not put in any queue:
+    (the event, the claim's id)."""
     from datetime import datetime, timedelta, timezone
 
     from sqlalchemy import update
 
     from bot import state
-    from bot.recovery import queue_unqueued_questions
     from policybot import db
     from policybot.answering import record_question
     from policybot.models import SlackMessage
 
-    def left_behind(channel: str, text: str, age_s: float):  # type: ignore[no-untyped-def]
-        event = stack.mention(text, channel)
-        with db.session(stack.settings) as session:
-            claim = state.claim_message(session, channel, event["ts"], f"Ev{channel}", "question")
-            recorded = record_question(session, text, surface="mention", asker="UEMPLOYEE1", channel=channel,
-                                       thread_ts=event["ts"], message_ts=event["ts"], event_id=f"Ev{channel}")
-            state.link_question(session, claim.id, recorded.id)
-            session.execute(update(SlackMessage).where(SlackMessage.id == claim.id)
-                            .values(created_at=datetime.now(timezone.utc) - timedelta(seconds=age_s)))
-        return event, claim.id
+    event = stack.mention(text, channel)
+    now = datetime.now(timezone.utc)
+    with db.session(stack.settings) as session:
+        claim = state.claim_message(session, channel, event["ts"], f"Ev{channel}", "question")
+        recorded = record_question(session, text, surface="mention", asker="UEMPLOYEE1", channel=channel,
+                                   thread_ts=event["ts"], message_ts=event["ts"], event_id=f"Ev{channel}")
+        state.link_question(session, claim.id, recorded.id)
+        session.execute(update(SlackMessage).where(SlackMessage.id == claim.id).values(
+            created_at=now - timedelta(seconds=claimed_s_ago), requeues=requeues,
+            enqueued_at=None if queued_s_ago is None else now - timedelta(seconds=queued_s_ago)))
+    return event, claim.id
 
-    orphan, orphan_claim = left_behind("CORPHAN001", "How many weeks of parental leave do primary caregivers get?", 600)
-    fresh, fresh_claim = left_behind("CORPHAN002", "How many PTO days can I carry over?", 0)
 
-    class QueueDown:
-        def answer(self, question_id: int) -> None:
-            raise ConnectionError("Redis is down")
+class _QueueDown:
+    def answer(self, question_id: int) -> None:
+        raise ConnectionError("Redis is down")
+
+
+def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack, tmp_path) -> None:
+    """A bot that stopped between Slack's ack and the enqueue (a crash, a deploy's restart)
+    left a recorded question that no worker sees and that Slack, having its ack, does not
+    resend. The next bot to start queues it once, and it is answered; a question claimed
+    moments ago is left to the bot that is still queuing it."""
+    from bot import state
+    from bot.recovery import queue_unqueued_questions
+
+    orphan, orphan_claim = _left_behind(stack, "CORPHAN001", "How many weeks of parental leave do primary caregivers get?", 600)
+    fresh, fresh_claim = _left_behind(stack, "CORPHAN002", "How many PTO days can I carry over?", 0)
 
     # With the queue down, the sweep marks nothing: the next one tries again.
-    assert queue_unqueued_questions(stack.settings, QueueDown()) == []  # type: ignore[arg-type]
+    assert queue_unqueued_questions(stack.settings, _QueueDown()) == []  # type: ignore[arg-type]
     assert state.get_claim(stack.settings, orphan_claim).enqueued_at is None
     log_path = tmp_path / "bot.log"
     with _bot_process(stack, log_path):
@@ -519,6 +529,58 @@ def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack,
     assert f"queued question {row.id}: it was recorded but never queued" in log_path.read_text()
     assert state.get_claim(stack.settings, orphan_claim).enqueued_at is not None
     assert stack.fake.posts("CORPHAN002") == [] and state.get_claim(stack.settings, fresh_claim).enqueued_at is None
+
+
+def test_a_question_the_queue_lost_is_queued_again_then_given_up_with_an_apology(stack) -> None:
+    """A question queued long ago and still unanswered was lost by the queue (a Redis
+    restarted without persistence) or dropped with its killed worker. The sweep queues it
+    again, twice at most; then the asker gets the apology with the reference instead of
+    silence. Questions still within their wait, already answered, or being answered right
+    now are left alone."""
+    from bot import state
+    from bot.app import web_client
+    from bot.recovery import CeleryEnqueuer, lost_after_s, queue_lost_questions
+    from policybot.answering import question_lock
+
+    long_ago = lost_after_s(stack.settings) + 600
+    lost, lost_claim = _left_behind(stack, "CLOST00001", "How many weeks of parental leave do primary caregivers get?",
+                                    long_ago, long_ago)
+    hopeless, hopeless_claim = _left_behind(stack, "CLOST00002", "How many PTO days can I carry over?",
+                                            3 * long_ago, long_ago, requeues=2)
+    busy, _ = _left_behind(stack, "CLOST00003", "How many PTO days can I carry over?", 3 * long_ago, long_ago, requeues=2)
+    waiting, waiting_claim = _left_behind(stack, "CLOST00004", "How many PTO days can I carry over?", 900, 600)
+    client = web_client(stack.settings)
+
+    # With the queue down, nothing is requeued or counted: the next sweep tries again.
+    [busy_row] = question_for(stack.settings, "CLOST00003", busy["ts"])
+    with question_lock(stack.settings, busy_row.id):  # a worker is answering it right now
+        requeued, given_up = queue_lost_questions(stack.settings, _QueueDown(), client)  # type: ignore[arg-type]
+    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
+    assert requeued == [] and given_up == [hopeless_row.id]
+    assert state.get_claim(stack.settings, lost_claim).requeues == 0
+    apology = _answer_post(stack, "CLOST00002", hopeless["ts"])
+    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
+    assert hopeless_row.reference in apology["text"] and "went wrong" in apology["text"]
+    assert hopeless_row.status == "failed" and "queued 3 times and never answered" in hopeless_row.error
+    assert hopeless_row.answer_ts == apology.response["ts"]
+    assert stack.fake.posts("CLOST00003") == []
+
+    requeued, given_up = queue_lost_questions(stack.settings, CeleryEnqueuer(), client)
+    [lost_row] = question_for(stack.settings, "CLOST00001", lost["ts"])
+    [busy_row] = question_for(stack.settings, "CLOST00003", busy["ts"])
+    assert requeued == [lost_row.id] and given_up == [busy_row.id]
+    post = _answer_post(stack, "CLOST00001", lost["ts"], timeout=90)
+    assert "16 weeks" in "\n".join(section_texts(post))
+    assert state.get_claim(stack.settings, lost_claim).requeues == 1
+    # Requeued just now: it waits again, however the next sweep finds it.
+    assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [])  # type: ignore[arg-type]
+    _settle()
+    [lost_row] = question_for(stack.settings, "CLOST00001", lost["ts"])
+    assert lost_row.status == "answered" and lost_row.answer_ts == post.response["ts"]
+    assert len(stack.fake.posts("CLOST00001", lost["ts"])) == 1
+    assert len(stack.fake.posts("CLOST00002", hopeless["ts"])) == 1
+    assert stack.fake.posts("CLOST00004") == [] and state.get_claim(stack.settings, waiting_claim).requeues == 0
+    assert state.get_claim(stack.settings, hopeless_claim).requeues == 2
 
 
 # ---------------------------------------------------------------- admin

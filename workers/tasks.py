@@ -24,12 +24,12 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from policybot.errors import describe_error
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,
     ANSWER_SOFT_LIMIT_S,
@@ -48,7 +48,6 @@ ANSWER_RETRIES = 2  # three attempts in all
 RATE_LIMITED_RETRIES = 10
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
-LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
 # chat.postMessage errors that no retry fixes: the bot is not in the channel, it is gone or archived, the token is dead.
 SLACK_PERMANENT_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived", "invalid_auth",
                                     "account_inactive", "token_revoked", "token_expired", "not_authed"})
@@ -59,25 +58,6 @@ def _settings():  # -> Settings
     from policybot.config import get_settings
 
     return get_settings()
-
-
-@contextmanager
-def question_lock(settings, question_id: int) -> Iterator[bool]:  # type: ignore[no-untyped-def]
-    """A session-level advisory lock on one question; yields whether it was acquired."""
-    from sqlalchemy import text
-
-    from policybot import db
-
-    with db.engine(settings).connect() as connection:
-        got = bool(connection.execute(text("SELECT pg_try_advisory_lock(:a, :b)"),
-                                      {"a": LOCK_NAMESPACE, "b": question_id}).scalar())
-        connection.commit()
-        try:
-            yield got
-        finally:
-            if got:
-                connection.execute(text("SELECT pg_advisory_unlock(:a, :b)"), {"a": LOCK_NAMESPACE, "b": question_id})
-                connection.commit()
 
 
 def _test_hooks(question: str) -> None:
@@ -117,7 +97,8 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
     from bot.app import web_client
     from bot.askers import ASKER_NAMES
     from bot.listeners import clear_progress
-    from policybot.answering import answer_question, get_question, mark_failed, mark_posted
+    from bot.recovery import apologise
+    from policybot.answering import answer_question, get_question, mark_failed, mark_posted, question_lock
 
     settings = _settings()
     row = get_question(settings, question_id)
@@ -164,13 +145,13 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
                 if slack_error == "ratelimited":  # wait as long as Slack asks
                     countdown = max(1, _retry_after_s(error))
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
-                            question_id, row.reference, attempt, countdown, _describe(error))
+                            question_id, row.reference, attempt, countdown, describe_error(error))
                 raise self.retry(exc=error, countdown=countdown, max_retries=retries) from None
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
-                      _describe(error), exc_info=not isinstance(error, SlackApiError))
+                      describe_error(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
             if not final:
-                _apologise(client, settings, row)
+                apologise(client, settings, row)
             return "failed"
         mark_posted(settings, question_id, str(posted["ts"]))
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
@@ -184,31 +165,6 @@ def _retry_after_s(error: BaseException) -> int:
     value = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
     value = value[0] if isinstance(value, list) and value else value
     return min(int(value), 300) if str(value).isdigit() else 0
-
-
-def _describe(error: BaseException) -> str:
-    from slack_sdk.errors import SlackApiError
-
-    if isinstance(error, SlackApiError):
-        return f"Slack API error {error.response.get('error')}"  # never the request (it holds the token)
-    return f"{type(error).__name__}: {error}"
-
-
-def _apologise(client, settings, row) -> None:  # type: ignore[no-untyped-def]
-    """Never leave the user without a reply: a short apology with the reference ID."""
-    from bot import blocks
-    from bot.listeners import clear_progress
-    from policybot.answering import mark_posted
-
-    if not row.channel:
-        return  # a question from the CLI: nobody to tell in Slack
-    try:
-        posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference))
-    except Exception as error:
-        log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, _describe(error))
-        return
-    mark_posted(settings, row.id, str(posted["ts"]))
-    clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
 
 
 # --------------------------------------------------------------------- ingest
@@ -290,8 +246,8 @@ def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str,
     except Exception as error:
         if self.request.retries < self.max_retries:
             raise self.retry(exc=error, countdown=RETRY_COUNTDOWNS_S[self.request.retries]) from None
-        log.error("ingesting upload %s failed: %s", claim_id, _describe(error), exc_info=True)
-        lines, ok = [f"ingestion failed: {_describe(error)}"], False
+        log.error("ingesting upload %s failed: %s", claim_id, describe_error(error), exc_info=True)
+        lines, ok = [f"ingestion failed: {describe_error(error)}"], False
     posted = client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_result_message(lines, ok))
     state.set_reply_ts(settings, claim_id, str(posted["ts"]))
     message_ts = claim.message_ts if claim is not None else None
@@ -379,7 +335,7 @@ def train_evaluator_task(minutes: float | None = None, activate: str = "if_bette
                                     progress=progress, with_reviews=with_reviews, with_feedback=with_feedback)
     except Exception as error:
         if job_id is not None:
-            jobs.fail_job(settings, job_id, str(error) if isinstance(error, UserError) else _describe(error))
+            jobs.fail_job(settings, job_id, str(error) if isinstance(error, UserError) else describe_error(error))
         if isinstance(error, UserError):
             log.warning("training refused: %s", error)
             return {"error": str(error)}
@@ -427,7 +383,7 @@ def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
         report = ingest_paths(settings, paths, collection=params.get("collection"),
                               access_channels=params.get("channels"), on_progress=show)
     except Exception as error:
-        message = str(error) if isinstance(error, UserError) else _describe(error)
+        message = str(error) if isinstance(error, UserError) else describe_error(error)
         log.error("ingest job %s failed: %s", job_id, message, exc_info=not isinstance(error, UserError))
         jobs.fail_job(settings, job_id, message)
         return "failed"
