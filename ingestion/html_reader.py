@@ -70,8 +70,10 @@ def html_to_markdown(raw: bytes) -> str:
     _title_heading_at_level_one(root, title)
     with _deeper_recursion():
         try:
+            # table_infer_header: a table without header cells (Word, LibreOffice) is headed by its
+            # first row, its labels, rather than by an empty row.
             text = _PolicyMarkdown(heading_style="ATX", bullets="-", strip=["a"], escape_underscores=False,
-                                   escape_asterisks=False, escape_misc=False).convert_soup(root)
+                                   escape_asterisks=False, escape_misc=False, table_infer_header=True).convert_soup(root)
         except RecursionError:
             raise ValueError("the page nests its elements too deeply to read") from None
     text = _headings_only_from_tags(text)
@@ -276,6 +278,7 @@ def _prepare(root: Any) -> None:
     for label in root.select("svg text, svg title"):  # a diagram's labels ("Manager approves"), one per line
         label.name = "p"
     for table in root.find_all("table"):
+        _rows_first(table)
         _repeat_row_spans(table)
         _merge_header_rows(table)
         _one_body(table)
@@ -322,6 +325,9 @@ def _repeat_row_spans(table: Any) -> None:
             column += _span(placed[-1], "colspan")
         for cell in row.find_all(["td", "th"], recursive=False):
             cell.extract()
+        for space in row.find_all(string=True, recursive=False):  # a pretty-printed row's indentation,
+            if not space.strip():  # now all before its cells: markdownify would write it into the row
+                space.extract()
         for cell in placed:
             row.append(cell)
 
@@ -386,22 +392,27 @@ def _wording_key(cell: Any) -> str:
     return "".join(f"{cell.get_text(' ')} {alt}".split()).casefold()
 
 
+def _rows_first(table: Any) -> None:
+    """Column groups (no text) go and a caption moves before the table: markdownify takes a
+    row for the first only when no element stands before it, and writes no header line for
+    a table whose first row it misses (LibreOffice and Confluence write <col> elements first)."""
+    for group in table.find_all("colgroup", recursive=False) + table.find_all("col", recursive=False):
+        group.decompose()
+    for caption in table.find_all("caption", recursive=False):
+        table.insert_before(caption.extract())
+
+
 def _one_body(table: Any) -> None:
     """A table with a <tfoot> or several <tbody>: its rows straight under it, after its
     <thead>, with the footer last (the source may put it first, browsers show it last).
     markdownify starts a new, empty header row at a <tfoot> or a second <tbody>, breaking the
-    table in two. Column groups (no text) go and a caption moves before the table, or
-    markdownify would take the first row for a later one and write no header line."""
+    table in two."""
     sections = table.find_all(["tbody", "tfoot"], recursive=False)
     if len(sections) < 2 and not any(section.name == "tfoot" for section in sections):
         return
-    for group in table.find_all("colgroup", recursive=False) + table.find_all("col", recursive=False):
-        group.decompose()
     for head in table.find_all("thead", recursive=False):
         if not any(_wording_key(cell) for cell in head.find_all(["th", "td"])):  # empty: it would stand before the first row
             head.decompose()
-    for caption in table.find_all("caption", recursive=False):
-        table.insert_before(caption.extract())
     for footer in table.find_all("tfoot", recursive=False):
         table.append(footer.extract())
     for section in table.find_all(["tbody", "tfoot"], recursive=False):

@@ -561,6 +561,48 @@ def test_html_tables_have_one_header_row_and_one_body() -> None:
     assert "| Region | Cap |\n| --- | --- |\n| Europe | |\n| Germany | 150 |" in text
 
 
+def test_html_tables_as_word_processors_and_editors_write_them() -> None:
+    """Pretty-printed rows, LibreOffice's <col> elements before the first row, a caption, no
+    header cells at all: one Markdown table headed by its first row, each row on one line."""
+    from ingestion.html_reader import html_to_markdown
+
+    libreoffice = b"""<h2 class="western">Hotel caps</h2>
+<table width="100%" cellpadding="4" cellspacing="0">
+	<col width="128*"/>
+	<col width="128*"/>
+	<tr valign="top">
+		<td width="50%" style="border: 1px solid #000000"><p>Grade</p></td>
+		<td width="50%" style="border: 1px solid #000000"><p>Hotel cap per night</p></td>
+	</tr>
+	<tr valign="top">
+		<td width="50%"><p>Staff</p></td>
+		<td width="50%"><p>$200</p></td>
+	</tr>
+</table>
+<p>Receipts are required.</p>"""
+    table = "| Grade | Hotel cap per night |\n| --- | --- |\n| Staff | $200 |\n"
+    assert table + "\nReceipts are required." in html_to_markdown(libreoffice)
+    indented = b"""<table>
+  <caption>Caps</caption>
+  <thead>
+    <tr>
+      <th>Grade</th>
+      <th>Cap</th>
+    </tr>
+  </thead>
+  <tbody>
+    <tr>
+      <td rowspan="2">Staff</td>
+      <td>$200</td>
+    </tr>
+    <tr>
+      <td>$250</td>
+    </tr>
+  </tbody>
+</table>"""
+    assert html_to_markdown(indented).strip() == "Caps\n\n| Grade | Cap |\n| --- | --- |\n| Staff | $200 |\n| Staff | $250 |"
+
+
 def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
     """A policy header with its effective date, tab labels, a sidebar of key limits, a second
     <main>: policy text, kept. Link menus still go. Undeclared non-Western pages get detected."""
