@@ -113,6 +113,8 @@ class FakeSlack:
         self.failures: dict[str, str] = {}  # method -> error to answer with (simulate Slack problems)
         # method -> how many of its next calls get HTTP 429 "ratelimited" with Retry-After: 1
         self.rate_limited: dict[str, int] = {}
+        # Those 429s with a plain-text body instead of Slack's JSON, as a proxy in front of Slack may send.
+        self.rate_limits_in_plain_text = False
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -399,7 +401,10 @@ class FakeSlack:
                 if fake._take_rate_limit(method):  # as Slack does: HTTP 429 and how long to wait
                     limited = {"ok": False, "error": "ratelimited"}
                     fake._record(Call(method, params, headers, time.time(), limited))
-                    self._send(429, json.dumps(limited).encode(), "application/json; charset=utf-8", Retry_After="1")
+                    if fake.rate_limits_in_plain_text:
+                        self._send(429, b"Too Many Requests", "text/plain; charset=utf-8", Retry_After="1")
+                    else:
+                        self._send(429, json.dumps(limited).encode(), "application/json; charset=utf-8", Retry_After="1")
                     return
                 response = fake.answer(method, params, headers)
                 fake._record(Call(method, params, headers, time.time(), response))

@@ -380,6 +380,27 @@ def test_a_rate_limited_answer_waits_and_is_posted_not_apologised_for(stack) -> 
         ["ratelimited"] * 10
 
 
+def test_a_rate_limit_in_plain_text_is_waited_out_too(stack) -> None:
+    """A proxy in front of Slack answers HTTP 429 with a text body, not Slack's JSON: still a
+    rate limit, waited out past the three attempts other errors get, not an apology."""
+    channel = "CRATELIM02"
+    event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
+    stack.fake.rate_limits_in_plain_text = True
+    stack.fake.rate_limited["chat.postMessage"] = 4
+    try:
+        stack.deliver(event)
+        posted = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
+                                     timeout=120, what="the answer posted")
+        _settle()
+    finally:
+        stack.fake.rate_limited.pop("chat.postMessage", None)
+        stack.fake.rate_limits_in_plain_text = False
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert row.status == "answered" and row.answer_ts == posted[0].response["ts"]
+    assert len(posted) == 1 and "16 weeks" in "\n".join(section_texts(posted[0]))  # the answer, no apology
+    assert len(stack.fake.posts(channel, event["ts"])) == 5
+
+
 @contextmanager
 def _bot_process(stack, log_path, **env: str) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """A second real `policybot serve --http` on the local Slack, with `env` on top; its URL."""

@@ -136,13 +136,16 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
                                              unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
             slack_error = error.response.get("error") if isinstance(error, SlackApiError) else None
+            # HTTP 429 is a rate limit whatever its body says (a proxy's plain text is no "ratelimited").
+            rate_limited = slack_error == "ratelimited" or (isinstance(error, SlackApiError)
+                                                            and error.response.status_code == 429)
             # Slack's answer will not change for these: retrying, or apologising in the same
             # place, only fails again. The answer stays in the log for admins.
             final = slack_error in SLACK_PERMANENT_ERRORS
-            retries = RATE_LIMITED_RETRIES if slack_error == "ratelimited" else self.max_retries
+            retries = RATE_LIMITED_RETRIES if rate_limited else self.max_retries
             if self.request.retries < retries and not final:
                 countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
-                if slack_error == "ratelimited":  # wait as long as Slack asks
+                if rate_limited:  # wait as long as Slack asks
                     countdown = max(1, _retry_after_s(error))
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
                             question_id, row.reference, attempt, countdown, describe_error(error))
