@@ -7,7 +7,7 @@ A queue can also lose a question it holds (a Redis restarted without persistence
 worker killed at its hard time limit drops its question without a retry or an apology.
 
 Every bot process sweeps when it starts and once a minute after. It queues questions never
-queued, and queues again (twice at most) questions queued long ago that still have no reply;
+queued, and queues again (twice at most) questions queued long ago and still not answered;
 after that it gives up on them with the apology a failed answer gets, so nobody is left
 waiting in silence. The answer comes late, but something comes. A question is never answered
 twice (the worker's lock and the posted answer's timestamp), so a sweep that overlaps a slow
@@ -31,6 +31,8 @@ from policybot import db
 from policybot.answering import get_question, mark_failed, mark_posted, question_lock
 from policybot.config import Settings
 from policybot.errors import describe_error
+from workers.celery_app import ANSWER_HARD_LIMIT_S
+from workers.tasks import ANSWER_RETRIES
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +43,8 @@ SWEEP_AFTER_S = 120.0
 # Older than this, a question is not queued any more: a reply days late helps nobody, and
 # the log row stays pending for admins to see.
 SWEEP_WITHIN = timedelta(days=1)
-# A question queued and unanswered this long after the broker's own redelivery of an abandoned
-# task (the visibility timeout) is lost. The margin covers a task's longest run of
-# rate-limited retries (workers/tasks.py: ten of Retry-After, which is capped at 5 minutes).
-LOST_MARGIN_S = 600.0
 MAX_REQUEUES = 2  # then the asker gets the apology instead of a third wait
+LOST_MARGIN_S = 600.0
 
 
 class QuestionLost(RuntimeError):
@@ -53,21 +52,27 @@ class QuestionLost(RuntimeError):
 
 
 def lost_after_s(settings: Settings) -> float:
-    return settings.celery_visibility_timeout + LOST_MARGIN_S
+    """Queued and still unanswered this long, a question is lost: past the broker's own
+    redelivery of a task whose worker died (the visibility timeout) and every attempt the
+    task makes at its hard time limit, with a margin. A longer queue (workers down for an
+    hour) looks lost too; queuing it again costs a delivery that finds it answered."""
+    return settings.celery_visibility_timeout + (ANSWER_RETRIES + 1) * ANSWER_HARD_LIMIT_S + LOST_MARGIN_S
 
 
-def apologise(client: WebClient, settings: Settings, row: Any) -> None:
+def apologise(client: WebClient, settings: Settings, row: Any) -> bool:
     """Never leave the user without a reply: a short apology with the reference ID, stored
-    as the question's reply so that a later delivery never answers or apologises again."""
+    as the question's reply so that a later delivery never answers or apologises again.
+    False when it could not be posted."""
     if not row.channel:
-        return  # a question from the CLI: nobody to tell in Slack
+        return False  # a question from the CLI: nobody to tell in Slack
     try:
         posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference))
     except Exception as error:
         log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
-        return
+        return False
     mark_posted(settings, row.id, str(posted["ts"]))
     clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
+    return True
 
 
 def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int]:
@@ -94,16 +99,23 @@ def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int
 
 def queue_lost_questions(settings: Settings, enqueuer: Enqueuer, client: WebClient) -> tuple[list[int], list[int]]:
     """Queue again every question queued long ago and still unanswered, or, once it has been
-    requeued MAX_REQUEUES times, give up on it with an apology; (IDs requeued, IDs given up)."""
+    requeued MAX_REQUEUES times, give up on it with an apology; (IDs requeued, IDs given up).
+
+    One claim per transaction, so that a sweep stopped halfway has counted every requeue it
+    made; the apology is posted outside it, under the question's own lock."""
     requeued: list[int] = []
-    given_up: list[int] = []
-    waited_min = round(lost_after_s(settings) / 60)
+    hopeless: list[int] = []
+    passed: list[int] = []
     queue_down = False
-    with db.session(settings) as session:
-        for lost in state.lock_lost_questions(session, lost_after_s(settings), SWEEP_WITHIN):
+    waited_min = round(lost_after_s(settings) / 60)
+    while True:
+        with db.session(settings) as session:
+            lost = state.lock_lost_question(session, lost_after_s(settings), SWEEP_WITHIN, passed)
+            if lost is None:
+                break
+            passed.append(lost.claim_id)
             if lost.requeues >= MAX_REQUEUES:  # giving up needs no queue
-                if _give_up(settings, client, lost.question_id, lost.requeues + 1):
-                    given_up.append(lost.question_id)
+                hopeless.append(lost.question_id)
                 continue
             if queue_down:
                 continue
@@ -114,22 +126,25 @@ def queue_lost_questions(settings: Settings, enqueuer: Enqueuer, client: WebClie
                 queue_down = True
                 continue
             state.set_requeued(session, lost.claim_id)
-            log.warning("queued question %s again: it was queued over %s minutes ago and never answered "
-                        "(the queue lost it, or its worker was killed)", lost.question_id, waited_min)
-            requeued.append(lost.question_id)
+        log.warning("queued question %s again: it was queued over %s minutes ago and never answered "
+                    "(the queue lost it, or its worker was killed)", lost.question_id, waited_min)
+        requeued.append(lost.question_id)
+    given_up = [question_id for question_id in hopeless if _give_up(settings, client, question_id)]
     return requeued, given_up
 
 
-def _give_up(settings: Settings, client: WebClient, question_id: int, times_queued: int) -> bool:
-    """Mark the question failed and apologise, unless a worker is answering it right now."""
+def _give_up(settings: Settings, client: WebClient, question_id: int) -> bool:
+    """Apologise and mark the question failed, unless a worker is answering it right now or it
+    has its reply. An apology Slack refuses leaves it pending: the next sweep tries again."""
     with question_lock(settings, question_id) as locked:
         row = get_question(settings, question_id) if locked else None
-        if row is None or row.answer_ts or row.status == "failed":
+        if row is None or row.answer_ts or row.status != "pending":
             return False
-        error = QuestionLost(f"queued {times_queued} times and never answered")
+        error = QuestionLost(f"queued {MAX_REQUEUES + 1} times and never answered")
         log.error("question %s (ref %s) %s: apologising", question_id, row.reference, error)
+        if not apologise(client, settings, row):
+            return False
         mark_failed(settings, question_id, error)
-        apologise(client, settings, row)
         return True
 
 

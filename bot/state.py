@@ -8,11 +8,12 @@ behind this work for the CPU).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, text, true, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -108,22 +109,28 @@ class QueuedQuestion:
     requeues: int  # times a sweep queued it again already
 
 
-def lock_lost_questions(session: Session, queued_before_s: float, within: timedelta) -> list[QueuedQuestion]:
-    """Questions queued more than `queued_before_s` seconds ago (by the database's clock) and
-    still without a reply or a failure, asked within `within`: the queue lost them (a Redis
-    restart without persistence) or their worker was killed at its hard time limit. Locked
-    like lock_unqueued_questions."""
+def lock_lost_question(session: Session, queued_before_s: float, within: timedelta,
+                       passed: Collection[int] = ()) -> QueuedQuestion | None:
+    """One question queued more than `queued_before_s` seconds ago (by the database's clock),
+    asked within `within`, and still not answered: the queue lost it (a Redis restart without
+    persistence) or its worker was killed at its hard time limit. Only `pending` questions:
+    one answered but not marked posted may be in the thread already. Its claim stays locked
+    until the session ends, so of several bots sweeping at once only one takes it; `passed`
+    are claims this sweep already looked at."""
     now = func.now()
-    rows = session.execute(
+    row = session.execute(
         select(SlackMessage.id, SlackMessage.question_id, SlackMessage.requeues)
         .join(Question, Question.id == SlackMessage.question_id)
-        .where(SlackMessage.enqueued_at < now - timedelta(seconds=queued_before_s),
-               SlackMessage.question_id.is_not(None), SlackMessage.created_at > now - within,
-               Question.status != "failed", Question.answer_ts.is_(None))
-        .order_by(SlackMessage.enqueued_at)
+        .where(SlackMessage.question_id.is_not(None), SlackMessage.enqueued_at.is_not(None),
+               SlackMessage.created_at > now - within,
+               SlackMessage.enqueued_at < now - timedelta(seconds=queued_before_s),
+               SlackMessage.id.not_in(list(passed)) if passed else true(),
+               Question.status == "pending", Question.answer_ts.is_(None))
+        .order_by(SlackMessage.created_at)
+        .limit(1)
         .with_for_update(of=SlackMessage, skip_locked=True)
-    ).all()
-    return [QueuedQuestion(claim, int(question), requeues) for claim, question, requeues in rows]
+    ).first()
+    return QueuedQuestion(row[0], int(row[1]), row[2]) if row is not None else None
 
 
 def set_requeued(session: Session, claim_id: int) -> None:

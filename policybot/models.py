@@ -175,7 +175,8 @@ class SlackMessage(Base):
         Index("ix_slack_messages_unqueued", "created_at",
               postgresql_where=text("enqueued_at IS NULL AND question_id IS NOT NULL")),
         # ... and for questions queued long ago and never answered (migration 0006).
-        Index("ix_slack_messages_queued", "enqueued_at", postgresql_where=text("question_id IS NOT NULL")),
+        Index("ix_slack_messages_queued", "created_at",
+              postgresql_where=text("question_id IS NOT NULL AND enqueued_at IS NOT NULL")),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -493,10 +493,10 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
 
 
 def _left_behind(stack, channel: str, text: str, claimed_s_ago: float, queued_s_ago: float | None = None,
-                 requeues: int = 0):  # type: ignore[no-untyped-def]
+                 requeues: int = 0, **question: object):  # type: ignore[no-untyped-def]
     """A mention recorded as the listener would record it, its claim aged by `claimed_s_ago`
-    seconds and, when given, queued `queued_s_ago` seconds ago, but not put in any queue:
-    (the event, the claim's id)."""
+    seconds and, when given, queued `queued_s_ago` seconds ago, but not put in any queue;
+    `question` sets columns of its log row: (the event, the claim's id)."""
     from datetime import datetime, timedelta, timezone
 
     from sqlalchemy import update
@@ -504,7 +504,7 @@ def _left_behind(stack, channel: str, text: str, claimed_s_ago: float, queued_s_
     from bot import state
     from policybot import db
     from policybot.answering import record_question
-    from policybot.models import SlackMessage
+    from policybot.models import Question, SlackMessage
 
     event = stack.mention(text, channel)
     now = datetime.now(timezone.utc)
@@ -516,12 +516,24 @@ def _left_behind(stack, channel: str, text: str, claimed_s_ago: float, queued_s_
         session.execute(update(SlackMessage).where(SlackMessage.id == claim.id).values(
             created_at=now - timedelta(seconds=claimed_s_ago), requeues=requeues,
             enqueued_at=None if queued_s_ago is None else now - timedelta(seconds=queued_s_ago)))
+        if question:
+            session.execute(update(Question).where(Question.id == recorded.id).values(**question))
     return event, claim.id
 
 
 class _QueueDown:
     def answer(self, question_id: int) -> None:
         raise ConnectionError("Redis is down")
+
+
+class _QueueThatLoses:
+    """Takes questions and loses them, as a Redis restarted without persistence does."""
+
+    def __init__(self) -> None:
+        self.taken: list[int] = []
+
+    def answer(self, question_id: int) -> None:
+        self.taken.append(question_id)
 
 
 def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack, tmp_path) -> None:
@@ -553,54 +565,78 @@ def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack,
 
 
 def test_a_question_the_queue_lost_is_queued_again_then_given_up_with_an_apology(stack) -> None:
-    """A question queued long ago and still unanswered was lost by the queue (a Redis
-    restarted without persistence) or dropped with its killed worker. The sweep queues it
-    again, twice at most; then the asker gets the apology with the reference instead of
-    silence. Questions still within their wait, already answered, or being answered right
-    now are left alone."""
+    """A question queued long ago and never answered was lost by the queue (a Redis restarted
+    without persistence) or dropped with its killed worker. The sweep queues it again, twice
+    at most; then the asker gets the apology with the reference instead of silence. Questions
+    still within their wait, answered, or being answered right now are left alone."""
+    from datetime import datetime, timedelta, timezone
+
+    from sqlalchemy import update
+
     from bot import state
     from bot.app import web_client
     from bot.recovery import CeleryEnqueuer, lost_after_s, queue_lost_questions
+    from policybot import db
     from policybot.answering import question_lock
+    from policybot.models import SlackMessage
 
     long_ago = lost_after_s(stack.settings) + 600
-    lost, lost_claim = _left_behind(stack, "CLOST00001", "How many weeks of parental leave do primary caregivers get?",
-                                    long_ago, long_ago)
-    hopeless, hopeless_claim = _left_behind(stack, "CLOST00002", "How many PTO days can I carry over?",
-                                            3 * long_ago, long_ago, requeues=2)
-    busy, _ = _left_behind(stack, "CLOST00003", "How many PTO days can I carry over?", 3 * long_ago, long_ago, requeues=2)
-    waiting, waiting_claim = _left_behind(stack, "CLOST00004", "How many PTO days can I carry over?", 900, 600)
+    question = "How many weeks of parental leave do primary caregivers get?"
+    lost, lost_claim = _left_behind(stack, "CLOST00001", question, long_ago, long_ago)
+    hopeless, hopeless_claim = _left_behind(stack, "CLOST00002", question, 3 * long_ago, long_ago, requeues=2)
+    busy, _ = _left_behind(stack, "CLOST00003", question, 3 * long_ago, long_ago, requeues=2)
+    waiting, waiting_claim = _left_behind(stack, "CLOST00004", question, 900, 600)
+    # Answered and posted, or answered and perhaps posted (the worker stopped before noting it):
+    # never queued again, or the thread could get the answer twice.
+    _, posted_claim = _left_behind(stack, "CLOST00005", question, long_ago, long_ago, status="answered",
+                                   answer_ts="1.000001")
+    _, unnoted_claim = _left_behind(stack, "CLOST00006", question, long_ago, long_ago, status="answered")
+    [lost_row] = question_for(stack.settings, "CLOST00001", lost["ts"])
+    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
+    [busy_row] = question_for(stack.settings, "CLOST00003", busy["ts"])
     client = web_client(stack.settings)
 
-    # With the queue down, nothing is requeued or counted: the next sweep tries again.
-    [busy_row] = question_for(stack.settings, "CLOST00003", busy["ts"])
-    with question_lock(stack.settings, busy_row.id):  # a worker is answering it right now
-        requeued, given_up = queue_lost_questions(stack.settings, _QueueDown(), client)  # type: ignore[arg-type]
-    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
-    assert requeued == [] and given_up == [hopeless_row.id]
-    assert state.get_claim(stack.settings, lost_claim).requeues == 0
-    apology = _answer_post(stack, "CLOST00002", hopeless["ts"])
-    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
-    assert hopeless_row.reference in apology["text"] and "went wrong" in apology["text"]
-    assert hopeless_row.status == "failed" and "queued 3 times and never answered" in hopeless_row.error
-    assert hopeless_row.answer_ts == apology.response["ts"]
-    assert stack.fake.posts("CLOST00003") == []
+    # Slack refuses the apology: the question stays pending, for the next sweep to try again.
+    stack.fake.failures["chat.postMessage"] = "fatal_error"
+    try:
+        assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [])  # type: ignore[arg-type]
+    finally:
+        del stack.fake.failures["chat.postMessage"]
+    assert question_for(stack.settings, "CLOST00002", hopeless["ts"])[0].status == "pending"
 
-    requeued, given_up = queue_lost_questions(stack.settings, CeleryEnqueuer(), client)
-    [lost_row] = question_for(stack.settings, "CLOST00001", lost["ts"])
-    [busy_row] = question_for(stack.settings, "CLOST00003", busy["ts"])
-    assert requeued == [lost_row.id] and given_up == [busy_row.id]
+    # With the queue down nothing is requeued or counted; giving up needs no queue.
+    with question_lock(stack.settings, busy_row.id):  # a worker is answering it right now
+        assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [hopeless_row.id])  # type: ignore[arg-type]
+    assert state.get_claim(stack.settings, lost_claim).requeues == 0
+    apology = [post for post in stack.fake.posts("CLOST00002", hopeless["ts"]) if post.response.get("ok")]
+    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
+    assert len(apology) == 1 and hopeless_row.reference in apology[0]["text"] and "went wrong" in apology[0]["text"]
+    assert hopeless_row.status == "failed" and "queued 3 times and never answered" in hopeless_row.error
+    assert hopeless_row.answer_ts == apology[0].response["ts"]
+    assert not [post for post in stack.fake.posts("CLOST00003") if post.response.get("ok")]
+
+    # Queued again, and lost again: the wait starts over, so the next sweep does not queue it.
+    losing = _QueueThatLoses()
+    assert queue_lost_questions(stack.settings, losing, client) == ([lost_row.id], [busy_row.id])  # type: ignore[arg-type]
+    assert losing.taken == [lost_row.id] and state.get_claim(stack.settings, lost_claim).requeues == 1
+    assert queue_lost_questions(stack.settings, losing, client) == ([], [])  # type: ignore[arg-type]
+    assert losing.taken == [lost_row.id]
+    # The wait passes again; this time the queue keeps it and a worker answers.
+    with db.session(stack.settings) as session:
+        session.execute(update(SlackMessage).where(SlackMessage.id == lost_claim)
+                        .values(enqueued_at=datetime.now(timezone.utc) - timedelta(seconds=long_ago)))
+    assert queue_lost_questions(stack.settings, CeleryEnqueuer(), client) == ([lost_row.id], [])
     post = _answer_post(stack, "CLOST00001", lost["ts"], timeout=90)
     assert "16 weeks" in "\n".join(section_texts(post))
-    assert state.get_claim(stack.settings, lost_claim).requeues == 1
-    # Requeued just now: it waits again, however the next sweep finds it.
-    assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [])  # type: ignore[arg-type]
     _settle()
     [lost_row] = question_for(stack.settings, "CLOST00001", lost["ts"])
     assert lost_row.status == "answered" and lost_row.answer_ts == post.response["ts"]
     assert len(stack.fake.posts("CLOST00001", lost["ts"])) == 1
-    assert len(stack.fake.posts("CLOST00002", hopeless["ts"])) == 1
-    assert stack.fake.posts("CLOST00004") == [] and state.get_claim(stack.settings, waiting_claim).requeues == 0
+    assert state.get_claim(stack.settings, lost_claim).requeues == 2
+    assert len([post for post in stack.fake.posts("CLOST00002", hopeless["ts"]) if post.response.get("ok")]) == 1
+    for claim in (waiting_claim, posted_claim, unnoted_claim):
+        assert state.get_claim(stack.settings, claim).requeues == 0
+    assert stack.fake.posts("CLOST00004") == stack.fake.posts("CLOST00005") == stack.fake.posts("CLOST00006") == []
     assert state.get_claim(stack.settings, hopeless_claim).requeues == 2
 
 
