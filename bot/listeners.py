@@ -28,6 +28,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot import blocks, state
 from policybot import db, services
 from policybot.config import Settings
+from policybot.errors import describe_error
 
 if TYPE_CHECKING:
     from policybot.answering import RecordedQuestion
@@ -126,6 +127,9 @@ def _from_a_bot(event: Mapping[str, Any], me: BotIdentity, ignore_bots: bool) ->
     if (bot_id or event.get("subtype") == "bot_message" or event.get("bot_profile")) and ignore_bots:
         return "another bot (POLICYBOT_IGNORE_BOTS)"
     return None
+
+
+UNKNOWN_TEAM = "unknown"  # a writer in a Slack Connect conversation whose team Slack would not tell
 
 
 def _outside_team(event: Mapping[str, Any], me: BotIdentity, settings: Settings, shared_externally: bool) -> str | None:
@@ -364,13 +368,31 @@ class Listeners:
     # -- events
 
     def on_mention(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
+        event = self._with_writer_team(body, event, client)
         self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me,
                                       shared_externally=bool(body.get("is_ext_shared_channel"))), client)
 
     def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
+        if event.get("channel_type") == "im":  # other messages are ignored: no lookup for them
+            event = self._with_writer_team(body, event, client)
         decision = decide_message(event, body.get("event_id"), self.settings, me, self._in_assistant_thread,
                                   shared_externally=bool(body.get("is_ext_shared_channel")))
         self.carry_out(decision, client)
+
+    def _with_writer_team(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient) -> Mapping[str, Any]:
+        """Slack Connect events name the writer's team (`user_team`). One that does not is
+        completed from users.info; a writer whose team cannot be told is taken for an outsider,
+        since policies are internal."""
+        if (not body.get("is_ext_shared_channel") or self.settings.answer_outsiders or not event.get("user")
+                or event.get("user_team") or event.get("source_team")):
+            return event
+        try:
+            team = str((client.users_info(user=str(event["user"])).get("user") or {}).get("team_id") or "")
+        except Exception as error:  # Slack is down or refuses: fail closed
+            log.warning("could not look up the team of %s in the shared conversation %s: %s", event["user"],
+                        event.get("channel"), describe_error(error))
+            team = ""
+        return {**event, "user_team": team or UNKNOWN_TEAM}
 
     def _in_assistant_thread(self, channel: str, thread_ts: str | None) -> bool:
         try:

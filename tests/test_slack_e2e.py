@@ -188,6 +188,22 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
     _settle()
     assert question_for(stack.settings, channel, outsider["ts"]) == []
     assert len(stack.fake.posts(channel, outsider["ts"])) == 1
+    # An event that does not name the writer's team: Slack is asked (users.info), and a writer
+    # it cannot place is no member.
+    stack.fake.add_user("UVENDOR002", "Vera Vendor")["team_id"] = "TVENDOR01"
+    stack.fake.add_user("UMEMBER002", "Mo Member")
+    unnamed = {user: stack.mention("What is the hotel cap per night?", channel, user=user)
+               for user in ("UVENDOR002", "UNOBODY01", "UMEMBER002")}
+    for event in unnamed.values():
+        body = stack.fake.event_body(event) | {"is_ext_shared_channel": True}
+        assert stack.fake.deliver(stack.events_url, body).status_code == 200
+    for user in ("UVENDOR002", "UNOBODY01"):
+        [notice] = stack.fake.wait_for_posts(channel, unnamed[user]["ts"], timeout=30)
+        assert "for its own members only" in notice["text"]
+        assert question_for(stack.settings, channel, unnamed[user]["ts"]) == []
+    assert "members only" not in _answer_post(stack, channel, unnamed["UMEMBER002"]["ts"])["text"]
+    assert len(question_for(stack.settings, channel, unnamed["UMEMBER002"]["ts"])) == 1
+    assert {call.params["user"] for call in stack.fake.calls_to("users.info")} >= set(unnamed)
 
 
 def test_messages_tab_greets_once(stack) -> None:
