@@ -19,9 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import blocks, state
@@ -32,7 +33,7 @@ from policybot.answering import get_question, mark_failed, mark_posted, question
 from policybot.config import Settings
 from policybot.errors import describe_error
 from workers.celery_app import ANSWER_HARD_LIMIT_S
-from workers.tasks import ANSWER_RETRIES
+from workers.tasks import ANSWER_RETRIES, SLACK_PERMANENT_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -59,20 +60,25 @@ def lost_after_s(settings: Settings) -> float:
     return settings.celery_visibility_timeout + (ANSWER_RETRIES + 1) * ANSWER_HARD_LIMIT_S + LOST_MARGIN_S
 
 
-def apologise(client: WebClient, settings: Settings, row: Any) -> bool:
+# What became of an apology: posted; not posted for now (Slack is down, rate-limited); or
+# never postable (a question from the CLI, a channel the bot cannot post in).
+Apology = Literal["posted", "not_posted", "refused"]
+
+
+def apologise(client: WebClient, settings: Settings, row: Any) -> Apology:
     """Never leave the user without a reply: a short apology with the reference ID, stored
-    as the question's reply so that a later delivery never answers or apologises again.
-    False when it could not be posted."""
+    as the question's reply so that a later delivery never answers or apologises again."""
     if not row.channel:
-        return False  # a question from the CLI: nobody to tell in Slack
+        return "refused"  # a question from the CLI: nobody to tell in Slack
     try:
         posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference))
     except Exception as error:
         log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
-        return False
+        permanent = isinstance(error, SlackApiError) and error.response.get("error") in SLACK_PERMANENT_ERRORS
+        return "refused" if permanent else "not_posted"
     mark_posted(settings, row.id, str(posted["ts"]))
     clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
-    return True
+    return "posted"
 
 
 def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int]:
@@ -135,14 +141,15 @@ def queue_lost_questions(settings: Settings, enqueuer: Enqueuer, client: WebClie
 
 def _give_up(settings: Settings, client: WebClient, question_id: int) -> bool:
     """Apologise and mark the question failed, unless a worker is answering it right now or it
-    has its reply. An apology Slack refuses leaves it pending: the next sweep tries again."""
+    has its reply. An apology that cannot be posted for now (Slack is down) leaves it pending:
+    the next sweep tries again."""
     with question_lock(settings, question_id) as locked:
         row = get_question(settings, question_id) if locked else None
         if row is None or row.answer_ts or row.status != "pending":
             return False
         error = QuestionLost(f"queued {MAX_REQUEUES + 1} times and never answered")
         log.error("question %s (ref %s) %s: apologising", question_id, row.reference, error)
-        if not apologise(client, settings, row):
+        if apologise(client, settings, row) == "not_posted":
             return False
         mark_failed(settings, question_id, error)
         return True

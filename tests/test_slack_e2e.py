@@ -654,6 +654,18 @@ def test_a_question_the_queue_lost_is_queued_again_then_given_up_with_an_apology
         assert state.get_claim(stack.settings, claim).requeues == 0
     assert stack.fake.posts("CLOST00004") == stack.fake.posts("CLOST00005") == stack.fake.posts("CLOST00006") == []
     assert state.get_claim(stack.settings, hopeless_claim).requeues == 2
+    # A channel the bot cannot post in refuses the apology for good: given up all the same,
+    # not tried again every minute.
+    gone, _ = _left_behind(stack, "CLOST00007", question, 3 * long_ago, long_ago, requeues=2)
+    [gone_row] = question_for(stack.settings, "CLOST00007", gone["ts"])
+    stack.fake.failures["chat.postMessage"] = "channel_not_found"
+    try:
+        assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [gone_row.id])  # type: ignore[arg-type]
+    finally:
+        del stack.fake.failures["chat.postMessage"]
+    [gone_row] = question_for(stack.settings, "CLOST00007", gone["ts"])
+    assert gone_row.status == "failed" and gone_row.answer_ts is None
+    assert len(stack.fake.posts("CLOST00007")) == 1
 
 
 # ---------------------------------------------------------------- admin
