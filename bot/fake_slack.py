@@ -115,6 +115,7 @@ class FakeSlack:
         self.rate_limited: dict[str, int] = {}
         # Those 429s with a plain-text body instead of Slack's JSON, as a proxy in front of Slack may send.
         self.rate_limits_in_plain_text = False
+        self.retry_after: str | None = "1"  # the 429s' Retry-After header (None: none, as some proxies send)
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -401,10 +402,11 @@ class FakeSlack:
                 if fake._take_rate_limit(method):  # as Slack does: HTTP 429 and how long to wait
                     limited = {"ok": False, "error": "ratelimited"}
                     fake._record(Call(method, params, headers, time.time(), limited))
+                    wait = {"Retry_After": fake.retry_after} if fake.retry_after is not None else {}
                     if fake.rate_limits_in_plain_text:
-                        self._send(429, b"Too Many Requests", "text/plain; charset=utf-8", Retry_After="1")
+                        self._send(429, b"Too Many Requests", "text/plain; charset=utf-8", **wait)
                     else:
-                        self._send(429, json.dumps(limited).encode(), "application/json; charset=utf-8", Retry_After="1")
+                        self._send(429, json.dumps(limited).encode(), "application/json; charset=utf-8", **wait)
                     return
                 response = fake.answer(method, params, headers)
                 fake._record(Call(method, params, headers, time.time(), response))

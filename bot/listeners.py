@@ -136,11 +136,12 @@ def _outside_team(event: Mapping[str, Any], me: BotIdentity, settings: Settings,
     """The team of a member of another organisation writing in a Slack Connect channel or DM
     (None for our own members). Policies are internal: outsiders are not answered unless
     POLICYBOT_ANSWER_OUTSIDERS is on. Their team is `user_team`; ours are the installation's
-    and POLICYBOT_MEMBER_TEAMS (other workspaces of an Enterprise Grid organisation)."""
+    and POLICYBOT_MEMBER_TEAMS (other workspaces of an Enterprise Grid organisation). A
+    writer of no named team (a webhook's post) is no member either."""
     if not shared_externally or settings.answer_outsiders:
         return None
-    team = str(event.get("user_team") or event.get("source_team") or "")
-    return team if team and team not in me.teams | settings.member_teams else None
+    team = str(event.get("user_team") or event.get("source_team") or UNKNOWN_TEAM)
+    return team if team not in me.teams | settings.member_teams else None
 
 
 def _incoming(event: Mapping[str, Any], event_id: str | None, surface: Surface, me: BotIdentity) -> Incoming:
@@ -368,31 +369,38 @@ class Listeners:
     # -- events
 
     def on_mention(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
-        event = self._with_writer_team(body, event, client)
+        event = self._with_writer_team(body, event, client, me)
         self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me,
                                       shared_externally=bool(body.get("is_ext_shared_channel"))), client)
 
     def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
         if event.get("channel_type") == "im":  # other messages are ignored: no lookup for them
-            event = self._with_writer_team(body, event, client)
+            event = self._with_writer_team(body, event, client, me)
         decision = decide_message(event, body.get("event_id"), self.settings, me, self._in_assistant_thread,
                                   shared_externally=bool(body.get("is_ext_shared_channel")))
         self.carry_out(decision, client)
 
-    def _with_writer_team(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient) -> Mapping[str, Any]:
+    def _with_writer_team(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient,
+                          me: BotIdentity) -> Mapping[str, Any]:
         """Slack Connect events name the writer's team (`user_team`). One that does not is
-        completed from users.info; a writer whose team cannot be told is taken for an outsider,
-        since policies are internal."""
+        completed from users.info: the writer's workspace, or on Enterprise Grid their
+        organisation and its workspaces, one of ours if any is. A writer whose team cannot be
+        told is taken for an outsider, since policies are internal."""
         if (not body.get("is_ext_shared_channel") or self.settings.answer_outsiders or not event.get("user")
                 or event.get("user_team") or event.get("source_team")):
             return event
         try:
-            team = str((client.users_info(user=str(event["user"])).get("user") or {}).get("team_id") or "")
+            user = client.users_info(user=str(event["user"])).get("user") or {}
         except Exception as error:  # Slack is down or refuses: fail closed
             log.warning("could not look up the team of %s in the shared conversation %s: %s", event["user"],
                         event.get("channel"), describe_error(error))
-            team = ""
-        return {**event, "user_team": team or UNKNOWN_TEAM}
+            user = {}
+        grid = user.get("enterprise_user") or {}
+        teams = [str(team) for team in (user.get("team_id"), grid.get("enterprise_id"), *(grid.get("teams") or ()))
+                 if team]
+        ours = me.teams | self.settings.member_teams
+        team = next((team for team in teams if team in ours), teams[0] if teams else UNKNOWN_TEAM)
+        return {**event, "user_team": team}
 
     def _in_assistant_thread(self, channel: str, thread_ts: str | None) -> bool:
         try:

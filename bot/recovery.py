@@ -33,7 +33,7 @@ from policybot.answering import get_question, mark_failed, mark_posted, question
 from policybot.config import Settings
 from policybot.errors import describe_error
 from workers.celery_app import ANSWER_HARD_LIMIT_S
-from workers.tasks import ANSWER_RETRIES, SLACK_PERMANENT_ERRORS
+from workers.tasks import ANSWER_RETRIES, SLACK_CHANNEL_ERRORS
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +60,9 @@ def lost_after_s(settings: Settings) -> float:
     return settings.celery_visibility_timeout + (ANSWER_RETRIES + 1) * ANSWER_HARD_LIMIT_S + LOST_MARGIN_S
 
 
-# What became of an apology: posted; not posted for now (Slack is down, rate-limited); or
-# never postable (a question from the CLI, a channel the bot cannot post in).
+# What became of an apology: posted; not posted for now (Slack is down or rate-limits, the
+# token is being replaced); or never postable (a question from the CLI, a channel the bot
+# cannot post in).
 Apology = Literal["posted", "not_posted", "refused"]
 
 
@@ -74,8 +75,8 @@ def apologise(client: WebClient, settings: Settings, row: Any) -> Apology:
         posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference))
     except Exception as error:
         log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
-        permanent = isinstance(error, SlackApiError) and error.response.get("error") in SLACK_PERMANENT_ERRORS
-        return "refused" if permanent else "not_posted"
+        gone = isinstance(error, SlackApiError) and error.response.get("error") in SLACK_CHANNEL_ERRORS
+        return "refused" if gone else "not_posted"
     mark_posted(settings, row.id, str(posted["ts"]))
     clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
     return "posted"

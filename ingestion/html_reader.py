@@ -399,6 +399,7 @@ def _rows_first(table: Any) -> None:
     for group in table.find_all("colgroup", recursive=False) + table.find_all("col", recursive=False):
         group.decompose()
     for caption in table.find_all("caption", recursive=False):
+        caption.name = "p"  # a paragraph of its own: markdownify writes a caption without line breaks
         table.insert_before(caption.extract())
 
 

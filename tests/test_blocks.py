@@ -165,6 +165,12 @@ def test_members_of_other_organisations_are_not_answered_in_slack_connect(slack_
     assert decide_mention(mention, "Ev1", grid, me, shared_externally=True).kind == "question"
     open_to_all = slack_settings.model_copy(update={"answer_outsiders": True})
     assert decide_message(dm, "Ev2", open_to_all, me, shared_externally=True).kind == "question"
+    # A webhook's or workflow's post names no team: in a shared conversation, no member either.
+    hook = {"type": "app_mention", "subtype": "bot_message", "bot_id": "BHOOK1", "channel": "CSHARED1", "ts": "1.4",
+            "text": "<@UPOLICYBOT> What is the travel per diem?"}
+    answer_bots = slack_settings.model_copy(update={"ignore_bots": False})
+    assert decide_mention(hook, "Ev3", answer_bots, me).kind == "question"
+    assert decide_mention(hook, "Ev3", answer_bots, me, shared_externally=True).kind == "outsider"
 
 
 def test_mentions_become_questions_or_notices(slack_settings) -> None:

@@ -601,6 +601,10 @@ def test_html_tables_as_word_processors_and_editors_write_them() -> None:
   </tbody>
 </table>"""
     assert html_to_markdown(indented).strip() == "Caps\n\n| Grade | Cap |\n| --- | --- |\n| Staff | $200 |\n| Staff | $250 |"
+    # A caption is a paragraph of its own, wherever the table stands.
+    assert "See the rates below\n\nRates 2026\n\n| A | B |" in html_to_markdown(
+        b"<div>See the rates below<table><caption>Rates 2026</caption><tr><th>A</th><th>B</th></tr>"
+        b"<tr><td>1</td><td>2</td></tr></table></div>")
 
 
 def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:

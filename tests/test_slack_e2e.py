@@ -192,8 +192,12 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
     # it cannot place is no member.
     stack.fake.add_user("UVENDOR002", "Vera Vendor")["team_id"] = "TVENDOR01"
     stack.fake.add_user("UMEMBER002", "Mo Member")
+    # On Enterprise Grid, users.info may name the organisation and its workspaces instead.
+    grid_member = stack.fake.add_user("WGRIDMEMB1", "Gil Grid")
+    del grid_member["team_id"]
+    grid_member["enterprise_user"] = {"enterprise_id": "EOTHERORG", "teams": ["TOTHER001", stack.fake.team_id]}
     unnamed = {user: stack.mention("What is the hotel cap per night?", channel, user=user)
-               for user in ("UVENDOR002", "UNOBODY01", "UMEMBER002")}
+               for user in ("UVENDOR002", "UNOBODY01", "UMEMBER002", "WGRIDMEMB1")}
     for event in unnamed.values():
         body = stack.fake.event_body(event) | {"is_ext_shared_channel": True}
         assert stack.fake.deliver(stack.events_url, body).status_code == 200
@@ -201,8 +205,9 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
         [notice] = stack.fake.wait_for_posts(channel, unnamed[user]["ts"], timeout=30)
         assert "for its own members only" in notice["text"]
         assert question_for(stack.settings, channel, unnamed[user]["ts"]) == []
-    assert "members only" not in _answer_post(stack, channel, unnamed["UMEMBER002"]["ts"])["text"]
-    assert len(question_for(stack.settings, channel, unnamed["UMEMBER002"]["ts"])) == 1
+    for user in ("UMEMBER002", "WGRIDMEMB1"):
+        assert "members only" not in _answer_post(stack, channel, unnamed[user]["ts"])["text"]
+        assert len(question_for(stack.settings, channel, unnamed[user]["ts"])) == 1
     assert {call.params["user"] for call in stack.fake.calls_to("users.info")} >= set(unnamed)
 
 
@@ -359,6 +364,26 @@ def test_pipeline_failure_posts_an_apology_with_the_reference(stack) -> None:
     assert stack.worker.log_text().count(f"answering question {row.id} ") == 3  # retried twice, then gave up
 
 
+def test_an_apology_slack_would_not_take_is_posted_later(stack) -> None:
+    """Slack fails the apology too (it is having an outage): the apology is tried again
+    later, not dropped, and the asker hears back once Slack is back."""
+    channel = "CFAILED002"
+    event = stack.mention(f"What is the parental leave policy? {FAIL_MARKER}", channel)
+    stack.fake.failures["chat.postMessage"] = "fatal_error"
+    try:
+        stack.deliver(event)
+        stack.fake.wait_for(lambda: stack.fake.posts(channel, event["ts"]), timeout=90, what="the first apology")
+    finally:
+        del stack.fake.failures["chat.postMessage"]
+    posted = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
+                                 timeout=60, what="the apology posted")
+    _settle()
+    [row] = question_for(stack.settings, channel, event["ts"])
+    assert len(posted) == 1 and row.reference in posted[0]["text"] and "Sorry" in posted[0]["text"]
+    assert row.status == "failed" and row.answer_ts == posted[0].response["ts"]
+    assert [p.response.get("ok") for p in stack.fake.posts(channel, event["ts"])] == [False, True]
+
+
 def test_a_channel_the_bot_cannot_post_in_is_not_retried_and_the_answer_stays_logged(stack) -> None:
     """not_in_channel will not change on a retry, and an apology would fail the same way."""
     channel = "CNOTIN0001"
@@ -415,6 +440,25 @@ def test_a_rate_limit_in_plain_text_is_waited_out_too(stack) -> None:
     assert row.status == "answered" and row.answer_ts == posted[0].response["ts"]
     assert len(posted) == 1 and "16 weeks" in "\n".join(section_texts(posted[0]))  # the answer, no apology
     assert len(stack.fake.posts(channel, event["ts"])) == 5
+
+
+def test_a_rate_limit_without_retry_after_backs_off(stack) -> None:
+    """A 429 that does not say how long to wait (some proxies send none) is not retried every
+    second: the waits double (2 s, then 4 s)."""
+    channel = "CRATELIM03"
+    event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
+    stack.fake.retry_after = None
+    stack.fake.rate_limited["chat.postMessage"] = 2
+    try:
+        stack.deliver(event)
+        stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
+                            timeout=120, what="the answer posted")
+    finally:
+        stack.fake.rate_limited.pop("chat.postMessage", None)
+        stack.fake.retry_after = "1"
+    attempts = [post.at for post in stack.fake.posts(channel, event["ts"])]
+    assert len(attempts) == 3
+    assert attempts[1] - attempts[0] >= 1.9 and attempts[2] - attempts[1] >= 3.9
 
 
 @contextmanager

@@ -101,6 +101,7 @@ celery_app.conf.update(
     task_default_queue=ANSWER_QUEUE,
     task_routes={
         "policybot.answer_question": {"queue": ANSWER_QUEUE},
+        "policybot.apologise": {"queue": ANSWER_QUEUE},
         "policybot.ingest_files": {"queue": INGEST_QUEUE},
         "policybot.ingest_job": {"queue": INGEST_QUEUE},
         "policybot.train_evaluator": {"queue": INGEST_QUEUE},

@@ -46,11 +46,16 @@ ANSWER_RETRIES = 2  # three attempts in all
 # Slack rate-limits a busy channel for seconds, not for good: a rate-limited answer is posted
 # again after each Retry-After, up to this many times.
 RATE_LIMITED_RETRIES = 10
+MAX_RETRY_AFTER_S = 300  # a longer Retry-After is waited this long, then tried
+# An apology Slack would not take is tried again after these waits (about an hour in all).
+APOLOGY_COUNTDOWNS_S = (5, 30, 120, 600, 1800)
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
-# chat.postMessage errors that no retry fixes: the bot is not in the channel, it is gone or archived, the token is dead.
-SLACK_PERMANENT_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived", "invalid_auth",
-                                    "account_inactive", "token_revoked", "token_expired", "not_authed"})
+# chat.postMessage errors that no retry fixes: the bot is not in the channel, it is gone or
+# archived; the token is dead (until an operator replaces it).
+SLACK_CHANNEL_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
+SLACK_TOKEN_ERRORS = frozenset({"invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_authed"})
+SLACK_PERMANENT_ERRORS = SLACK_CHANNEL_ERRORS | SLACK_TOKEN_ERRORS
 MAX_CONTEXT_QUESTIONS = 3  # a chain of follow-ups reaches back at most this far
 
 
@@ -145,16 +150,16 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             retries = RATE_LIMITED_RETRIES if rate_limited else self.max_retries
             if self.request.retries < retries and not final:
                 countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
-                if rate_limited:  # wait as long as Slack asks
-                    countdown = max(1, _retry_after_s(error))
+                if rate_limited:  # wait as long as Slack asks; without a Retry-After (a proxy's 429), back off
+                    countdown = _retry_after_s(error) or min(MAX_RETRY_AFTER_S, 2 ** (self.request.retries + 1))
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
                             question_id, row.reference, attempt, countdown, describe_error(error))
                 raise self.retry(exc=error, countdown=countdown, max_retries=retries) from None
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
-            if not final:
-                apologise(client, settings, row)
+            if not final and apologise(client, settings, row) == "not_posted":
+                _apologise_later(question_id)
             return "failed"
         mark_posted(settings, question_id, str(posted["ts"]))
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
@@ -162,12 +167,39 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
         return "posted"
 
 
+def _apologise_later(question_id: int) -> None:
+    try:
+        apologise_task.apply_async((question_id,), countdown=APOLOGY_COUNTDOWNS_S[0])
+    except Exception as error:  # the queue went down too: the log row says failed, for admins
+        log.error("could not queue the apology for question %s: %s", question_id, describe_error(error))
+
+
+@celery_app.task(bind=True, name="policybot.apologise", max_retries=len(APOLOGY_COUNTDOWNS_S) - 1,
+                 soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
+def apologise_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Post the apology for a failed question that Slack would not take at the time (it was
+    down, or rate-limited the thread): tried again later, so the asker is not left in silence."""
+    from bot.app import web_client
+    from bot.recovery import apologise
+    from policybot.answering import get_question, question_lock
+
+    settings = _settings()
+    with question_lock(settings, question_id) as locked:
+        row = get_question(settings, question_id)
+        if row is None or row.answer_ts:
+            return "already posted"
+        outcome = apologise(web_client(settings), settings, row) if locked else "not_posted"
+    if outcome == "not_posted" and self.request.retries < self.max_retries:
+        raise self.retry(countdown=APOLOGY_COUNTDOWNS_S[self.request.retries + 1])
+    return outcome
+
+
 def _retry_after_s(error: BaseException) -> int:
     """Slack's Retry-After for a rate-limited call, in seconds (0 when it gives none)."""
     headers = getattr(getattr(error, "response", None), "headers", None) or {}
     value = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
     value = value[0] if isinstance(value, list) and value else value
-    return min(int(value), 300) if str(value).isdigit() else 0
+    return min(int(value), MAX_RETRY_AFTER_S) if str(value).isdigit() else 0
 
 
 # --------------------------------------------------------------------- ingest
