@@ -29,6 +29,39 @@ def _answer_post(stack, channel: str, ts: str, timeout: float = 60):  # type: ig
     return posts[0]
 
 
+@contextmanager
+def _rate_limited_posts(stack, times: int, **fake_settings: object) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """chat.postMessage answers HTTP 429 its next `times` calls, with the Slack fake's
+    `fake_settings` (how it answers them) for the length of the block."""
+    saved = {name: getattr(stack.fake, name) for name in fake_settings}
+    for name, value in fake_settings.items():
+        setattr(stack.fake, name, value)
+    stack.fake.rate_limited["chat.postMessage"] = times
+    try:
+        yield
+    finally:
+        stack.fake.rate_limited.pop("chat.postMessage", None)
+        for name, value in saved.items():
+            setattr(stack.fake, name, value)
+
+
+def _posted(stack, channel: str, ts: str, timeout: float = 120):  # type: ignore[no-untyped-def]
+    """The posts Slack took in a thread, once there is one."""
+    return stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, ts) if p.response.get("ok")],
+                               timeout=timeout, what="a post Slack took")
+
+
+def _answered_once_about_parental_leave(stack, channel: str, ts: str):  # type: ignore[no-untyped-def]
+    """The question's log row, once its one answer (16 weeks of parental leave) is in its thread."""
+    post = _answer_post(stack, channel, ts, timeout=90)
+    assert "16 weeks" in "\n".join(section_texts(post))
+    _settle()
+    [row] = question_for(stack.settings, channel, ts)
+    assert row.status == "answered" and row.answer_ts == post.response["ts"]
+    assert len(stack.fake.posts(channel, ts)) == 1
+    return row
+
+
 # ---------------------------------------------------------------- answers
 
 
@@ -375,8 +408,7 @@ def test_an_apology_slack_would_not_take_is_posted_later(stack) -> None:
         stack.fake.wait_for(lambda: stack.fake.posts(channel, event["ts"]), timeout=90, what="the first apology")
     finally:
         del stack.fake.failures["chat.postMessage"]
-    posted = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
-                                 timeout=60, what="the apology posted")
+    posted = _posted(stack, channel, event["ts"], timeout=60)
     _settle()
     [row] = question_for(stack.settings, channel, event["ts"])
     assert len(posted) == 1 and row.reference in posted[0]["text"] and "Sorry" in posted[0]["text"]
@@ -401,45 +433,24 @@ def test_a_channel_the_bot_cannot_post_in_is_not_retried_and_the_answer_stays_lo
     assert [post.response["error"] for post in stack.fake.posts(channel)] == ["not_in_channel"]  # no retry, no apology
 
 
-def test_a_rate_limited_answer_waits_and_is_posted_not_apologised_for(stack) -> None:
+@pytest.mark.parametrize("channel, times, how", [
+    ("CRATELIM01", 10, {}),  # more than the three attempts other failures get
+    ("CRATELIM02", 4, {"rate_limits_in_plain_text": True}),  # a proxy's 429, not Slack's JSON
+])
+def test_a_rate_limited_answer_waits_and_is_posted_not_apologised_for(stack, channel, times, how) -> None:
     """Slack answers HTTP 429 with Retry-After to a busy channel: the answer waits and goes out,
-    even when the limit outlasts the SDK's own retries and the three attempts other errors get."""
-    channel = "CRATELIM01"
+    even when the limit outlasts the SDK's own retries and the three attempts other errors get;
+    also when a proxy in front of Slack answers the 429 in plain text."""
     event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
-    stack.fake.rate_limited["chat.postMessage"] = 10  # more than the three attempts other failures get
-    try:
+    with _rate_limited_posts(stack, times, **how):
         stack.deliver(event)
-        posted = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
-                                     timeout=120, what="the answer posted")
+        posted = _posted(stack, channel, event["ts"])
         _settle()
-    finally:
-        stack.fake.rate_limited.pop("chat.postMessage", None)
     [row] = question_for(stack.settings, channel, event["ts"])
     assert row.status == "answered" and row.answer_ts == posted[0].response["ts"]
     assert len(posted) == 1 and "16 weeks" in "\n".join(section_texts(posted[0]))  # the answer, no apology
     assert [p.response["error"] for p in stack.fake.posts(channel, event["ts"]) if not p.response.get("ok")] == \
-        ["ratelimited"] * 10
-
-
-def test_a_rate_limit_in_plain_text_is_waited_out_too(stack) -> None:
-    """A proxy in front of Slack answers HTTP 429 with a text body, not Slack's JSON: still a
-    rate limit, waited out past the three attempts other errors get, not an apology."""
-    channel = "CRATELIM02"
-    event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
-    stack.fake.rate_limits_in_plain_text = True
-    stack.fake.rate_limited["chat.postMessage"] = 4
-    try:
-        stack.deliver(event)
-        posted = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
-                                     timeout=120, what="the answer posted")
-        _settle()
-    finally:
-        stack.fake.rate_limited.pop("chat.postMessage", None)
-        stack.fake.rate_limits_in_plain_text = False
-    [row] = question_for(stack.settings, channel, event["ts"])
-    assert row.status == "answered" and row.answer_ts == posted[0].response["ts"]
-    assert len(posted) == 1 and "16 weeks" in "\n".join(section_texts(posted[0]))  # the answer, no apology
-    assert len(stack.fake.posts(channel, event["ts"])) == 5
+        ["ratelimited"] * times
 
 
 def test_a_rate_limit_without_retry_after_backs_off(stack) -> None:
@@ -447,15 +458,9 @@ def test_a_rate_limit_without_retry_after_backs_off(stack) -> None:
     second: the waits double (2 s, then 4 s)."""
     channel = "CRATELIM03"
     event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
-    stack.fake.retry_after = None
-    stack.fake.rate_limited["chat.postMessage"] = 2
-    try:
+    with _rate_limited_posts(stack, 2, retry_after=None):
         stack.deliver(event)
-        stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
-                            timeout=120, what="the answer posted")
-    finally:
-        stack.fake.rate_limited.pop("chat.postMessage", None)
-        stack.fake.retry_after = "1"
+        _posted(stack, channel, event["ts"])
     attempts = [post.at for post in stack.fake.posts(channel, event["ts"])]
     assert len(attempts) == 3
     assert attempts[1] - attempts[0] >= 1.9 and attempts[2] - attempts[1] >= 3.9
@@ -612,12 +617,7 @@ def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack,
     assert state.get_claim(stack.settings, orphan_claim).enqueued_at is None
     log_path = tmp_path / "bot.log"
     with _bot_process(stack, log_path):
-        post = _answer_post(stack, "CORPHAN001", orphan["ts"], timeout=90)
-        assert "16 weeks" in "\n".join(section_texts(post))
-        _settle()
-    [row] = question_for(stack.settings, "CORPHAN001", orphan["ts"])
-    assert row.status == "answered" and row.answer_ts == post.response["ts"]
-    assert len(stack.fake.posts("CORPHAN001", orphan["ts"])) == 1
+        row = _answered_once_about_parental_leave(stack, "CORPHAN001", orphan["ts"])
     assert stack.worker.log_text().count(f"answering question {row.id} ") == 1
     assert f"queued question {row.id}: it was recorded but never queued" in log_path.read_text()
     assert state.get_claim(stack.settings, orphan_claim).enqueued_at is not None
@@ -686,12 +686,7 @@ def test_a_question_the_queue_lost_is_queued_again_then_given_up_with_an_apology
         session.execute(update(SlackMessage).where(SlackMessage.id == lost_claim)
                         .values(enqueued_at=datetime.now(timezone.utc) - timedelta(seconds=long_ago)))
     assert queue_lost_questions(stack.settings, CeleryEnqueuer(), client) == ([lost_row.id], [])
-    post = _answer_post(stack, "CLOST00001", lost["ts"], timeout=90)
-    assert "16 weeks" in "\n".join(section_texts(post))
-    _settle()
-    [lost_row] = question_for(stack.settings, "CLOST00001", lost["ts"])
-    assert lost_row.status == "answered" and lost_row.answer_ts == post.response["ts"]
-    assert len(stack.fake.posts("CLOST00001", lost["ts"])) == 1
+    _answered_once_about_parental_leave(stack, "CLOST00001", lost["ts"])
     assert state.get_claim(stack.settings, lost_claim).requeues == 2
     assert len([post for post in stack.fake.posts("CLOST00002", hopeless["ts"]) if post.response.get("ok")]) == 1
     for claim in (waiting_claim, posted_claim, unnoted_claim):
