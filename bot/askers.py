@@ -1,9 +1,14 @@
-"""The asker's names from Slack (`users.info`), so that fallback queries are sent without them.
+"""Who asks, from Slack (`users.info`), cached per process.
 
-Redaction before a fallback query removes the asker's own names (people introduce
-themselves: "Hi, I'm Priya Raghunathan, how many vacation days..."). Names are rare words,
-so the keyword rewrite would otherwise rank them first. Needs the `users:read` scope;
-without it the lookup fails, the worker logs why, and the other redactions still apply.
+- Their names, so that fallback queries are sent without them: redaction before a fallback
+  query removes the asker's own names (people introduce themselves: "Hi, I'm Priya
+  Raghunathan, how many vacation days..."). Names are rare words, so the keyword rewrite
+  would otherwise rank them first.
+- Whether they are a guest of the workspace, and which workspace or Enterprise Grid
+  organisation they belong to (bot/listeners.py: policies are for members).
+
+Needs the `users:read` scope; without it the lookup fails, the process logs why (every five
+minutes, not per question), and the other redactions still apply.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from slack_sdk.errors import SlackApiError
 
 log = logging.getLogger(__name__)
 
-NAMES_TTL_S = 3600  # names change rarely; an hour keeps users.info far under its rate limit
+USER_TTL_S = 3600  # profiles change rarely; an hour keeps users.info far under its rate limit
 FAILURE_TTL_S = 300  # a missing scope fails every time: ask again (and warn) every 5 minutes, not per question
 
 
@@ -38,37 +43,54 @@ def names_in_profile(user: dict[str, Any]) -> tuple[str, ...]:
     return tuple(names)
 
 
-class AskerNames:
-    """A per-process cache of users' names, looked up with `users.info`."""
+def teams_of(user: dict[str, Any]) -> tuple[str, ...]:
+    """The workspace a user belongs to, or on Enterprise Grid their organisation and its
+    workspaces (users.info may name those instead of one workspace)."""
+    grid = user.get("enterprise_user") or {}
+    return tuple(str(team) for team in (user.get("team_id"), grid.get("enterprise_id"), *(grid.get("teams") or ()))
+                 if team)
+
+
+def is_guest(user: dict[str, Any]) -> bool:
+    """A multi-channel or single-channel guest of the workspace."""
+    return bool(user.get("is_restricted") or user.get("is_ultra_restricted"))
+
+
+class SlackUsers:
+    """A per-process cache of users.info answers; None for a user Slack would not describe."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._cache: OrderedDict[str, tuple[float, tuple[str, ...]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[float, dict[str, Any] | None]] = OrderedDict()
         self._capacity = capacity
         self._lock = threading.Lock()
 
-    def get(self, client: WebClient, user_id: str | None) -> tuple[str, ...]:
+    def get(self, client: WebClient, user_id: str | None) -> dict[str, Any] | None:
         if not user_id:
-            return ()
+            return None
         now = time.monotonic()
         with self._lock:
             cached = self._cache.get(user_id)
             if cached is not None and cached[0] > now:
                 return cached[1]
+        user: dict[str, Any] | None
         try:
-            names = names_in_profile(client.users_info(user=user_id).get("user") or {})
-            expires = now + NAMES_TTL_S
-        except Exception as error:  # a lookup never fails the answer: the other redactions still apply
+            user = client.users_info(user=user_id).get("user") or {}
+            expires = now + USER_TTL_S
+        except Exception as error:  # a lookup never fails the answer: say why, and go on without it
             reason = error.response.get("error") if isinstance(error, SlackApiError) else type(error).__name__
             hint = "; add the users:read scope" if reason == "missing_scope" else ""
-            log.warning("could not look up the names of %s (%s): fallback queries are redacted without them%s",
-                        user_id, reason, hint)
-            names, expires = (), now + FAILURE_TTL_S
+            log.warning("could not look up Slack user %s (%s): going on without their profile (fallback "
+                        "queries are redacted without their names)%s", user_id, reason, hint)
+            user, expires = None, now + FAILURE_TTL_S
         with self._lock:
-            self._cache[user_id] = (expires, names)
+            self._cache[user_id] = (expires, user)
             self._cache.move_to_end(user_id)
             while len(self._cache) > self._capacity:
                 self._cache.popitem(last=False)
-        return names
+        return user
+
+    def names(self, client: WebClient, user_id: str | None) -> tuple[str, ...]:
+        return names_in_profile(self.get(client, user_id) or {})
 
 
-ASKER_NAMES = AskerNames()  # one per worker process
+SLACK_USERS = SlackUsers()  # one per process

@@ -26,6 +26,7 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import blocks, state
+from bot.askers import SLACK_USERS, is_guest, teams_of
 from policybot import db, services
 from policybot.config import Settings
 from policybot.errors import describe_error
@@ -215,7 +216,7 @@ def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Set
     incoming = _incoming(event, event_id, "mention", me)
     outside = _outside_team(event, me, settings, shared_externally)
     if outside:
-        return Decision("outsider", incoming, reason=outside)
+        return Decision("outsider", incoming, reason=f"a member of another organisation (team {outside})")
     return _question_or_notice(incoming, settings)
 
 
@@ -239,7 +240,7 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
     incoming = _incoming(event, event_id, surface, me)
     outside = _outside_team(event, me, settings, shared_externally)
     if outside:
-        return Decision("outsider", incoming, reason=outside)
+        return Decision("outsider", incoming, reason=f"a member of another organisation (team {outside})")
     is_admin = incoming.user in settings.admins
     # Someone else's file with a question ("How long do I keep this receipt?" and a screenshot):
     # the question is answered, the file is not read. With anything else ("please add this")
@@ -389,15 +390,7 @@ class Listeners:
         if (not body.get("is_ext_shared_channel") or self.settings.answer_outsiders or not event.get("user")
                 or event.get("user_team") or event.get("source_team")):
             return event
-        try:
-            user = client.users_info(user=str(event["user"])).get("user") or {}
-        except Exception as error:  # Slack is down or refuses: fail closed
-            log.warning("could not look up the team of %s in the shared conversation %s: %s", event["user"],
-                        event.get("channel"), describe_error(error))
-            user = {}
-        grid = user.get("enterprise_user") or {}
-        teams = [str(team) for team in (user.get("team_id"), grid.get("enterprise_id"), *(grid.get("teams") or ()))
-                 if team]
+        teams = teams_of(SLACK_USERS.get(client, str(event["user"])) or {})  # Slack down or refusing: no team
         ours = me.teams | self.settings.member_teams
         team = next((team for team in teams if team in ours), teams[0] if teams else UNKNOWN_TEAM)
         return {**event, "user_team": team}
@@ -478,6 +471,9 @@ class Listeners:
         if decision.kind == "ignore" or incoming is None:
             log.debug("ignored event: %s", decision.reason)
             return
+        if decision.kind == "question" and not self.settings.answer_guests \
+                and is_guest(SLACK_USERS.get(client, incoming.user) or {}):
+            decision = Decision("outsider", incoming, reason="a guest of the workspace")
         try:
             if decision.kind == "question":
                 self._question(incoming, client)
@@ -587,8 +583,7 @@ class Listeners:
         elif decision.kind == "stats_refused":
             message = blocks.admin_only_message()
         elif decision.kind == "outsider":
-            log.info("not answering %s in %s: a member of another organisation (team %s)", incoming.user,
-                     incoming.channel, decision.reason)
+            log.info("not answering %s in %s: %s", incoming.user, incoming.channel, decision.reason)
             message = blocks.members_only_message()
         elif decision.kind == "stats":
             from policybot.cli_ops import stats_summary

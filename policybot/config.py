@@ -108,6 +108,8 @@ class Settings(BaseSettings):
     ignore_bots: bool = Field(default=True, validation_alias="POLICYBOT_IGNORE_BOTS")
     # Members of other organisations in Slack Connect conversations: not answered unless this is on.
     answer_outsiders: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_OUTSIDERS")
+    # Guests of the workspace (multi- and single-channel): not answered unless this is on.
+    answer_guests: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_GUESTS")
     # Other workspaces of our Enterprise Grid organisation, whose members count as ours (team IDs).
     member_team_ids: str = Field(default="", validation_alias="POLICYBOT_MEMBER_TEAMS")
     # Redis redelivers an unacked task after this long: it must exceed the longest task (ingest, 1800 s).

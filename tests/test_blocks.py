@@ -157,7 +157,7 @@ def test_members_of_other_organisations_are_not_answered_in_slack_connect(slack_
     dm = {"type": "message", "channel_type": "im", "user": "UVENDOR1", "channel": "DSHARED1", "ts": "1.3",
           "text": "What is the travel per diem?", "user_team": "TVENDOR"}
     decision = decide_mention(mention, "Ev1", slack_settings, me, shared_externally=True)
-    assert decision.kind == "outsider" and decision.reason == "TVENDOR"
+    assert decision.kind == "outsider" and decision.reason == "a member of another organisation (team TVENDOR)"
     assert decide_message(dm, "Ev2", slack_settings, me, shared_externally=True).kind == "outsider"
     assert decide_mention(mention | {"user_team": "TOURS"}, "Ev1", slack_settings, me, shared_externally=True).kind == "question"
     assert decide_mention(mention, "Ev1", slack_settings, me).kind == "question"  # not a Slack Connect conversation

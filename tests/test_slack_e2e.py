@@ -7,6 +7,7 @@ One worker serves the module; the kill test (last) replaces it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -179,7 +180,7 @@ def test_the_askers_names_never_reach_a_fallback_source(stack, knowledge_base) -
     unknown = stack.mention("When do payslips show up in Workday?", channel, user="UNOBODY001")
     assert stack.deliver(unknown).status_code == 200
     assert "payslip" in _answer_post(stack, channel, unknown["ts"])["text"].lower()
-    assert "could not look up the names of UNOBODY001 (user_not_found)" in stack.worker.log_text()
+    assert "could not look up Slack user UNOBODY001 (user_not_found)" in stack.worker.log_text()
 
 
 def test_agent_view_thread_greets_then_answers_with_status(stack) -> None:
@@ -242,6 +243,30 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
         assert "members only" not in _answer_post(stack, channel, unnamed[user]["ts"])["text"]
         assert len(question_for(stack.settings, channel, unnamed[user]["ts"])) == 1
     assert {call.params["user"] for call in stack.fake.calls_to("users.info")} >= set(unnamed)
+
+
+def test_guests_of_the_workspace_get_a_notice_unless_allowed(stack, tmp_path, caplog) -> None:
+    """Guests (contractors let into a few channels) are told the bot answers members only, in a
+    channel and in a DM; nothing is recorded or searched for them. POLICYBOT_ANSWER_GUESTS
+    lets them ask."""
+    stack.fake.add_user("UGUEST0001", "Gus Guest")["is_restricted"] = True
+    stack.fake.add_user("UGUEST0002", "Sal Single")["is_ultra_restricted"] = True
+    caplog.set_level(logging.INFO, logger="bot.listeners")
+    question = "How many weeks of parental leave do primary caregivers get?"
+    asked = [stack.mention(question, "CGUESTS001", user="UGUEST0001"),
+             stack.mention(question, "CGUESTS001", user="UGUEST0002"),
+             stack.dm(question, "DGUEST0001", user="UGUEST0001")]
+    for event in asked:
+        assert stack.deliver(event).status_code == 200
+    for event in asked:
+        [notice] = stack.fake.wait_for_posts(event["channel"], event["ts"], timeout=30)
+        assert "for its own members only" in notice["text"]
+        assert question_for(stack.settings, event["channel"], event["ts"]) == []
+    with _bot_process(stack, tmp_path / "bot.log", POLICYBOT_ANSWER_GUESTS="true") as url:
+        allowed = stack.mention(question, "CGUESTS002", user="UGUEST0001")
+        assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(allowed)).status_code == 200
+        _answered_once_about_parental_leave(stack, "CGUESTS002", allowed["ts"])
+    assert "not answering UGUEST0002 in CGUESTS001: a guest of the workspace" in caplog.text
 
 
 def test_messages_tab_greets_once(stack) -> None:

@@ -100,7 +100,7 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
 
     from bot import blocks
     from bot.app import web_client
-    from bot.askers import ASKER_NAMES
+    from bot.askers import SLACK_USERS
     from bot.listeners import clear_progress
     from bot.recovery import apologise
     from policybot.answering import answer_question, get_question, mark_failed, mark_posted, question_lock
@@ -133,7 +133,7 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
                 askers = dict.fromkeys(question.asker for question in context)
                 answer_question(settings, question_id,
                                 pipeline_question=" ".join(question.question for question in context) if len(context) > 1 else None,
-                                asker_names=tuple(name for asker in askers for name in ASKER_NAMES.get(client, asker)))
+                                asker_names=tuple(name for asker in askers for name in SLACK_USERS.names(client, asker)))
                 row = get_question(settings, question_id)
                 assert row is not None
             message = blocks.answer_message(blocks.AnswerView.from_row(row))
