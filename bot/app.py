@@ -33,15 +33,21 @@ def require_slack_settings(settings: Settings, *names: str) -> None:
         )
 
 
-def web_client(settings: Settings, *, wait_out_rate_limits: bool = True) -> WebClient:
+# A lookup on a listener thread (users.info) before a question is taken: quick, or not at all.
+LOOKUP_TIMEOUT_S = 3
+
+
+def web_client(settings: Settings, *, wait_out_rate_limits: bool = True, timeout_s: int = 15,
+               connection_retries: int = 2) -> WebClient:
     """The Slack Web API client for settings.slack_api_url (Slack itself, or a local fake).
 
     It waits out a rate limit (Slack's Retry-After, twice) unless `wait_out_rate_limits` is
-    off: a Celery task rather retries later than sleeps inside its time limit."""
-    handlers: list = [ConnectionErrorRetryHandler(max_retry_count=2)]
+    off: a Celery task rather retries later than sleeps inside its time limit, and a listener
+    thread must not stall behind a lookup."""
+    handlers: list = [ConnectionErrorRetryHandler(max_retry_count=connection_retries)] if connection_retries else []
     if wait_out_rate_limits:
         handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
-    return WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url, timeout=15,
+    return WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url, timeout=timeout_s,
                      retry_handlers=handlers)
 
 
@@ -61,7 +67,8 @@ def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mo
         ignoring_self_events_enabled=True,
         name="policybot",
     )
-    listeners = Listeners(settings, enqueuer) if enqueuer is not None else Listeners(settings)
+    lookups = web_client(settings, wait_out_rate_limits=False, timeout_s=LOOKUP_TIMEOUT_S, connection_retries=0)
+    listeners = Listeners(settings, enqueuer, lookups) if enqueuer is not None else Listeners(settings, lookups=lookups)
     register(app, listeners)
     return app
 

@@ -56,8 +56,19 @@ def is_guest(user: dict[str, Any]) -> bool:
     return bool(user.get("is_restricted") or user.get("is_ultra_restricted"))
 
 
+# users.info errors that say Slack will not describe this user to us (the app lacks the
+# scope, no such user): the asker is taken as a member without a profile. Any other error
+# (an outage, a rate limit, a timeout) is SlackUnavailable: nothing can be said for now.
+_CANNOT_SAY = frozenset({"missing_scope", "not_allowed_token_type", "user_not_found", "user_not_visible",
+                         "no_permission"})
+
+
+class SlackUnavailable(RuntimeError):
+    """Slack did not answer users.info just now; asking again later may work."""
+
+
 class SlackUsers:
-    """A per-process cache of users.info answers; None for a user Slack would not describe."""
+    """A per-process cache of users.info answers; None for a user Slack will not describe."""
 
     def __init__(self, capacity: int = 4096) -> None:
         self._cache: OrderedDict[str, tuple[float, dict[str, Any] | None]] = OrderedDict()
@@ -65,6 +76,9 @@ class SlackUsers:
         self._lock = threading.Lock()
 
     def get(self, client: WebClient, user_id: str | None) -> dict[str, Any] | None:
+        """The user's users.info record, or None when Slack will not describe them (cached,
+        and warned about, every five minutes); raises SlackUnavailable when Slack did not
+        answer (not cached: the next question asks again)."""
         if not user_id:
             return None
         now = time.monotonic()
@@ -76,11 +90,13 @@ class SlackUsers:
         try:
             user = client.users_info(user=user_id).get("user") or {}
             expires = now + USER_TTL_S
-        except Exception as error:  # a lookup never fails the answer: say why, and go on without it
+        except Exception as error:
             reason = error.response.get("error") if isinstance(error, SlackApiError) else type(error).__name__
+            if reason not in _CANNOT_SAY:
+                raise SlackUnavailable(f"users.info for {user_id} failed: {reason}") from None
             hint = "; add the users:read scope" if reason == "missing_scope" else ""
-            log.warning("could not look up Slack user %s (%s): going on without their profile (fallback "
-                        "queries are redacted without their names)%s", user_id, reason, hint)
+            log.warning("Slack will not describe user %s (%s): taking them as a member, and fallback queries "
+                        "are redacted without their names%s", user_id, reason, hint)
             user, expires = None, now + FAILURE_TTL_S
         with self._lock:
             self._cache[user_id] = (expires, user)
@@ -90,7 +106,12 @@ class SlackUsers:
         return user
 
     def names(self, client: WebClient, user_id: str | None) -> tuple[str, ...]:
-        return names_in_profile(self.get(client, user_id) or {})
+        """The user's names, or none when Slack cannot give them: a lookup never fails an answer."""
+        try:
+            return names_in_profile(self.get(client, user_id) or {})
+        except SlackUnavailable as error:
+            log.warning("%s: fallback queries are redacted without the asker's names", error)
+            return ()
 
 
 SLACK_USERS = SlackUsers()  # one per process

@@ -294,6 +294,14 @@ def upload_refused_message() -> dict[str, Any]:
     )
 
 
+def unverified_message() -> dict[str, Any]:
+    """Slack did not say, just now, whether the asker is a member."""
+    return notice_message(
+        "I couldn't check with Slack just now that you're a member of this organisation, which I need before "
+        "answering policy questions. Please ask again in a minute."
+    )
+
+
 def members_only_message() -> dict[str, Any]:
     return notice_message(
         "I answer questions about this organisation's policies for its own members only, so I can't answer "

@@ -26,7 +26,7 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import blocks, state
-from bot.askers import SLACK_USERS, is_guest, teams_of
+from bot.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
 from policybot import db, services
 from policybot.config import Settings
 from policybot.errors import describe_error
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Kind = Literal["ignore", "question", "empty", "thanks", "too_long", "upload", "upload_refused", "stats", "stats_refused",
-               "outsider"]
+               "outsider", "unverified"]
 Surface = Literal["mention", "dm", "assistant"]
 
 # Message subtypes that are people writing; everything else (edits, deletes, joins, bot messages) is ignored.
@@ -362,6 +362,9 @@ TAKING: dict[Kind, str] = {"question": "questions", "upload": "uploads"}
 class Listeners:
     settings: Settings
     enqueuer: Enqueuer = field(default_factory=CeleryEnqueuer)
+    # For users.info before a question is taken: quick, without waiting out rate limits, so a
+    # listener thread never stalls behind it (bot/app.py builds one); else the event's client.
+    lookups: WebClient | None = None
     told_unavailable: OutageReplies = field(init=False)
 
     def __post_init__(self) -> None:
@@ -390,7 +393,12 @@ class Listeners:
         if (not body.get("is_ext_shared_channel") or self.settings.answer_outsiders or not event.get("user")
                 or event.get("user_team") or event.get("source_team")):
             return event
-        teams = teams_of(SLACK_USERS.get(client, str(event["user"])) or {})  # Slack down or refusing: no team
+        try:
+            teams = teams_of(SLACK_USERS.get(self.lookups or client, str(event["user"])) or {})
+        except SlackUnavailable as error:  # no team: an outsider, since policies are internal
+            log.warning("%s: the writer in the shared conversation %s is taken for an outsider", error,
+                        event.get("channel"))
+            teams = ()
         ours = me.teams | self.settings.member_teams
         team = next((team for team in teams if team in ours), teams[0] if teams else UNKNOWN_TEAM)
         return {**event, "user_team": team}
@@ -471,9 +479,8 @@ class Listeners:
         if decision.kind == "ignore" or incoming is None:
             log.debug("ignored event: %s", decision.reason)
             return
-        if decision.kind == "question" and not self.settings.answer_guests \
-                and is_guest(SLACK_USERS.get(client, incoming.user) or {}):
-            decision = Decision("outsider", incoming, reason="a guest of the workspace")
+        if decision.kind == "question" and not self.settings.answer_guests:
+            decision = self._unless_a_guest(decision, incoming, client)
         try:
             if decision.kind == "question":
                 self._question(incoming, client)
@@ -483,6 +490,16 @@ class Listeners:
                 self._notice(decision, incoming, client)
         except SQLAlchemyError as error:  # the database is down before anything was recorded
             self._could_not_take(incoming, client, error, taking=TAKING.get(decision.kind, "requests"))
+
+    def _unless_a_guest(self, decision: Decision, incoming: Incoming, client: WebClient) -> Decision:
+        """Guests of the workspace get the members-only notice. When Slack does not say just
+        now, the asker is told to ask again rather than answered unchecked."""
+        try:
+            user = SLACK_USERS.get(self.lookups or client, incoming.user)
+        except SlackUnavailable as error:
+            log.warning("%s: asking %s to ask again", error, incoming.user)
+            return Decision("unverified", incoming, reason=str(error))
+        return Decision("outsider", incoming, reason="a guest of the workspace") if is_guest(user or {}) else decision
 
     def _question(self, incoming: Incoming, client: WebClient) -> None:
         from policybot.answering import record_question
@@ -570,7 +587,9 @@ class Listeners:
         settings = self.settings
         with db.session(settings) as session:
             claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "reply")
-        if not claim.new and (not claim.same_event or claim.reply_ts):
+        # Handled already: by another event, by this one's earlier delivery, or as a question
+        # (a retried delivery decided otherwise, e.g. on another bot process).
+        if not claim.new and (not claim.same_event or claim.reply_ts or claim.question_id):
             return
         if decision.kind == "empty":
             message = blocks.empty_question_message()
@@ -585,6 +604,8 @@ class Listeners:
         elif decision.kind == "outsider":
             log.info("not answering %s in %s: %s", incoming.user, incoming.channel, decision.reason)
             message = blocks.members_only_message()
+        elif decision.kind == "unverified":
+            message = blocks.unverified_message()
         elif decision.kind == "stats":
             from policybot.cli_ops import stats_summary
 

@@ -36,13 +36,14 @@ class Claim:
     enqueued: bool
     reply_ts: str | None
     in_progress: bool = False  # claimed moments ago and not yet enqueued: another delivery is handling it
+    kind: str = "question"  # question | upload | reply, as the first delivery decided
 
     @property
     def handled_elsewhere(self) -> bool:
         """True when this event must do nothing: another event owns the message, or this
-        event's earlier delivery finished or is still working. Only a delivery whose first
-        attempt died (claim older than the lease, never enqueued) takes over."""
-        return not self.new and (not self.same_event or self.enqueued or self.in_progress)
+        event's earlier delivery finished, is still working, or took it for a notice. Only a
+        delivery whose first attempt died (claim older than the lease, never enqueued) takes over."""
+        return not self.new and (not self.same_event or self.enqueued or self.in_progress or self.kind == "reply")
 
 
 # As text, compiled once: SQLAlchemy never caches its PostgreSQL INSERT construct
@@ -60,14 +61,14 @@ def claim_message(session: Session, channel: str, message_ts: str, event_id: str
         _CLAIM, {"channel": channel, "message_ts": message_ts, "event_id": event_id, "kind": kind}
     ).scalar_one_or_none()
     if inserted is not None:
-        return Claim(inserted, True, True, None, False, None)
+        return Claim(inserted, True, True, None, False, None, kind=kind)
     row = session.execute(
         select(SlackMessage).where(SlackMessage.channel == channel, SlackMessage.message_ts == message_ts)
     ).scalar_one()
     fresh = row.created_at > datetime.now(timezone.utc) - timedelta(seconds=CLAIM_LEASE_S)
     enqueued = row.enqueued_at is not None
     return Claim(row.id, False, row.event_id == event_id, row.question_id, enqueued, row.reply_ts,
-                 in_progress=fresh and not enqueued)
+                 in_progress=fresh and not enqueued, kind=row.kind)
 
 
 def link_question(session: Session, claim_id: int, question_id: int) -> None:

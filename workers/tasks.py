@@ -158,7 +158,7 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
-            if not final and apologise(client, settings, row) == "not_posted":
+            if not final and apologise(poster, settings, row) == "not_posted":  # a rate limit: apologise_task waits
                 _apologise_later(question_id)
             return "failed"
         mark_posted(settings, question_id, str(posted["ts"]))
@@ -188,7 +188,7 @@ def apologise_task(self, question_id: int) -> str:  # type: ignore[no-untyped-de
         row = get_question(settings, question_id)
         if row is None or row.answer_ts:
             return "already posted"
-        outcome = apologise(web_client(settings), settings, row) if locked else "not_posted"
+        outcome = apologise(web_client(settings, wait_out_rate_limits=False), settings, row) if locked else "not_posted"
     if outcome == "not_posted" and self.request.retries < self.max_retries:
         raise self.retry(countdown=APOLOGY_COUNTDOWNS_S[self.request.retries + 1])
     return outcome
