@@ -29,7 +29,6 @@ from bot import blocks, state
 from bot.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
 from policybot import db, services
 from policybot.config import Settings
-from policybot.errors import describe_error
 
 if TYPE_CHECKING:
     from policybot.answering import RecordedQuestion
