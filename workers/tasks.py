@@ -9,7 +9,8 @@ Tasks take plain IDs and are idempotent, because delivery is at least once (acks
   without running the pipeline again.
 - After the last retry fails, the user gets a short apology carrying the question's
   reference ID, the log row says `failed` with the error, and the apology's ts is stored
-  as `answer_ts`, so a redelivery never apologises twice.
+  as `answer_ts`, so a redelivery never apologises twice. An apology Slack does not take
+  is posted later by `apologise_task`.
 
 Test-only hooks (never set them in production; they exist so the end-to-end tests can make
 a worker slow or failing deterministically):
