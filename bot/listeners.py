@@ -393,7 +393,7 @@ class Listeners:
                 or event.get("user_team") or event.get("source_team")):
             return event
         try:
-            teams = teams_of(SLACK_USERS.get(self.lookups or client, str(event["user"])) or {})
+            teams = teams_of(self._slack_user(client, str(event["user"])) or {})
         except SlackUnavailable as error:  # no team: an outsider, since policies are internal
             log.warning("%s: the writer in the shared conversation %s is taken for an outsider", error,
                         event.get("channel"))
@@ -490,11 +490,15 @@ class Listeners:
         except SQLAlchemyError as error:  # the database is down before anything was recorded
             self._could_not_take(incoming, client, error, taking=TAKING.get(decision.kind, "requests"))
 
+    def _slack_user(self, client: WebClient, user_id: str) -> dict[str, Any] | None:
+        """users.info through the quick lookup client (cached; may raise SlackUnavailable)."""
+        return SLACK_USERS.get(self.lookups or client, user_id)
+
     def _unless_a_guest(self, decision: Decision, incoming: Incoming, client: WebClient) -> Decision:
         """Guests of the workspace get the members-only notice. When Slack does not say just
         now, the asker is told to ask again rather than answered unchecked."""
         try:
-            user = SLACK_USERS.get(self.lookups or client, incoming.user)
+            user = self._slack_user(client, incoming.user)
         except SlackUnavailable as error:
             log.warning("%s: asking %s to ask again", error, incoming.user)
             return Decision("unverified", incoming, reason=str(error))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import func, select, text, true, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -125,7 +125,7 @@ def lock_lost_question(session: Session, queued_before_s: float, within: timedel
         .where(SlackMessage.question_id.is_not(None), SlackMessage.enqueued_at.is_not(None),
                SlackMessage.created_at > now - within,
                SlackMessage.enqueued_at < now - timedelta(seconds=queued_before_s),
-               SlackMessage.id.not_in(list(passed)) if passed else true(),
+               SlackMessage.id.not_in(list(passed)),
                Question.status == "pending", Question.answer_ts.is_(None))
         .order_by(SlackMessage.created_at)
         .limit(1)
