@@ -11,6 +11,9 @@ Tasks take plain IDs and are idempotent, because delivery is at least once (acks
   reference ID, the log row says `failed` with the error, and the apology's ts is stored
   as `answer_ts`, so a redelivery never apologises twice. An apology Slack does not take
   is posted later by `apologise_task`.
+- An answer that was logged but that Slack would not take for now (an outage, a long rate
+  limit) is not traded for an apology: `post_answer_later_task` posts the answer itself
+  once Slack is back.
 
 Test-only hooks (never set them in production; they exist so the end-to-end tests can make
 a worker slow or failing deterministically):
@@ -22,6 +25,7 @@ a worker slow or failing deterministically):
 from __future__ import annotations
 
 import logging
+import http.client
 import os
 import re
 import time
@@ -29,6 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from slack_sdk.errors import SlackApiError
 
 from policybot.errors import describe_error
 from workers.celery_app import (
@@ -48,8 +54,9 @@ ANSWER_RETRIES = 2  # three attempts in all
 # again after each Retry-After, up to this many times.
 RATE_LIMITED_RETRIES = 10
 MAX_RETRY_AFTER_S = 300  # a longer Retry-After is waited this long, then tried
-# An apology Slack would not take is tried again after these waits (about an hour in all).
-APOLOGY_COUNTDOWNS_S = (5, 30, 120, 600, 1800)
+# A reply Slack would not take for now (an apology, or a logged answer) is tried again after
+# these waits (about 40 minutes in all; each under the broker's visibility timeout of an hour).
+LATER_COUNTDOWNS_S = (5, 30, 120, 600, 1800)
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
 # chat.postMessage errors that no retry fixes: the bot is not in the channel, it is gone or
@@ -57,6 +64,8 @@ BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again thi
 SLACK_CHANNEL_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
 SLACK_TOKEN_ERRORS = frozenset({"invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_authed"})
 SLACK_PERMANENT_ERRORS = SLACK_CHANNEL_ERRORS | SLACK_TOKEN_ERRORS
+# Slack's own side failing (HTTP 200 with these errors): the same message may go through later.
+SLACK_SERVER_ERRORS = frozenset({"ratelimited", "fatal_error", "internal_error", "service_unavailable", "request_timeout"})
 MAX_CONTEXT_QUESTIONS = 3  # a chain of follow-ups reaches back at most this far
 
 
@@ -97,8 +106,6 @@ def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def
                  soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
 def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
     """Answer a recorded question through CRAG and post it in the question's Slack thread."""
-    from slack_sdk.errors import SlackApiError
-
     from bot import blocks
     from bot.app import web_client
     from bot.askers import SLACK_USERS
@@ -141,13 +148,10 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             posted = poster.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
                                              unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
-            slack_error = error.response.get("error") if isinstance(error, SlackApiError) else None
-            # HTTP 429 is a rate limit whatever its body says (a proxy's plain text is no "ratelimited").
-            rate_limited = slack_error == "ratelimited" or (isinstance(error, SlackApiError)
-                                                            and error.response.status_code == 429)
+            rate_limited = is_rate_limited(error)
             # Slack's answer will not change for these: retrying, or apologising in the same
             # place, only fails again. The answer stays in the log for admins.
-            final = slack_error in SLACK_PERMANENT_ERRORS
+            final = slack_error_of(error) in SLACK_PERMANENT_ERRORS
             retries = RATE_LIMITED_RETRIES if rate_limited else self.max_retries
             if self.request.retries < retries and not final:
                 countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
@@ -156,11 +160,16 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
                             question_id, row.reference, attempt, countdown, describe_error(error))
                 raise self.retry(exc=error, countdown=countdown, max_retries=retries) from None
+            if row.status == "answered" and slack_failed_for_now(error) and _later(post_answer_later_task, question_id):
+                # The answer is logged and only Slack is failing: the asker gets it when Slack is back.
+                log.warning("question %s (ref %s) is answered but Slack would not take the answer after %s attempts "
+                            "(%s): posting it later", question_id, row.reference, attempt, describe_error(error))
+                return "posting later"
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
-            if not final and apologise(poster, settings, row) == "not_posted":  # a rate limit: apologise_task waits
-                _apologise_later(question_id)
+            if not final and apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
+                _later(apologise_task, question_id)
             return "failed"
         mark_posted(settings, question_id, str(posted["ts"]))
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
@@ -168,14 +177,37 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
         return "posted"
 
 
-def _apologise_later(question_id: int) -> None:
+def slack_error_of(error: BaseException) -> str | None:
+    """Slack's error code for a failed Web API call ("ratelimited", "not_in_channel" …); None
+    for anything else."""
+    return error.response.get("error") if isinstance(error, SlackApiError) else None
+
+
+def is_rate_limited(error: BaseException) -> bool:
+    """HTTP 429 is a rate limit whatever its body says (a proxy's plain text is no "ratelimited")."""
+    return slack_error_of(error) == "ratelimited" or (isinstance(error, SlackApiError) and error.response.status_code == 429)
+
+
+def slack_failed_for_now(error: BaseException) -> bool:
+    """Whether the same message may go through later: Slack was down, slow or rate-limiting, or
+    the network failed. Not when Slack refused the message itself (too long, bad blocks) or the
+    place (not in the channel, a dead token), and not for a fault of ours before the call."""
+    if isinstance(error, SlackApiError):
+        return is_rate_limited(error) or error.response.status_code >= 500 or slack_error_of(error) in SLACK_SERVER_ERRORS
+    return isinstance(error, (OSError, http.client.HTTPException))  # no answer: refused, reset, timed out
+
+
+def _later(task, question_id: int) -> bool:  # type: ignore[no-untyped-def]
+    """Queue `task` to try the question's reply again after the first of LATER_COUNTDOWNS_S."""
     try:
-        apologise_task.apply_async((question_id,), countdown=APOLOGY_COUNTDOWNS_S[0])
-    except Exception as error:  # the queue went down too: the log row says failed, for admins
-        log.error("could not queue the apology for question %s: %s", question_id, describe_error(error))
+        task.apply_async((question_id,), countdown=LATER_COUNTDOWNS_S[0])
+    except Exception as error:  # the queue went down too: the log row says what happened, for admins
+        log.error("could not queue %s for question %s: %s", task.name, question_id, describe_error(error))
+        return False
+    return True
 
 
-@celery_app.task(bind=True, name="policybot.apologise", max_retries=len(APOLOGY_COUNTDOWNS_S) - 1,
+@celery_app.task(bind=True, name="policybot.apologise", max_retries=len(LATER_COUNTDOWNS_S) - 1,
                  soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
 def apologise_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
     """Post the apology for a failed question that Slack would not take at the time (it was
@@ -191,8 +223,52 @@ def apologise_task(self, question_id: int) -> str:  # type: ignore[no-untyped-de
             return "already posted"
         outcome = apologise(web_client(settings, wait_out_rate_limits=False), settings, row) if locked else "not_posted"
     if outcome == "not_posted" and self.request.retries < self.max_retries:
-        raise self.retry(countdown=APOLOGY_COUNTDOWNS_S[self.request.retries + 1])
+        raise self.retry(countdown=LATER_COUNTDOWNS_S[self.request.retries + 1])
     return outcome
+
+
+@celery_app.task(bind=True, name="policybot.post_answer_later", max_retries=len(LATER_COUNTDOWNS_S) - 1,
+                 soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
+def post_answer_later_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
+    """Post a logged answer that Slack would not take at the time (an outage, a rate limit that
+    outlasted the answer's retries). When Slack refuses the message itself, the asker gets the
+    apology instead; when Slack never comes back within LATER_COUNTDOWNS_S, the log row says
+    failed (nobody can be told: Slack is where they would be)."""
+    from bot import blocks
+    from bot.app import web_client
+    from bot.listeners import clear_progress
+    from bot.recovery import apologise
+    from policybot.answering import get_question, mark_failed, mark_posted, question_lock
+
+    settings = _settings()
+    poster = web_client(settings, wait_out_rate_limits=False)
+    with question_lock(settings, question_id) as locked:
+        row = get_question(settings, question_id)
+        if row is None or row.answer_ts:
+            return "already posted"
+        error: BaseException | None = None
+        if locked:  # else a redelivery of the question is posting it right now
+            try:
+                posted = poster.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, unfurl_links=False,
+                                                 unfurl_media=False, **blocks.answer_message(blocks.AnswerView.from_row(row)))
+            except Exception as failed:
+                error = failed
+            else:
+                mark_posted(settings, question_id, str(posted["ts"]))
+                clear_progress(web_client(settings), row.surface, row.channel, row.thread_ts, row.message_ts)
+                log.info("question %s (ref %s) answered in %s, ts %s, after Slack came back",
+                         question_id, row.reference, row.channel, posted["ts"])
+                return "posted"
+        if (error is None or slack_failed_for_now(error)) and self.request.retries < self.max_retries:
+            raise self.retry(countdown=LATER_COUNTDOWNS_S[self.request.retries + 1])
+        if error is None:
+            return "busy"
+        log.error("question %s (ref %s): Slack did not take the logged answer: %s", question_id, row.reference,
+                  describe_error(error))
+        mark_failed(settings, question_id, error)
+        if not slack_failed_for_now(error) and slack_error_of(error) not in SLACK_PERMANENT_ERRORS:
+            apologise(poster, settings, row)  # Slack refused this message, not every message
+        return "failed"
 
 
 def _retry_after_s(error: BaseException) -> int:
