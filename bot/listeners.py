@@ -426,6 +426,9 @@ class Listeners:
             return
         if not first:
             return  # a retried delivery: greeted already
+        if self._greets_a_guest(client, thread.get("user_id")):  # no prompts inviting questions it will refuse
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.members_only_message())
+            return
         client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.greeting_message())
         try:
             client.assistant_threads_setSuggestedPrompts(channel_id=channel, thread_ts=thread_ts,
@@ -442,7 +445,9 @@ class Listeners:
             log.warning("could not look up whether %s was greeted: %s", event["user"], type(error).__name__)
             return
         if first_visit:
-            client.chat_postMessage(channel=event["channel"], **blocks.greeting_message())
+            guest = self._greets_a_guest(client, str(event["user"]))
+            client.chat_postMessage(channel=event["channel"],
+                                    **(blocks.members_only_message() if guest else blocks.greeting_message()))
 
     def on_feedback(self, body: Mapping[str, Any], client: WebClient) -> None:
         """Called after ack(): record the vote (a second click changes it) and thank the user."""
@@ -498,11 +503,22 @@ class Listeners:
         """Guests of the workspace get the members-only notice. When Slack does not say just
         now, the asker is told to ask again rather than answered unchecked."""
         try:
-            user = self._slack_user(client, incoming.user)
+            guest = is_guest(self._slack_user(client, incoming.user) or {})
         except SlackUnavailable as error:
             log.warning("%s: asking %s to ask again", error, incoming.user)
             return Decision("unverified", incoming, reason=str(error))
-        return Decision("outsider", incoming, reason="a guest of the workspace") if is_guest(user or {}) else decision
+        return Decision("outsider", incoming, reason="a guest of the workspace") if guest else decision
+
+    def _greets_a_guest(self, client: WebClient, user_id: str | None) -> bool:
+        """Whether a greeting would go to a guest, who gets the members-only notice instead.
+        When Slack does not say just now, the greeting goes out: questions are checked as asked."""
+        if self.settings.answer_guests or not user_id:
+            return False
+        try:
+            return is_guest(self._slack_user(client, user_id) or {})
+        except SlackUnavailable as error:
+            log.warning("%s: greeting %s", error, user_id)
+            return False
 
     def _question(self, incoming: Incoming, client: WebClient) -> None:
         from policybot.answering import record_question

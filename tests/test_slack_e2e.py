@@ -288,6 +288,25 @@ def test_guests_of_the_workspace_get_a_notice_unless_allowed(stack, tmp_path, ca
     assert "not answering UGUEST0002 in CGUESTS001: a guest of the workspace" in caplog.text
 
 
+def test_guests_are_not_greeted_with_prompts_they_cannot_use(stack) -> None:
+    """A guest opening the agent view or the Messages tab gets the members-only notice, not a
+    greeting and suggested prompts inviting questions that would be refused."""
+    stack.fake.add_user("UGUEST0003", "Gia Guest")["is_restricted"] = True
+    channel, thread_ts = "DGUEST0003", stack.fake.new_ts()
+    started = {"type": "assistant_thread_started", "event_ts": thread_ts,
+               "assistant_thread": {"user_id": "UGUEST0003", "channel_id": channel, "thread_ts": thread_ts, "context": {}}}
+    opened = {"type": "app_home_opened", "user": "UGUEST0003", "channel": "DGUEST0004", "tab": "messages",
+              "event_ts": stack.fake.new_ts()}
+    for event in (started, opened):
+        assert stack.deliver(event).status_code == 200
+    [in_thread] = stack.fake.wait_for_posts(channel, thread_ts, timeout=30)
+    [in_tab] = stack.fake.wait_for(lambda: stack.fake.posts("DGUEST0004"), what="the Messages tab's reply")
+    _settle()
+    assert "for its own members only" in in_thread["text"] and "for its own members only" in in_tab["text"]
+    assert not stack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id=channel)
+    assert len(stack.fake.posts(channel)) == 1 and len(stack.fake.posts("DGUEST0004")) == 1
+
+
 def test_messages_tab_greets_once(stack) -> None:
     channel = "DHOME00001"
     opened = {"type": "app_home_opened", "user": "UHOMEUSER1", "channel": channel, "tab": "messages",
