@@ -11,14 +11,9 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.error import URLError
 
 import pytest
-from slack_sdk.errors import SlackApiError
-from slack_sdk.web import SlackResponse
 from sqlalchemy import select
-
-from workers.tasks import slack_failed_for_now
 
 from slack_helpers import ADMIN, FAIL_MARKER, buttons, context_texts, question_for, section_texts, stack, wait_until  # noqa: F401
 
@@ -520,28 +515,6 @@ def test_an_answer_slack_would_not_take_is_posted_later_not_apologised_for(stack
     assert [p.response.get("ok") for p in stack.fake.posts(channel, event["ts"])] == [False, False, False, True]
     assert stack.worker.log_text().count(f"answering question {row.id} ") == 1  # the pipeline ran once
     stack.fake.wait_for(lambda: stack.fake.calls_to("reactions.remove", channel=channel), what="the 👀 removed")
-
-
-def _slack_error(error: str, status: int = 200) -> SlackApiError:
-    response = SlackResponse(client=None, http_verb="POST", api_url="https://slack.test/api/chat.postMessage",
-                             req_args={}, data={"ok": False, "error": error}, headers={}, status_code=status)
-    return SlackApiError(error, response)
-
-
-@pytest.mark.parametrize("error, for_now", [
-    (_slack_error("fatal_error"), True),  # Slack's own failure
-    (_slack_error("ratelimited", 429), True),
-    (_slack_error("", 503), True),  # a proxy's outage page
-    (URLError(ConnectionRefusedError()), True),
-    (TimeoutError("The read operation timed out"), True),
-    (_slack_error("msg_too_long"), False),  # the message itself: it fails the same way later
-    (_slack_error("invalid_blocks"), False),
-    (_slack_error("not_in_channel"), False),
-    (_slack_error("token_revoked"), False),
-    (KeyError("ts"), False),  # a fault of ours
-])
-def test_what_counts_as_slack_failing_for_now(error: BaseException, for_now: bool) -> None:
-    assert slack_failed_for_now(error) is for_now
 
 
 def test_a_channel_the_bot_cannot_post_in_is_not_retried_and_the_answer_stays_logged(stack) -> None:

@@ -102,7 +102,6 @@ celery_app.conf.update(
     task_routes={
         "policybot.answer_question": {"queue": ANSWER_QUEUE},
         "policybot.apologise": {"queue": ANSWER_QUEUE},
-        "policybot.post_answer_later": {"queue": ANSWER_QUEUE},
         "policybot.ingest_files": {"queue": INGEST_QUEUE},
         "policybot.ingest_job": {"queue": INGEST_QUEUE},
         "policybot.train_evaluator": {"queue": INGEST_QUEUE},

@@ -11,9 +11,9 @@ Tasks take plain IDs and are idempotent, because delivery is at least once (acks
   reference ID, the log row says `failed` with the error, and the apology's ts is stored
   as `answer_ts`, so a redelivery never apologises twice. An apology Slack does not take
   is posted later by `apologise_task`.
-- An answer that was logged but that Slack would not take for now (an outage, a long rate
-  limit) is not traded for an apology: `post_answer_later_task` posts the answer itself
-  once Slack is back.
+- An answer that is ready but that Slack surely did not take (an outage, a rate limit that
+  outlasts the retries) is not traded for an apology: its post is retried for about 40
+  minutes more (LATER_COUNTDOWNS_S), from the log, before the apology.
 
 Test-only hooks (never set them in production; they exist so the end-to-end tests can make
 a worker slow or failing deterministically):
@@ -25,13 +25,13 @@ a worker slow or failing deterministically):
 from __future__ import annotations
 
 import logging
-import http.client
 import os
 import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.error import URLError
 from urllib.parse import urlsplit
 
 from slack_sdk.errors import SlackApiError
@@ -153,23 +153,24 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             # place, only fails again. The answer stays in the log for admins.
             final = slack_error_of(error) in SLACK_PERMANENT_ERRORS
             retries = RATE_LIMITED_RETRIES if rate_limited else self.max_retries
-            if self.request.retries < retries and not final:
-                countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
-                if rate_limited:  # wait as long as Slack asks; without a Retry-After (a proxy's 429), back off
+            # An answer is ready and Slack surely did not take it: keep trying it for a while
+            # rather than trade it for an apology (which Slack would not take now either).
+            later = len(LATER_COUNTDOWNS_S) if row.status == "answered" and slack_failed_for_now(error) else 0
+            if self.request.retries < retries + later and not final:
+                if self.request.retries >= retries:
+                    countdown = max(LATER_COUNTDOWNS_S[self.request.retries - retries], _retry_after_s(error))
+                elif rate_limited:  # wait as long as Slack asks; without a Retry-After (a proxy's 429), back off
                     countdown = _retry_after_s(error) or min(MAX_RETRY_AFTER_S, 2 ** (self.request.retries + 1))
+                else:
+                    countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
                             question_id, row.reference, attempt, countdown, describe_error(error))
-                raise self.retry(exc=error, countdown=countdown, max_retries=retries) from None
-            if row.status == "answered" and slack_failed_for_now(error) and _later(post_answer_later_task, question_id):
-                # The answer is logged and only Slack is failing: the asker gets it when Slack is back.
-                log.warning("question %s (ref %s) is answered but Slack would not take the answer after %s attempts "
-                            "(%s): posting it later", question_id, row.reference, attempt, describe_error(error))
-                return "posting later"
+                raise self.retry(exc=error, countdown=countdown, max_retries=retries + later) from None
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
             if not final and apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
-                _later(apologise_task, question_id)
+                _apologise_later(question_id)
             return "failed"
         mark_posted(settings, question_id, str(posted["ts"]))
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
@@ -189,22 +190,23 @@ def is_rate_limited(error: BaseException) -> bool:
 
 
 def slack_failed_for_now(error: BaseException) -> bool:
-    """Whether the same message may go through later: Slack was down, slow or rate-limiting, or
-    the network failed. Not when Slack refused the message itself (too long, bad blocks) or the
-    place (not in the channel, a dead token), and not for a fault of ours before the call."""
+    """Whether Slack surely did not take a message but may take it later: it said it failed
+    (an error of its own, a rate limit, HTTP 500 or 503) or was never reached (urllib's
+    URLError: the request was not sent). Not a read timeout, a dropped connection or a
+    gateway's 502/504, after which the message may be in the thread already; not a refusal
+    of the message itself (too long, bad blocks) or of the place (not in the channel, a dead
+    token); not a fault of ours."""
     if isinstance(error, SlackApiError):
-        return is_rate_limited(error) or error.response.status_code >= 500 or slack_error_of(error) in SLACK_SERVER_ERRORS
-    return isinstance(error, (OSError, http.client.HTTPException))  # no answer: refused, reset, timed out
+        return (is_rate_limited(error) or error.response.status_code in (500, 503)
+                or slack_error_of(error) in SLACK_SERVER_ERRORS)
+    return isinstance(error, URLError)
 
 
-def _later(task, question_id: int) -> bool:  # type: ignore[no-untyped-def]
-    """Queue `task` to try the question's reply again after the first of LATER_COUNTDOWNS_S."""
+def _apologise_later(question_id: int) -> None:
     try:
-        task.apply_async((question_id,), countdown=LATER_COUNTDOWNS_S[0])
-    except Exception as error:  # the queue went down too: the log row says what happened, for admins
-        log.error("could not queue %s for question %s: %s", task.name, question_id, describe_error(error))
-        return False
-    return True
+        apologise_task.apply_async((question_id,), countdown=LATER_COUNTDOWNS_S[0])
+    except Exception as error:  # the queue went down too: the log row says failed, for admins
+        log.error("could not queue the apology for question %s: %s", question_id, describe_error(error))
 
 
 @celery_app.task(bind=True, name="policybot.apologise", max_retries=len(LATER_COUNTDOWNS_S) - 1,
@@ -225,50 +227,6 @@ def apologise_task(self, question_id: int) -> str:  # type: ignore[no-untyped-de
     if outcome == "not_posted" and self.request.retries < self.max_retries:
         raise self.retry(countdown=LATER_COUNTDOWNS_S[self.request.retries + 1])
     return outcome
-
-
-@celery_app.task(bind=True, name="policybot.post_answer_later", max_retries=len(LATER_COUNTDOWNS_S) - 1,
-                 soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
-def post_answer_later_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
-    """Post a logged answer that Slack would not take at the time (an outage, a rate limit that
-    outlasted the answer's retries). When Slack refuses the message itself, the asker gets the
-    apology instead; when Slack never comes back within LATER_COUNTDOWNS_S, the log row says
-    failed (nobody can be told: Slack is where they would be)."""
-    from bot import blocks
-    from bot.app import web_client
-    from bot.listeners import clear_progress
-    from bot.recovery import apologise
-    from policybot.answering import get_question, mark_failed, mark_posted, question_lock
-
-    settings = _settings()
-    poster = web_client(settings, wait_out_rate_limits=False)
-    with question_lock(settings, question_id) as locked:
-        row = get_question(settings, question_id)
-        if row is None or row.answer_ts:
-            return "already posted"
-        error: BaseException | None = None
-        if locked:  # else a redelivery of the question is posting it right now
-            try:
-                posted = poster.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, unfurl_links=False,
-                                                 unfurl_media=False, **blocks.answer_message(blocks.AnswerView.from_row(row)))
-            except Exception as failed:
-                error = failed
-            else:
-                mark_posted(settings, question_id, str(posted["ts"]))
-                clear_progress(web_client(settings), row.surface, row.channel, row.thread_ts, row.message_ts)
-                log.info("question %s (ref %s) answered in %s, ts %s, after Slack came back",
-                         question_id, row.reference, row.channel, posted["ts"])
-                return "posted"
-        if (error is None or slack_failed_for_now(error)) and self.request.retries < self.max_retries:
-            raise self.retry(countdown=LATER_COUNTDOWNS_S[self.request.retries + 1])
-        if error is None:
-            return "busy"
-        log.error("question %s (ref %s): Slack did not take the logged answer: %s", question_id, row.reference,
-                  describe_error(error))
-        mark_failed(settings, question_id, error)
-        if not slack_failed_for_now(error) and slack_error_of(error) not in SLACK_PERMANENT_ERRORS:
-            apologise(poster, settings, row)  # Slack refused this message, not every message
-        return "failed"
 
 
 def _retry_after_s(error: BaseException) -> int:
