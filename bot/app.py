@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.error import URLError
 
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
@@ -44,7 +45,10 @@ def web_client(settings: Settings, *, wait_out_rate_limits: bool = True, timeout
     It waits out a rate limit (Slack's Retry-After, twice) unless `wait_out_rate_limits` is
     off: a Celery task rather retries later than sleeps inside its time limit, and a listener
     thread must not stall behind a lookup."""
-    handlers: list = [ConnectionErrorRetryHandler(max_retry_count=connection_retries)] if connection_retries else []
+    # Only a request never sent (urllib's URLError) is sent again: one that reached Slack before
+    # the connection dropped may have posted already, and a second post would show twice.
+    handlers: list = ([ConnectionErrorRetryHandler(max_retry_count=connection_retries, error_types=[URLError])]
+                      if connection_retries else [])
     if wait_out_rate_limits:
         handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
     return WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url, timeout=timeout_s,

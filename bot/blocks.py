@@ -302,10 +302,11 @@ def unverified_message() -> dict[str, Any]:
     )
 
 
-def members_only_message() -> dict[str, Any]:
+def members_only_message(asked: bool = True) -> dict[str, Any]:
+    """For someone the bot does not answer; `asked` false when it greets them instead."""
     return notice_message(
-        "I answer questions about this organisation's policies for its own members only, so I can't answer "
-        "this here. Your contact in the organisation can help."
+        "I answer questions about this organisation's policies for its own members only"
+        + (", so I can't answer this here." if asked else ".") + " Your contact in the organisation can help."
     )
 
 

@@ -427,7 +427,7 @@ class Listeners:
         if not first:
             return  # a retried delivery: greeted already
         if self._greets_a_guest(client, thread.get("user_id")):  # no prompts inviting questions it will refuse
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.members_only_message())
+            client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.members_only_message(asked=False))
             return
         client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.greeting_message())
         try:
@@ -447,7 +447,7 @@ class Listeners:
         if first_visit:
             guest = self._greets_a_guest(client, str(event["user"]))
             client.chat_postMessage(channel=event["channel"],
-                                    **(blocks.members_only_message() if guest else blocks.greeting_message()))
+                                    **(blocks.members_only_message(asked=False) if guest else blocks.greeting_message()))
 
     def on_feedback(self, body: Mapping[str, Any], client: WebClient) -> None:
         """Called after ack(): record the vote (a second click changes it) and thank the user."""

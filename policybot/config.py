@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     # Other workspaces of our Enterprise Grid organisation, whose members count as ours (team IDs).
     member_team_ids: str = Field(default="", validation_alias="POLICYBOT_MEMBER_TEAMS")
     # Redis redelivers an unacked task after this long: it must exceed the longest task (ingest, 1800 s)
-    # and the longest wait before a retry (1800 s, workers/tasks.py LATER_COUNTDOWNS_S).
+    # and the longest wait before a retry plus that attempt (1800 s + 180 s, workers/tasks.py).
     celery_visibility_timeout: int = Field(default=3600, ge=2, validation_alias="POLICYBOT_CELERY_VISIBILITY_TIMEOUT")
     max_question_chars: int = Field(default=4000, ge=100, le=40000, validation_alias="POLICYBOT_MAX_QUESTION_CHARS")
 

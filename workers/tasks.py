@@ -29,6 +29,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.error import URLError
@@ -64,8 +65,9 @@ BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again thi
 SLACK_CHANNEL_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
 SLACK_TOKEN_ERRORS = frozenset({"invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_authed"})
 SLACK_PERMANENT_ERRORS = SLACK_CHANNEL_ERRORS | SLACK_TOKEN_ERRORS
-# Slack's own side failing (HTTP 200 with these errors): the same message may go through later.
-SLACK_SERVER_ERRORS = frozenset({"ratelimited", "fatal_error", "internal_error", "service_unavailable", "request_timeout"})
+# Slack saying it did not take a message for now. Not fatal_error nor internal_error: "some
+# aspect of the operation" may have succeeded (Slack's docs), so the message may be posted.
+SLACK_SERVER_ERRORS = frozenset({"ratelimited", "service_unavailable", "request_timeout"})
 MAX_CONTEXT_QUESTIONS = 3  # a chain of follow-ups reaches back at most this far
 
 
@@ -104,8 +106,9 @@ def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def
 
 @celery_app.task(bind=True, name="policybot.answer_question", max_retries=ANSWER_RETRIES,
                  soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
-def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
-    """Answer a recorded question through CRAG and post it in the question's Slack thread."""
+def answer_question_task(self, question_id: int, waited_later: int = 0) -> str:  # type: ignore[no-untyped-def]
+    """Answer a recorded question through CRAG and post it in the question's Slack thread
+    (`waited_later`: how many of LATER_COUNTDOWNS_S a ready answer has waited, see plan_retry)."""
     from bot import blocks
     from bot.app import web_client
     from bot.askers import SLACK_USERS
@@ -148,24 +151,15 @@ def answer_question_task(self, question_id: int) -> str:  # type: ignore[no-unty
             posted = poster.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
                                              unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
-            rate_limited = is_rate_limited(error)
-            # Slack's answer will not change for these: retrying, or apologising in the same
-            # place, only fails again. The answer stays in the log for admins.
-            final = slack_error_of(error) in SLACK_PERMANENT_ERRORS
-            retries = RATE_LIMITED_RETRIES if rate_limited else self.max_retries
-            # An answer is ready and Slack surely did not take it: keep trying it for a while
-            # rather than trade it for an apology (which Slack would not take now either).
-            later = len(LATER_COUNTDOWNS_S) if row.status == "answered" and slack_failed_for_now(error) else 0
-            if self.request.retries < retries + later and not final:
-                if self.request.retries >= retries:
-                    countdown = max(LATER_COUNTDOWNS_S[self.request.retries - retries], _retry_after_s(error))
-                elif rate_limited:  # wait as long as Slack asks; without a Retry-After (a proxy's 429), back off
-                    countdown = _retry_after_s(error) or min(MAX_RETRY_AFTER_S, 2 ** (self.request.retries + 1))
-                else:
-                    countdown = RETRY_COUNTDOWNS_S[min(self.request.retries, len(RETRY_COUNTDOWNS_S) - 1)]
+            retry = plan_retry(error, self.request.retries, waited_later, answered=row.status == "answered")
+            if retry is not None:
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
-                            question_id, row.reference, attempt, countdown, describe_error(error))
-                raise self.retry(exc=error, countdown=countdown, max_retries=retries + later) from None
+                            question_id, row.reference, attempt, retry.countdown, describe_error(error))
+                raise self.retry(exc=error, countdown=retry.countdown, kwargs={"waited_later": retry.waited_later},
+                                 max_retries=self.request.retries + 1) from None
+            # Slack's answer will not change for these: apologising in the same place only
+            # fails again. The answer stays in the log for admins.
+            final = slack_error_of(error) in SLACK_PERMANENT_ERRORS
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             mark_failed(settings, question_id, error)
@@ -190,16 +184,39 @@ def is_rate_limited(error: BaseException) -> bool:
 
 
 def slack_failed_for_now(error: BaseException) -> bool:
-    """Whether Slack surely did not take a message but may take it later: it said it failed
-    (an error of its own, a rate limit, HTTP 500 or 503) or was never reached (urllib's
-    URLError: the request was not sent). Not a read timeout, a dropped connection or a
-    gateway's 502/504, after which the message may be in the thread already; not a refusal
+    """Whether Slack surely did not take a message but may take it later: it said so (a rate
+    limit, service_unavailable, HTTP 503) or was never reached (urllib's URLError: the request
+    was not sent). Not a read timeout, a dropped connection, HTTP 500, 502 or 504, or Slack's
+    fatal_error, after which the message may be in the thread already; not a refusal
     of the message itself (too long, bad blocks) or of the place (not in the channel, a dead
     token); not a fault of ours."""
     if isinstance(error, SlackApiError):
-        return (is_rate_limited(error) or error.response.status_code in (500, 503)
-                or slack_error_of(error) in SLACK_SERVER_ERRORS)
+        return is_rate_limited(error) or error.response.status_code == 503 or slack_error_of(error) in SLACK_SERVER_ERRORS
     return isinstance(error, URLError)
+
+
+@dataclass(frozen=True)
+class Retry:
+    countdown: int  # seconds before the next attempt
+    waited_later: int  # how many of LATER_COUNTDOWNS_S the next attempt will have waited
+
+
+def plan_retry(error: BaseException, retries: int, waited_later: int, *, answered: bool) -> Retry | None:
+    """When to try a failed answer again after `retries` retries, or None to give up (the
+    apology). A failure gets RETRY_COUNTDOWNS_S, a rate limit Slack's Retry-After up to
+    RATE_LIMITED_RETRIES times; then a ready answer that Slack surely did not take waits
+    LATER_COUNTDOWNS_S in turn, whatever fails in between, rather than be traded for an apology."""
+    if slack_error_of(error) in SLACK_PERMANENT_ERRORS:
+        return None  # Slack's answer will not change
+    if waited_later == 0:
+        if is_rate_limited(error):
+            if retries < RATE_LIMITED_RETRIES:  # as long as Slack asks; without a Retry-After (a proxy's 429), back off
+                return Retry(_retry_after_s(error) or min(MAX_RETRY_AFTER_S, 2 ** (retries + 1)), 0)
+        elif retries < ANSWER_RETRIES:
+            return Retry(RETRY_COUNTDOWNS_S[min(retries, len(RETRY_COUNTDOWNS_S) - 1)], 0)
+    if answered and slack_failed_for_now(error) and waited_later < len(LATER_COUNTDOWNS_S):
+        return Retry(max(LATER_COUNTDOWNS_S[waited_later], _retry_after_s(error)), waited_later + 1)
+    return None
 
 
 def _apologise_later(question_id: int) -> None:
