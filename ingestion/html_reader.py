@@ -282,6 +282,7 @@ def _prepare(root: Any) -> None:
         _repeat_row_spans(table)
         _merge_header_rows(table)
         _one_body(table)
+        _no_header_from_row_headers(table)
     for name in _LOOKS_ONLY:
         for node in root.find_all(name):
             node.unwrap()
@@ -418,6 +419,27 @@ def _one_body(table: Any) -> None:
         table.append(footer.extract())
     for section in table.find_all(["tbody", "tfoot"], recursive=False):
         section.unwrap()
+
+
+def _no_header_from_row_headers(table: Any) -> None:
+    """A table headed down its first column (every row opens with a <th>: "Sick leave | 10
+    days", "Vacation | 20 days") and without a header row gets an empty one. Else its first
+    row would head it (markdownify's table_infer_header, for Word's tables without header
+    cells), and the chunker would repeat "Sick leave | 10 days" over the vacation row."""
+    rows = [row for row in table.find_all("tr") if row.find_parent("table") is table]
+    first_cells = [row.find(["td", "th"], recursive=False) for row in rows]
+    if (not rows or table.find("thead", recursive=False) is not None
+            or any(cell is None or cell.name != "th" for cell in first_cells)
+            or all(cell.name == "th" for cell in rows[0].find_all(["td", "th"], recursive=False))):
+        return
+    width = max(sum(_span(cell, "colspan") for cell in row.find_all(["td", "th"], recursive=False)) for row in rows)
+    header, label = copy.copy(rows[0]), copy.copy(first_cells[0])  # tags of this document, emptied
+    header.clear()
+    label.clear()
+    header.attrs, label.attrs = {}, {}
+    for _ in range(width):
+        header.append(copy.copy(label))
+    rows[0].insert_before(header)
 
 
 def _span(cell: Any, attribute: str) -> int:

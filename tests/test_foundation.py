@@ -607,6 +607,19 @@ def test_html_tables_as_word_processors_and_editors_write_them() -> None:
         b"<tr><td>1</td><td>2</td></tr></table></div>")
 
 
+def test_an_html_table_headed_down_its_first_column_is_not_headed_by_its_first_row() -> None:
+    """Row headers (<th> opening every row) and no header row: an empty header, so a long
+    table's chunks do not repeat the first rule over the others. A table with a header row
+    over row headers keeps it."""
+    from ingestion.html_reader import html_to_markdown
+
+    row_headed = (b"<table><tbody><tr><th scope='row'>Sick leave</th><td>10 days</td></tr>"
+                  b"<tr><th scope='row'>Vacation</th><td>20 days</td></tr></tbody></table>")
+    assert html_to_markdown(row_headed).strip() == "| | |\n| --- | --- |\n| Sick leave | 10 days |\n| Vacation | 20 days |"
+    both = b"<table><tr><th>Leave</th><th>Days</th></tr><tr><th>Sick leave</th><td>10</td></tr></table>"
+    assert html_to_markdown(both).strip() == "| Leave | Days |\n| --- | --- |\n| Sick leave | 10 |"
+
+
 def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
     """A policy header with its effective date, tab labels, a sidebar of key limits, a second
     <main>: policy text, kept. Link menus still go. Undeclared non-Western pages get detected."""
