@@ -459,7 +459,7 @@ def _split_ids(ids: Sequence[str], dups: dict[str, frozenset[str]], val_fraction
     groups: dict[str, list[str]] = {}
     for cid in ids:
         groups.setdefault(find(cid), []).append(cid)
-    order = sorted(groups)
+    order = list(groups)  # in the chunks' order: chunk ids depend on where a file was ingested from
     rng.shuffle(order)
     target = max(1, round(val_fraction * len(ids)))
     val: list[str] = []

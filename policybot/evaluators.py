@@ -44,6 +44,7 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
         live = set(session.execute(select(Document.id).where(Document.deleted.is_(False))).scalars())
         rows = session.execute(select(table.c.node_id, table.c.text, table.c.metadata_, table.c.embedding)).all()
     chunks = []
+    positions: dict[str, int] = {}
     for node_id, text, metadata, vector in rows:
         if int(metadata.get("doc_id", -1)) not in live:
             continue
@@ -51,7 +52,10 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
             id=node_id, text=text, document=str(metadata.get("document", "")), section=str(metadata.get("section", "")),
             embedding=np.asarray(vector, dtype=np.float32),
         ))
-    chunks.sort(key=lambda c: (c.document, c.id))
+        positions[node_id] = int(metadata.get("position", 0))
+    # Not by id: ids hash the file's path, and one seed must give the same training data
+    # wherever the same documents were ingested from.
+    chunks.sort(key=lambda c: (c.document, positions[c.id], c.text))
     return chunks
 
 

@@ -6,10 +6,12 @@ takes well under a minute on 2 CPU cores.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -228,6 +230,14 @@ def test_weak_supervision_is_deterministic(chunks, embed):
     a = build_weak_supervision(chunks, embed, seed=3)
     b = build_weak_supervision(chunks, embed, seed=3)
     assert a.train_pairs == b.train_pairs and a.val_pairs == b.val_pairs
+    # The same documents ingested from elsewhere: other chunk ids (they hash the path), same data.
+    moved = [replace(chunk, id=hashlib.sha1(f"/elsewhere/{chunk.id}".encode()).hexdigest()) for chunk in chunks]
+    c = build_weak_supervision(moved, embed, seed=3)
+
+    def content(pairs):  # type: ignore[no-untyped-def]
+        return [(p.question, p.passage, p.label, p.kind) for p in pairs]
+
+    assert content(c.train_pairs) == content(a.train_pairs) and content(c.val_pairs) == content(a.val_pairs)
     assert split_sentences("One sentence here. Two sentences here!\n- a list item") == [
         "One sentence here.",
         "Two sentences here!",

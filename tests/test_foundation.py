@@ -16,6 +16,7 @@ from ingestion.chunking import Section, first_title, split_sections
 from ingestion.ingest import ingest_paths, remove_document
 from ingestion.loaders import load_document
 from ingestion.retriever import ChunkRetriever
+from ingestion.store import chunk_table
 from policybot import db, services
 from policybot.models import CHUNKS_TABLE, Document
 
@@ -1052,6 +1053,19 @@ def test_similarity_query_returns_the_right_chunk(settings, ingested_samples, qu
     passages = ChunkRetriever(settings, ["policies"]).retrieve(question, top_k=3)
     assert passages, "nothing retrieved"
     assert any(p.document == document and phrase in p.text for p in passages), [(p.document, p.text[:60]) for p in passages]
+
+
+def test_training_reads_the_chunks_in_document_order_not_by_their_path_hashed_ids(settings, ingested_samples):
+    """Chunk ids hash the file's path; the evaluator's training data must not depend on where
+    the same documents were ingested from, so the corpus comes in document order."""
+    from policybot.evaluators import corpus_chunks
+
+    chunks = [chunk for chunk in corpus_chunks(settings) if chunk.document == "leave-policy.md"]
+    assert len(chunks) > 3
+    with db.session(settings) as session:
+        table = chunk_table(settings.embed_dim)
+        position = dict(session.execute(select(table.c.node_id, table.c.metadata_["position"].as_integer())).all())
+    assert [position[chunk.id] for chunk in chunks] == sorted(position[chunk.id] for chunk in chunks)
 
 
 def test_access_list_hides_documents_from_other_channels(settings, tmp_path):
