@@ -194,14 +194,13 @@ def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], chunk_
         if header_cost + sum(row_costs) <= chunk_tokens:
             out.extend(lines[index:end])
         else:
-            # Without header cells (Word and most CMS tables) the first row names the columns.
-            repeated = header if header[0].replace("|", "").strip() or not rows else [rows[0], header[1]]
-            repeated_cost = sum(len(tokenize(line)) for line in repeated)
+            # The header as written: an empty one (a table headed down its first column) stays
+            # empty, since a first data row repeated over the others would read as their header.
             group, cost = [*header], header_cost
             for row, row_cost in zip(rows, row_costs):
                 if len(group) > len(header) and cost + row_cost > budget:
                     out.extend([*group, ""])
-                    group, cost = [*repeated], repeated_cost
+                    group, cost = [*header], header_cost
                 group.append(row)
                 cost += row_cost
             out.extend(group)

@@ -619,6 +619,19 @@ def test_an_html_table_headed_down_its_first_column_is_not_headed_by_its_first_r
     assert html_to_markdown(row_headed).strip() == "| | |\n| --- | --- |\n| Sick leave | 10 days |\n| Vacation | 20 days |"
     both = b"<table><tr><th>Leave</th><th>Days</th></tr><tr><th>Sick leave</th><td>10</td></tr></table>"
     assert html_to_markdown(both).strip() == "| Leave | Days |\n| --- | --- |\n| Sick leave | 10 |"
+    # Cut into chunks, a long one keeps its empty header: no chunk is headed by the first rule.
+    from crag.evaluator import minilm_folder
+    from ingestion.chunking import chunk_markdown, word_piece_counter
+
+    long_table = b"<h1>Leave</h1><table>" + b"".join(
+        f"<tr><th>Leave kind {i}</th><td>{i + 1} days a year, asked for in the HR portal</td></tr>".encode()
+        for i in range(60)) + b"</table>"
+    chunks = chunk_markdown(html_to_markdown(long_table), word_piece_counter(str(minilm_folder())))
+    assert len(chunks) > 1
+    for chunk in chunks:
+        table = [line for line in chunk.text.split("\n") if line.startswith("|")]
+        assert table[:2] == ["| | |", "| --- | --- |"], chunk.text
+    assert sum(chunk.text.count("| Leave kind 0 |") for chunk in chunks) == 1
 
 
 def test_html_keeps_what_names_itself_furniture_but_is_policy(tmp_path) -> None:
