@@ -434,10 +434,10 @@ def _inference_seconds_per_pair(model: torch.nn.Module, ws: WeakSupervision, tok
 
 
 def _corpus_fingerprint(chunks: Sequence[CorpusChunk]) -> str:
+    """What the evaluator was trained on, by content: not the chunk ids, which hash the path."""
     h = hashlib.sha1()
-    for c in sorted(chunks, key=lambda c: c.id):
-        h.update(c.id.encode())
-        h.update(hashlib.sha1(c.text.encode()).digest())
+    for c in sorted(chunks, key=lambda c: (c.document, c.section, c.text)):
+        h.update(hashlib.sha1(f"{c.document}\n{c.section}\n{c.text}".encode()).digest())
     return h.hexdigest()[:12]
 
 

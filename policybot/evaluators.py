@@ -41,10 +41,10 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
     """Every live chunk with its stored embedding, in document order."""
     table = chunk_table(settings.embed_dim)
     with db.session(settings) as session:
-        live = set(session.execute(select(Document.id).where(Document.deleted.is_(False))).scalars())
+        live = dict(session.execute(select(Document.id, Document.content_hash).where(Document.deleted.is_(False))).all())
         rows = session.execute(select(table.c.node_id, table.c.text, table.c.metadata_, table.c.embedding)).all()
     chunks = []
-    positions: dict[str, int] = {}
+    order: dict[str, tuple[str, int]] = {}  # chunk -> (its document's content hash, its position)
     for node_id, text, metadata, vector in rows:
         if int(metadata.get("doc_id", -1)) not in live:
             continue
@@ -52,10 +52,10 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
             id=node_id, text=text, document=str(metadata.get("document", "")), section=str(metadata.get("section", "")),
             embedding=np.asarray(vector, dtype=np.float32),
         ))
-        positions[node_id] = int(metadata.get("position", 0))
+        order[node_id] = (live[int(metadata["doc_id"])] or "", int(metadata.get("position", 0)))
     # Not by id: ids hash the file's path, and one seed must give the same training data
-    # wherever the same documents were ingested from.
-    chunks.sort(key=lambda c: (c.document, positions[c.id], c.text))
+    # wherever the same documents were ingested from. Two files of one name stay apart by content.
+    chunks.sort(key=lambda c: (c.document, *order[c.id], c.text))
     return chunks
 
 
