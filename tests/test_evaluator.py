@@ -120,10 +120,10 @@ TINY = EvaluatorConfig(
     freeze_minilm_layers=3,
     lr_minilm=1e-4,
     lr_head=2e-3,
-    # 40 steps were enough only by luck: held-out AUC of this prior-less toy model ranges
-    # about 0.4-0.65 over seeds and data changes at 40 steps, 0.63-0.68 at 80.
-    max_steps=80,
-    min_steps=80,
+    # Held-out AUC of this prior-less toy model ranges about 0.4-0.65 over seeds and data
+    # changes at 40 steps, 0.61-0.76 at 80 (seeds 0-2) and 0.73-0.87 at 120 (seeds 0, 1, 3; 2026-12-04).
+    max_steps=120,
+    min_steps=120,
     similarity_prior=False,  # the test must show learning, not the embedding prior
     separate_encoding=False,  # with no prior, the joint reading is the one that can learn in 80 steps
 )
@@ -133,7 +133,7 @@ TINY = EvaluatorConfig(
 def trained(chunks, embed, tmp_path_factory):
     events: list[dict] = []
     out = tmp_path_factory.mktemp("evaluators")
-    result = train_evaluator(chunks, embed, out, budget_s=90, config=TINY, seed=0, progress=events.append)
+    result = train_evaluator(chunks, embed, out, budget_s=120, config=TINY, seed=0, progress=events.append)
     return result, events
 
 
@@ -308,7 +308,8 @@ def test_tiny_training_learns_and_saves_a_versioned_folder(trained):
     assert result.steps >= TINY.min_steps
     assert result.evaluator.auc > 0.6, result.evaluator  # held-out pairs, no similarity prior
     assert result.evaluator.score_std > 1e-3  # not collapsed to a constant
-    assert 0.0 <= result.cosine.auc <= 1.0 and result.cosine.n_pairs == result.n_val_pairs
+    # Cosine on the same held-out pairs (all of them, or what the budget left time to score on a busy machine).
+    assert 0.0 <= result.cosine.auc <= 1.0 and result.cosine.n_pairs == result.evaluator.n_pairs <= result.n_val_pairs
     t = result.thresholds
     assert -1.0 <= t["lower"] <= t["upper"] <= 1.0 and t["strip"] <= t["upper"]
     assert result.n_train_pairs > 0 and result.n_val_pairs > 0
