@@ -65,9 +65,10 @@ BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again thi
 SLACK_CHANNEL_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
 SLACK_TOKEN_ERRORS = frozenset({"invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_authed"})
 SLACK_PERMANENT_ERRORS = SLACK_CHANNEL_ERRORS | SLACK_TOKEN_ERRORS
-# Slack saying it did not take a message for now. Not fatal_error nor internal_error: "some
-# aspect of the operation" may have succeeded (Slack's docs), so the message may be posted.
-SLACK_SERVER_ERRORS = frozenset({"ratelimited", "service_unavailable", "request_timeout"})
+# Slack saying it did not take a message for now (besides a rate limit, is_rate_limited). Not
+# fatal_error nor internal_error: "some aspect of the operation" may have succeeded (Slack's
+# docs), so the message may be posted.
+SLACK_SERVER_ERRORS = frozenset({"service_unavailable", "request_timeout"})
 MAX_CONTEXT_QUESTIONS = 3  # a chain of follow-ups reaches back at most this far
 
 
