@@ -217,6 +217,7 @@ def _stem(word: str) -> str:
 _BULLET_MARK = re.compile(r"^\s*[-*+•·▪◦–—]\s+")
 _HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|`)")
+_TABLE_RULE = re.compile(r"\s*\|(?:[\s:-]*\|)+\s*")  # "| --- | :---: |", "| | |"
 
 
 def tidy_sentence(sentence: str) -> str:
@@ -225,6 +226,8 @@ def tidy_sentence(sentence: str) -> str:
     A heading becomes "Heading:" and an unpunctuated bullet gets a full stop, so sentences
     joined on one line still read as separate statements.
     """
+    if _TABLE_RULE.fullmatch(sentence):
+        return ""  # a table's separator line or empty header row says nothing in a reply
     is_heading = _HEADING_MARK.match(sentence) is not None
     text = _HEADING_MARK.sub("", _BULLET_MARK.sub("", sentence))
     text = re.sub(r"\s+", " ", _EMPHASIS.sub("", text)).strip()

@@ -149,6 +149,9 @@ def test_markdown_is_tidied() -> None:
         ("• Receipts: required", "Receipts: required."),
         ("Reimbursable expenses:", "Reimbursable expenses:"),
         ("**  **", ""),
+        ("| --- | :---: |", ""),  # a table's separator line
+        ("| | |", ""),  # the empty header of a table headed down its first column
+        ("| Staff | $200 |", "| Staff | $200 |."),
     ],
 )
 def test_tidy_sentence(raw: str, tidy: str) -> None:
