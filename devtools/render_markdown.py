@@ -1,6 +1,7 @@
-"""Render the Markdown sources in samples/src/ into the PDF and DOCX sample policies.
+"""Render small Markdown sources into PDF and DOCX policy files: the samples (samples/src/ into
+samples/policies/) and the policy-qa corpus (datasets/policy-qa/build.py).
 
-Usage: python samples/build_binaries.py
+Usage: python -m devtools.render_markdown    (rebuilds the samples)
 
 Supports the small Markdown subset the sources use: `#`/`##`/`###` headings,
 paragraphs (consecutive lines, joined) and `- ` bullet items.
@@ -16,12 +17,12 @@ from typing import Literal
 import docx
 from fpdf import FPDF
 
-HERE = Path(__file__).resolve().parent
-SRC = HERE / "src"
-OUT = HERE / "policies"
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES_SRC = REPO / "samples" / "src"
+SAMPLES_OUT = REPO / "samples" / "policies"
 
-# source file -> output format
-TARGETS: dict[str, Literal["pdf", "docx"]] = {
+# sample source file -> output format
+SAMPLE_TARGETS: dict[str, Literal["pdf", "docx"]] = {
     "devices-security.md": "pdf",
     "code-of-conduct.md": "docx",
 }
@@ -67,10 +68,10 @@ def parse(markdown: str) -> list[Block]:
     return blocks
 
 
-def write_pdf(blocks: list[Block], title: str, path: Path) -> None:
+def write_pdf(blocks: list[Block], title: str, path: Path, author: str) -> None:
     pdf = FPDF(format="A4")
     pdf.set_title(title)
-    pdf.set_author("Northwind Analytics")
+    pdf.set_author(author)
     pdf.set_creation_date(DOC_DATE)
     pdf.set_auto_page_break(auto=True, margin=18)
     pdf.set_margins(20, 18, 20)
@@ -94,10 +95,10 @@ def write_pdf(blocks: list[Block], title: str, path: Path) -> None:
     pdf.output(str(path))
 
 
-def write_docx(blocks: list[Block], title: str, path: Path) -> None:
+def write_docx(blocks: list[Block], title: str, path: Path, author: str) -> None:
     document = docx.Document()
     document.core_properties.title = title
-    document.core_properties.author = "Northwind Analytics"
+    document.core_properties.author = author
     document.core_properties.created = document.core_properties.modified = DOC_DATE
     for b in blocks:
         if b.kind == "heading":
@@ -109,14 +110,24 @@ def write_docx(blocks: list[Block], title: str, path: Path) -> None:
     document.save(str(path))
 
 
+def render(source: Path, target: Path, author: str) -> None:
+    """Write `target` (.pdf or .docx) from the Markdown file `source`; its first heading is the title."""
+    blocks = parse(source.read_text(encoding="utf-8"))
+    title = next((b.text for b in blocks if b.kind == "heading"), target.stem)
+    if target.suffix == ".pdf":
+        write_pdf(blocks, title, target, author)
+    elif target.suffix == ".docx":
+        write_docx(blocks, title, target, author)
+    else:
+        raise ValueError(f"cannot render {target.name}: only .pdf and .docx")
+
+
 def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
-    for name, fmt in TARGETS.items():
-        blocks = parse((SRC / name).read_text(encoding="utf-8"))
-        title = next(b.text for b in blocks if b.kind == "heading")
-        target = OUT / f"{Path(name).stem}.{fmt}"
-        (write_pdf if fmt == "pdf" else write_docx)(blocks, title, target)
-        print(f"wrote {target.relative_to(HERE.parent)}")
+    SAMPLES_OUT.mkdir(parents=True, exist_ok=True)
+    for name, fmt in SAMPLE_TARGETS.items():
+        target = SAMPLES_OUT / f"{Path(name).stem}.{fmt}"
+        render(SAMPLES_SRC / name, target, author="Northwind Analytics")
+        print(f"wrote {target.relative_to(REPO)}")
 
 
 if __name__ == "__main__":
