@@ -48,7 +48,15 @@ from crag.evaluator import (
     update_metadata,
 )
 from crag.types import Action, Evaluator, Thresholds
-from crag.weak_supervision import CandidateSet, CorpusChunk, Embed, Pair, WeakSupervision, build_weak_supervision
+from crag.weak_supervision import (
+    CandidateSet,
+    CorpusChunk,
+    Embed,
+    Pair,
+    StripExample,
+    WeakSupervision,
+    build_weak_supervision,
+)
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -122,6 +130,35 @@ class TrainingResult:
         out["folder"] = str(self.folder)
         out["beats_cosine"] = self.beats_cosine
         return out
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """What metrics and calibration score, as `WeakSupervision` holds it for pseudo-queries:
+    labelled pairs (AUC), retrieval sets with or without their answer (routing, upper and
+    lower thresholds) and strips (strip threshold)."""
+
+    val_pairs: list[Pair]
+    calibration_sets: list[CandidateSet]
+    strip_examples: list[StripExample]
+
+
+@dataclass(frozen=True)
+class LabelledData:
+    """Labelled questions from outside the knowledge base (the policy-qa corpus): pairs to train
+    on, and held-out questions of other organisations, asked through real retrieval, that gate
+    the evaluator against cosine and calibrate its thresholds beside the weak-supervision sets."""
+
+    train_pairs: list[Pair]
+    held_out: HeldOut
+    embeddings: dict[str, np.ndarray]  # passage text -> its stored embedding, for cosine
+    description: str  # for notes: where the labels come from
+
+
+def _merged(*parts: HeldOut | WeakSupervision) -> HeldOut:
+    return HeldOut([p for part in parts for p in part.val_pairs],
+                   [s for part in parts for s in part.calibration_sets],
+                   [e for part in parts for e in part.strip_examples])
 
 
 def _beats(model: Metrics, cosine: Metrics) -> bool:
@@ -223,7 +260,7 @@ class _EmbedCache:
         return np.stack([self.known[t] for t in texts])
 
 
-def held_out_passages(ws: WeakSupervision) -> dict[str, dict[str, None]]:
+def held_out_passages(ws: WeakSupervision | HeldOut) -> dict[str, dict[str, None]]:
     """Every passage each held-out question is scored against by some metric (question -> passages)."""
     needed: dict[str, dict[str, None]] = {}
     for p in ws.val_pairs:
@@ -266,7 +303,7 @@ def within_time(
     return subset, f"measured and calibrated on {len(chosen)} of {len(needed)} held-out questions to stay within the time budget"
 
 
-def _score_everything(evaluator: Evaluator, ws: WeakSupervision, progress: Progress | None, t0: float) -> dict[tuple[str, str], float]:
+def _score_everything(evaluator: Evaluator, ws: WeakSupervision | HeldOut, progress: Progress | None, t0: float) -> dict[tuple[str, str], float]:
     """Score every (question, passage) that any metric needs, one call per question."""
     needed = held_out_passages(ws)
     scores: dict[tuple[str, str], float] = {}
@@ -282,7 +319,7 @@ def _score_everything(evaluator: Evaluator, ws: WeakSupervision, progress: Progr
 
 def measure(
     evaluator: Evaluator,
-    ws: WeakSupervision,
+    ws: WeakSupervision | HeldOut,
     *,
     fixed_thresholds: dict[str, float] | None = None,
     progress: Progress | None = None,
@@ -301,7 +338,7 @@ def measure(
         subset = positives + [p for p in pairs if p.kind == kind]
         if any(p.kind == kind for p in pairs):
             by_kind[kind] = roc_auc([scores[(p.question, p.passage)] for p in subset], [p.label for p in subset])
-    for qkind in ("cloze", "template", "heading"):
+    for qkind in ("cloze", "template", "heading", "corpus"):
         subset = [p for p in main if p.query_kind == qkind]
         if subset:
             by_kind[f"q:{qkind}"] = roc_auc([scores[(p.question, p.passage)] for p in subset], [p.label for p in subset])
@@ -460,8 +497,13 @@ def train_evaluator(
     progress: Progress | None = None,
     extra_pairs: Sequence[Pair] = (),
     extra_weight: int = REVIEW_WEIGHT,
+    labelled: LabelledData | None = None,
 ) -> TrainingResult:
     """Train an evaluator on weak supervision from `chunks`, calibrate it, save it.
+
+    With `labelled` (the policy-qa corpus), its pairs join the training pairs; its held-out
+    questions gate the evaluator (the result's `evaluator` and `cosine` metrics are theirs), and
+    the thresholds are calibrated on them together with the weak-supervision sets.
 
     `extra_pairs` (real questions labelled by admins' reviews or askers' votes) join the
     training pairs, each seen `extra_weight` times as often as a weak pair; validation and
@@ -497,7 +539,11 @@ def train_evaluator(
     bundle = build_judge(config)
     model = bundle.model
     model.train()
-    train_pairs = [*ws.train_pairs, *(list(extra_pairs) * max(1, extra_weight))]
+    labelled_pairs = labelled.train_pairs if labelled else []
+    train_pairs = [*ws.train_pairs, *labelled_pairs, *(list(extra_pairs) * max(1, extra_weight))]
+    if labelled:
+        notes.append(f"trained with {len(labelled_pairs)} pairs and gated on {len(labelled.held_out.calibration_sets)} "
+                     f"retrieval sets from {labelled.description}")
     if extra_pairs:
         notes.append(f"trained with {len(extra_pairs)} pairs from labelled real questions (each weighted x{max(1, extra_weight)})")
     rows = [
@@ -527,7 +573,8 @@ def train_evaluator(
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     # Time kept for calibration: measured inference speed times the pairs it will score.
-    n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
+    n_eval_pairs = sum(len(passages) for part in (ws, *([labelled.held_out] if labelled else []))
+                       for passages in held_out_passages(part).values())
     infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id)
     reserve = n_eval_pairs * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
     if config.quantize_int8:
@@ -581,17 +628,29 @@ def train_evaluator(
     per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
     model.eval()
     seconds_left = budget_s - (time.monotonic() - t0) - 2.0
+    if labelled:  # the labelled questions are always scored in full: they decide activation
+        seconds_left -= sum(map(len, held_out_passages(labelled.held_out).values())) * per_pair
     eval_ws, subset_note = within_time(ws, per_pair * (1.6 if config.quantize_int8 else 1.0), seconds_left)
     if subset_note:
         notes.append(subset_note)
-    model_metrics = measure(CachedEvaluator(evaluator), eval_ws, progress=progress, t0=t0)
-    cosine_metrics = measure(_cosine_for(eval_ws, embed), eval_ws)
+    scored = CachedEvaluator(evaluator)
+    weak_metrics = measure(scored, eval_ws, progress=progress, t0=t0)
+    weak_cosine = measure(_cosine_for(eval_ws, embed), eval_ws)
+    if labelled:
+        cosine = CosineEvaluator(_EmbedCache(embed, labelled.embeddings))
+        model_metrics = measure(scored, labelled.held_out, progress=progress, t0=t0)
+        cosine_metrics = measure(cosine, labelled.held_out)
+        # Scores are cached: calibrating on both kinds of sets together scores nothing again.
+        thresholds = measure(scored, _merged(eval_ws, labelled.held_out)).thresholds
+    else:
+        model_metrics, cosine_metrics, thresholds = weak_metrics, weak_cosine, weak_metrics.thresholds
+    calibration_data = _merged(eval_ws, labelled.held_out) if labelled else eval_ws
     int8_metrics = None
     if config.quantize_int8:
         quantized = evaluator_from_bundle(
             JudgeBundle(quantize_int8_linear(copy.deepcopy(model)), bundle.tokenizer, config), version + "+int8"
         )
-        int8_metrics = measure(CachedEvaluator(quantized), eval_ws)
+        int8_metrics = measure(CachedEvaluator(quantized), calibration_data)
     phases["calibrate"] = time.monotonic() - t_cal
     if model_metrics.score_std < 1e-3:
         notes.append("held-out scores are constant: the evaluator did not learn")
@@ -607,8 +666,10 @@ def train_evaluator(
         "kind": config.kind,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "score": "2*sigmoid(logit)-1",
-        "thresholds": model_metrics.thresholds,
-        "metrics": {"evaluator": model_metrics.to_dict(), "cosine": cosine_metrics.to_dict()},
+        "thresholds": thresholds,
+        "metrics": {"evaluator": model_metrics.to_dict(), "cosine": cosine_metrics.to_dict(),
+                    **({"weak": {"evaluator": weak_metrics.to_dict(), "cosine": weak_cosine.to_dict()}} if labelled else {})},
+        "gate": labelled.description if labelled else "weak supervision's held-out pseudo-queries",
         **(
             {"thresholds_int8": int8_metrics.thresholds, "metrics_int8": int8_metrics.to_dict()}
             if int8_metrics
@@ -623,6 +684,7 @@ def train_evaluator(
             "epochs": seen / len(rows),
             "n_train_pairs": len(train_pairs),
             "n_review_pairs": len(extra_pairs),
+            "n_labelled_pairs": len(labelled_pairs),
             "n_val_pairs": len(ws.val_pairs),
             "seconds": seconds,
             "phase_seconds": phases,
@@ -640,7 +702,7 @@ def train_evaluator(
         version=version,
         evaluator=model_metrics,
         cosine=cosine_metrics,
-        thresholds=model_metrics.thresholds,
+        thresholds=thresholds,
         n_train_pairs=len(train_pairs),
         n_val_pairs=len(ws.val_pairs),
         steps=step,

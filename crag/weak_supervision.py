@@ -39,7 +39,8 @@ import numpy as np
 from crag import strips as refinement
 from crag.types import Passage
 
-QueryKind = Literal["cloze", "template", "heading", "review"]  # review: a real question an admin labelled
+# review: a real question an admin labelled; corpus: a labelled question of the policy-qa corpus
+QueryKind = Literal["cloze", "template", "heading", "review", "corpus"]
 PairKind = Literal["positive", "hard", "random", "swap", "focus", "review"]
 Embed = Callable[[list[str]], np.ndarray]
 

@@ -499,7 +499,8 @@ def evaluator_train(
                                                      "trainings differ by seed, so compare several before trusting a change.")] = 0,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Train an evaluator on weak supervision from the ingested documents (and, optionally, review labels)."""
+    """Train an evaluator on the policy-qa corpus and on weak supervision from the ingested documents
+    (and, optionally, review labels); it is gated against cosine on the corpus's dev questions."""
     from policybot import evaluators
 
     settings = _settings()
@@ -516,8 +517,9 @@ def evaluator_train(
 
         def show(event: dict) -> None:
             loss = f"loss {event['loss']:.3f}" if event.get("loss") is not None else ""
+            phase = " ".join(filter(None, (event.get("phase", ""), event.get("detail"))))
             progress.update(task, total=event.get("total") or None, completed=event.get("step", 0),
-                            phase=event.get("phase", ""), loss=loss)
+                            phase=phase, loss=loss)
 
         try:
             result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show,  # type: ignore[arg-type]
@@ -534,7 +536,7 @@ def evaluator_train(
             "steps": result.steps, "seconds": round(result.seconds, 1), "seed": seed,
         }))
         return
-    table = Table("", "validation AUC", "routing accuracy", title=f"evaluator {result.version}")
+    table = Table("", "held-out AUC", "routing accuracy", title=f"evaluator {result.version}")
     table.add_row("T5 evaluator", f"{result.evaluator.auc:.3f}", f"{result.evaluator.routing_accuracy:.1%}")
     table.add_row("cosine similarity", f"{result.cosine.auc:.3f}", f"{result.cosine.routing_accuracy:.1%}")
     console.print(table)

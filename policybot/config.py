@@ -93,6 +93,12 @@ class Settings(BaseSettings):
     evaluator_cache_mb: int = Field(default=256, ge=0, le=65536, validation_alias="POLICYBOT_EVALUATOR_CACHE_MB")
     auto_train: bool = Field(default=True, validation_alias="POLICYBOT_AUTO_TRAIN")  # train after the first upload
     train_minutes: float = Field(default=10.0, gt=0, le=600, validation_alias="POLICYBOT_TRAIN_MINUTES")
+    # The labelled policy-qa corpus (datasets/policy-qa/) the evaluator learns from, calibrates on
+    # and is gated by, beside the knowledge base's weak supervision; "off" trains on weak supervision alone.
+    corpus: str = Field(default="", validation_alias="POLICYBOT_CORPUS")
+    # Its documents live in a database of their own (real retrieval, never mixed with the knowledge
+    # base): by default "policybot_corpus" beside the policybot database, on the same server.
+    corpus_database_url: str | None = Field(default=None, validation_alias="POLICYBOT_CORPUS_DATABASE_URL", repr=False)
 
     # Optional generator: any OpenAI-compatible endpoint; unset means extractive answers.
     generator_url: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_URL")

@@ -236,10 +236,14 @@ def _heading_matches(label: str, heading: str) -> bool:
     return bool(bare_wanted) and bare_wanted == bare_found
 
 
+def section_matches(section: str, heading_path: Sequence[str]) -> bool:
+    """Whether a labelled section names one of the headings a text stands under."""
+    return any(_heading_matches(section, heading) for heading in heading_path)
+
+
 def section_text(document_text: str, section: str) -> str | None:
     """The text under every heading that matches `section` (subsections included), None if no heading does."""
-    bodies = [s.body for s in split_sections(document_text)
-              if any(_heading_matches(section, heading) for heading in s.heading_path)]
+    bodies = [s.body for s in split_sections(document_text) if section_matches(section, s.heading_path)]
     return "\n".join(bodies) if bodies else None
 
 

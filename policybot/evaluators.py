@@ -1,4 +1,5 @@
-"""Evaluator versions: train from the ingested corpus, store with metrics, activate, evaluate.
+"""Evaluator versions: train (on the policy-qa corpus and the knowledge base's weak supervision),
+store with metrics, activate, evaluate.
 
 Weights live under POLICYBOT_HOME/evaluators/<version>/; metadata, thresholds and the
 metrics (with cosine similarity measured on the same split) live in `evaluator_versions`.
@@ -7,6 +8,7 @@ metrics (with cosine similarity measured on the same split) live in `evaluator_v
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Literal
 
@@ -19,9 +21,11 @@ from ingestion.store import chunk_table
 from policybot import db
 from policybot.calibration import REVIEWS, LabelSources, review_examples
 from policybot.config import Settings
+from policybot.corpus_supervision import CorpusUnavailable, labelled_data
 from policybot.errors import NotFound, UserError
 from policybot.models import Document, EvaluatorVersion
 from policybot.runtime import embed_function, reset_runtime
+from policybot.services import ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -98,11 +102,19 @@ def train_and_register(
         raise TrainingError(
             f"only {len(chunks)} chunks are ingested; training needs at least {MIN_CHUNKS}. Ingest your policies first."
         )
-    labelled = with_reviews or with_feedback
-    extra = review_pairs(settings, chunks, LabelSources(with_reviews, with_feedback)) if labelled else []
+    reviewed = with_reviews or with_feedback
+    extra = review_pairs(settings, chunks, LabelSources(with_reviews, with_feedback)) if reviewed else []
+    started = time.monotonic()
+    try:
+        labelled = labelled_data(settings, progress)  # the policy-qa corpus, unless POLICYBOT_CORPUS=off
+    except (CorpusUnavailable, ServiceError) as error:
+        raise TrainingError(f"{error}") from None
+    # Preparing the corpus (ingesting it once per machine, retrieving) comes out of the budget,
+    # but training keeps at least half of it.
+    budget_s = max(budget_s - (time.monotonic() - started), budget_s / 2)
     settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
     result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress,
-                             extra_pairs=extra, seed=seed)
+                             extra_pairs=extra, seed=seed, labelled=labelled)
     thresholds = result.thresholds
     should_activate = activate == "always" or (activate == "if_better" and result.beats_cosine)
     with db.session(settings) as session:
@@ -116,6 +128,7 @@ def train_and_register(
             metrics=_metrics_json(result) | {
                 "n_train_pairs": result.n_train_pairs, "n_val_pairs": result.n_val_pairs, "steps": result.steps,
                 "epochs": result.epochs, "seconds": result.seconds, "notes": result.notes, "seed": seed,
+                "gate": labelled.description if labelled else "weak supervision's held-out pseudo-queries",
             },
             beats_cosine=result.beats_cosine,
             active=False,

@@ -25,6 +25,7 @@ from policybot.urls import mask_url
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "policybot"
+CORPUS_DATABASE_NAME = "policybot_corpus"  # the policy-qa corpus's documents (policybot/corpus_supervision.py)
 
 
 class ServiceError(UserError):
@@ -74,18 +75,18 @@ def start_postgres(settings: Settings) -> str:
         info = _postmaster_info(pgdata)
         if info is None:
             raise ServiceError(f"the embedded PostgreSQL in {pgdata} did not become ready; see {pgdata / 'log'}")
-    _ensure_database(info.get_uri(database="postgres", driver="psycopg"))
+    _ensure_database(info.get_uri(database="postgres", driver="psycopg"), DATABASE_NAME)
     return info.get_uri(database=DATABASE_NAME, driver="psycopg")
 
 
-def _ensure_database(admin_url: str) -> None:
+def _ensure_database(admin_url: str, name: str) -> None:
     import psycopg
 
     conninfo = admin_url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(conninfo, autocommit=True) as connection:
-        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone()
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
         if not exists:
-            connection.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+            connection.execute(f'CREATE DATABASE "{name}"')
 
 
 def stop_postgres(settings: Settings) -> bool:
@@ -192,6 +193,24 @@ def database_url(settings: Settings) -> str:
             url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
         return url
     return start_postgres(settings)
+
+
+def corpus_database_url(settings: Settings) -> str:
+    """The database that holds the policy-qa corpus's documents: POLICYBOT_CORPUS_DATABASE_URL, or
+    "policybot_corpus" on the knowledge base's server (created if missing)."""
+    if settings.corpus_database_url:
+        return database_url(settings.model_copy(update={"database_url": settings.corpus_database_url}))
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url(settings))
+    admin = url.set(database="postgres").render_as_string(hide_password=False)
+    corpus_name = CORPUS_DATABASE_NAME if not settings.database_url else f"{url.database}_corpus"
+    try:
+        _ensure_database(admin, corpus_name)
+    except Exception as error:  # psycopg's errors: no right to create databases, server down
+        raise ServiceError(f"could not create the corpus database {corpus_name!r} ({type(error).__name__}: "
+                           f"{str(error).strip()}); create it, or set POLICYBOT_CORPUS_DATABASE_URL") from None
+    return url.set(database=corpus_name).render_as_string(hide_password=False)
 
 
 def redis_url(settings: Settings) -> str:

@@ -20,6 +20,9 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["TRANSFORMERS_VERBOSITY"] = "error"
 # A background training run would occupy the single test worker for minutes.
 os.environ["POLICYBOT_AUTO_TRAIN"] = "false"
+# Training learns from the shipped policy-qa corpus by default; tests that train use tiny corpora
+# of their own (tests/corpus_helpers.py) instead of ingesting it.
+os.environ["POLICYBOT_CORPUS"] = "off"
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
 
 REPO = Path(__file__).resolve().parent.parent

@@ -606,18 +606,58 @@ def test_cache_returns_identical_scores_and_avoids_recomputation():
     assert inner.calls[-1] == ["a"]
 
 
-def test_review_pairs_join_training_weighted(chunks, embed, tmp_path):
-    from dataclasses import replace
+QUICK = replace(TINY, max_steps=2, min_steps=2)
 
+
+@pytest.fixture(scope="module")
+def quick_plain(chunks, embed, tmp_path_factory):
+    """Two steps on weak supervision alone: what added training data is compared with."""
+    return train_evaluator(chunks, embed, tmp_path_factory.mktemp("quick"), budget_s=30, config=QUICK, seed=0)
+
+
+def test_review_pairs_join_training_weighted(chunks, embed, quick_plain, tmp_path):
     from crag.weak_supervision import Pair
 
     extra = [Pair("Can I bring my dog to work?", chunks[4].text, 0, "review", "review", chunks[4].id),
              Pair("How many days roll over into next year?", chunks[4].text, 1, "review", "review", chunks[4].id)]
-    quick = replace(TINY, max_steps=2, min_steps=2)
-    plain = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=quick, seed=0)
-    with_reviews = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=quick, seed=0, extra_pairs=extra, extra_weight=3)
+    plain = quick_plain
+    with_reviews = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=QUICK, seed=0, extra_pairs=extra, extra_weight=3)
     assert with_reviews.n_train_pairs == plain.n_train_pairs + 6
     assert with_reviews.n_val_pairs == plain.n_val_pairs  # validation stays on the weak split
     assert "trained with 2 pairs from labelled real questions (each weighted x3)" in with_reviews.notes
     metadata = json.loads((Path(with_reviews.folder) / "metadata.json").read_text())
     assert metadata["training"]["n_review_pairs"] == 2
+
+
+def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, quick_plain, tmp_path):
+    from crag.training import HeldOut, LabelledData
+    from crag.weak_supervision import CandidateSet, Pair, StripExample
+
+    pto, sick, passwords = chunks[4].text, chunks[5].text, chunks[8].text
+    questions = [("how many vacation days roll over?", True, [pto, sick, passwords]),
+                 ("do we get a gym allowance", False, [sick, pto, passwords]),
+                 ("how long must my password be", True, [passwords, pto, sick]),
+                 ("can my dog come to the office", False, [passwords, sick, pto])]
+    held_out = HeldOut(
+        val_pairs=[Pair(q, text, int(present and i == 0), "hard" if i else "positive", "corpus", "c")
+                   for q, present, texts in questions for i, text in enumerate(texts)],
+        calibration_sets=[CandidateSet(q, "corpus", present, ("a", "b", "c"), tuple(texts)) for q, present, texts in questions],
+        strip_examples=[StripExample(questions[0][0], "Unused days carry over up to a maximum of 5 days.", 1),
+                        StripExample(questions[0][0], "Request time off in Workday.", 0)],
+    )
+    labelled = LabelledData([Pair("pto rollover?", pto, 1, "positive", "corpus", chunks[4].id),
+                             Pair("pto rollover?", sick, 0, "hard", "corpus", chunks[5].id)],
+                            held_out, embeddings={}, description="four toy questions")
+    plain = quick_plain
+    result = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=QUICK, seed=0, labelled=labelled)
+    assert result.n_train_pairs == plain.n_train_pairs + 2
+    # The gate (evaluator against cosine) is measured on the labelled questions alone ...
+    assert result.evaluator.n_sets == result.cosine.n_sets == 4
+    assert result.evaluator.n_pairs == result.cosine.n_pairs == 12
+    metadata = json.loads((Path(result.folder) / "metadata.json").read_text())
+    assert metadata["gate"] == "four toy questions"
+    assert metadata["training"]["n_labelled_pairs"] == 2
+    # ... the weak supervision's metrics are kept beside them.
+    assert metadata["metrics"]["weak"]["evaluator"]["n_sets"] == plain.evaluator.n_sets
+    assert result.thresholds == metadata["thresholds"]
+    assert metadata["notes"][0] == "trained with 2 pairs and gated on 4 retrieval sets from four toy questions"

@@ -1,0 +1,269 @@
+"""Training, gating and calibration data from the policy-qa corpus, asked through real retrieval.
+
+Every organisation's documents are ingested with policybot's own ingestion into a database of
+their own (`services.corpus_database_url`; never the knowledge base's), one collection for its
+knowledge base and one for its fallback portal. Ingestion skips unchanged files, and the
+retrieved candidates are cached under POLICYBOT_HOME/corpus/, so the first training run on a
+machine pays for this once.
+
+Each question is asked of its organisation's knowledge base with the product's retriever
+(`ChunkRetriever`, hybrid dense + full-text), as the pipeline reads it (a follow-up together
+with its first turn when it leans on it). A retrieved chunk holds the answer when it comes from
+the labelled document and section and contains every key phrase. From the train split come
+training pairs: answer-bearing chunks against the chunks retrieval put beside them, and the
+retrieved chunks of unanswerable and fallback-only questions (on topic, answer absent). From
+the dev split come the held-out sets that gate the evaluator and calibrate its thresholds. The
+test split is never read here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+
+from crag.followups import continues_earlier
+from crag.training import HeldOut, LabelledData
+from crag.weak_supervision import CandidateSet, Pair, StripExample, split_strips
+from ingestion.chunking import HEADING_SEPARATOR
+from ingestion.ingest import ingest_paths
+from ingestion.retriever import ChunkRetriever
+from ingestion.store import chunk_table
+from policybot import db, services
+from policybot.config import Settings
+from policybot.corpus import (
+    CORPUS_ROOT,
+    Corpus,
+    CorpusQuestion,
+    Organisation,
+    load_corpus,
+    normalise,
+    section_matches,
+)
+from policybot.errors import UserError
+from policybot.models import Document
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[dict[str, Any]], None]
+HARD_NEGATIVES = {"kb": 3, "fallback": 3, "none-on-topic": 4, "none-off-topic": 2}
+CACHE_VERSION = 1
+
+
+class CorpusUnavailable(UserError):
+    """The corpus is switched off, missing or broken; the message says which and what to do."""
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    id: str
+    text: str
+    document: str  # file name
+    section: str  # heading path joined with " > "
+    embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class AskedQuestion:
+    """One corpus question as the pipeline would ask it, with what retrieval returned."""
+
+    question: CorpusQuestion
+    asked: str
+    candidates: tuple[StoredChunk, ...]  # the knowledge base's top-k, best first
+    answers: tuple[StoredChunk, ...]  # chunks of its labelled document that hold the answer
+
+    def holds_answer(self, chunk: StoredChunk) -> bool:
+        return any(chunk.id == a.id for a in self.answers)
+
+
+def corpus_path(settings: Settings) -> Path | None:
+    """The corpus to learn from: POLICYBOT_CORPUS, the shipped one by default, None when "off"."""
+    if settings.corpus.strip().lower() in ("off", "none", "false", "0"):
+        return None
+    return Path(settings.corpus).expanduser() if settings.corpus.strip() else CORPUS_ROOT
+
+
+def corpus_settings(settings: Settings) -> Settings:
+    """The same settings, on the corpus's own database."""
+    return settings.model_copy(update={"database_url": services.corpus_database_url(settings)})
+
+
+def kb_collection(org: Organisation) -> str:
+    return f"qa-{org.id}"[:63]
+
+
+def portal_collection(org: Organisation) -> str:
+    return f"qa-{org.id}"[:56] + "-portal"
+
+
+def load_checked_corpus(path: Path, splits: Sequence[str]) -> Corpus:
+    corpus, problems = load_corpus(path)
+    if problems:
+        raise CorpusUnavailable(f"the corpus at {path} does not load ({len(problems)} problems, first: {problems[0]}); "
+                                f"run `python datasets/policy-qa/validate.py`, or set POLICYBOT_CORPUS=off")
+    missing = [s for s in splits if not corpus.in_split(s)]
+    if missing:
+        raise CorpusUnavailable(f"the corpus at {path} has no organisation in the {', '.join(missing)} split")
+    return corpus
+
+
+def ingest_corpus(qa_settings: Settings, organisations: Sequence[Organisation], progress: Progress | None = None) -> None:
+    """Each organisation's documents into its two collections (unchanged files are skipped)."""
+    for n, org in enumerate(organisations, 1):
+        for collection, role in ((kb_collection(org), "kb"), (portal_collection(org), "fallback")):
+            report = ingest_paths(qa_settings, [org.folder / role], collection=collection, prune=True)
+            failed = report.failed
+            if failed:
+                raise CorpusUnavailable(f"corpus document {failed[0].name} of {org.id} did not ingest: {failed[0].detail}")
+        if progress:
+            progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "ingest"})
+
+
+def stored_chunks(qa_settings: Settings, collections: Sequence[str]) -> dict[str, list[StoredChunk]]:
+    """Live chunks per collection, in document order."""
+    table = chunk_table(qa_settings.embed_dim)
+    with db.session(qa_settings) as session:
+        live = set(session.execute(select(Document.id).where(Document.deleted.is_(False),
+                                                               Document.collection.in_(list(collections)))).scalars())
+        rows = session.execute(select(table.c.node_id, table.c.text, table.c.metadata_, table.c.embedding)).all()
+    out: dict[str, list[tuple[tuple[str, int], StoredChunk]]] = {c: [] for c in collections}
+    for node_id, text, metadata, vector in rows:
+        if int(metadata.get("doc_id", -1)) not in live:
+            continue
+        chunk = StoredChunk(node_id, text, str(metadata.get("document", "")), str(metadata.get("section", "")),
+                            np.asarray(vector, dtype=np.float32))
+        out[str(metadata["collection"])].append(((chunk.document, int(metadata.get("position", 0))), chunk))
+    return {c: [chunk for _, chunk in sorted(items, key=lambda item: item[0])] for c, items in out.items()}
+
+
+def holds_answer(chunk: StoredChunk, question: CorpusQuestion) -> bool:
+    """From the labelled document (and section), and every key phrase in its text."""
+    r = question.record
+    if r.document is None or chunk.document != Path(r.document).name:
+        return False
+    if r.section and not section_matches(r.section, chunk.section.split(HEADING_SEPARATOR)):
+        return False
+    text = normalise(chunk.text)
+    return all(normalise(p) in text for p in r.phrases)
+
+
+def as_asked(question: CorpusQuestion) -> str:
+    """What the pipeline reads: a follow-up that leans on its first turn is asked with it (workers/tasks.py)."""
+    r = question.record
+    if r.first_turn and continues_earlier(r.question):
+        return f"{r.first_turn} {r.question}"
+    return r.question
+
+
+def _cache_file(settings: Settings, org: Organisation, chunks: Sequence[StoredChunk], top_k: int) -> Path:
+    key = hashlib.sha1(json.dumps([CACHE_VERSION, top_k, sorted(c.id for c in chunks)]).encode()).hexdigest()[:16]
+    return settings.home / "corpus" / f"{org.id}-{key}.json"
+
+
+def ask_organisation(settings: Settings, qa_settings: Settings, org: Organisation,
+                     chunks: dict[str, list[StoredChunk]], top_k: int) -> list[AskedQuestion]:
+    """Every question of `org`, retrieved from its knowledge base (cached by the chunks' identity)."""
+    kb = chunks[kb_collection(org)]
+    by_id = {c.id: c for c in kb} | {c.id: c for c in chunks[portal_collection(org)]}
+    cache = _cache_file(settings, org, kb, top_k)
+    retrieved: dict[str, list[str]] = {}
+    if cache.exists():
+        try:
+            retrieved = json.loads(cache.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            retrieved = {}
+    retriever = ChunkRetriever(qa_settings, [kb_collection(org)])
+    asked_now = False
+    out = []
+    for question in org.questions:
+        asked = as_asked(question)
+        key = hashlib.sha1(asked.encode()).hexdigest()
+        if key not in retrieved or any(i not in by_id for i in retrieved[key]):
+            retrieved[key] = [p.id for p in retriever.retrieve(asked, top_k)]
+            asked_now = True
+        candidates = tuple(by_id[i] for i in retrieved[key])
+        role = "fallback" if question.label == "fallback" else "kb"
+        pool = chunks[portal_collection(org)] if role == "fallback" else kb
+        answers = tuple(c for c in pool if question.label in ("kb", "fallback") and holds_answer(c, question))
+        out.append(AskedQuestion(question, asked, candidates, answers))
+    if asked_now:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(retrieved), encoding="utf-8")
+    return out
+
+
+def training_pairs(asked: Sequence[AskedQuestion]) -> list[Pair]:
+    """Answer-bearing chunks against the chunks retrieval ranked beside them."""
+    pairs: list[Pair] = []
+    for a in asked:
+        q = a.asked
+        pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in a.answers]
+        negatives = [c for c in a.candidates if not a.holds_answer(c)][:HARD_NEGATIVES[a.question.label]]
+        pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in negatives]
+    return pairs
+
+
+def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
+    """Pairs, retrieval sets and strips of held-out questions.
+
+    A set is answer-present only when the knowledge base's answer is among the retrieved
+    candidates: a fallback-only or unanswerable question, or an answer retrieval missed, should
+    not be routed Correct."""
+    pairs: list[Pair] = []
+    sets: list[CandidateSet] = []
+    strips: list[StripExample] = []
+    for a in asked:
+        q = a.asked
+        kb_answers = a.answers if a.question.label == "kb" else ()
+        pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in kb_answers]
+        pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in a.candidates if not a.holds_answer(c)]
+        if not a.candidates:
+            continue
+        present = a.question.label == "kb" and any(a.holds_answer(c) for c in a.candidates)
+        sets.append(CandidateSet(q, "corpus", present, tuple(c.id for c in a.candidates),
+                                 tuple(c.text for c in a.candidates)))
+        if present:
+            phrases = [normalise(p) for p in a.question.record.phrases]
+            for c in a.candidates:
+                if a.holds_answer(c):
+                    strips += [StripExample(q, s, 1) for s in split_strips(c.text)
+                               if all(p in normalise(s) for p in phrases)]
+            for c in [c for c in a.candidates if not a.holds_answer(c)][:2]:
+                strips += [StripExample(q, s, 0) for s in split_strips(c.text)]
+    return HeldOut(pairs, sets, strips)
+
+
+def labelled_data(settings: Settings, progress: Progress | None = None) -> LabelledData | None:
+    """The corpus's training pairs (train split) and gate (dev split); None when POLICYBOT_CORPUS=off."""
+    path = corpus_path(settings)
+    if path is None:
+        return None
+    corpus = load_checked_corpus(path, ("train", "dev"))
+    organisations = corpus.in_split("train") + corpus.in_split("dev")
+    qa_settings = corpus_settings(settings)
+    ingest_corpus(qa_settings, organisations, progress)
+    collections = [name for org in organisations for name in (kb_collection(org), portal_collection(org))]
+    chunks = stored_chunks(qa_settings, collections)
+    asked: dict[str, list[AskedQuestion]] = {}
+    for n, org in enumerate(organisations, 1):
+        asked[org.id] = ask_organisation(settings, qa_settings, org, chunks, settings.top_k)
+        if progress:
+            progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "retrieve"})
+    train = [a for org in corpus.in_split("train") for a in asked[org.id]]
+    dev = [a for org in corpus.in_split("dev") for a in asked[org.id]]
+    embeddings = {c.text: c.embedding for items in chunks.values() for c in items}
+    return LabelledData(
+        train_pairs=training_pairs(train),
+        held_out=held_out(dev),
+        embeddings=embeddings,
+        description=(f"the policy-qa corpus: {len(train)} questions of its train organisations "
+                     f"({len(corpus.in_split('train'))}), {len(dev)} of its dev organisations "
+                     f"({len(corpus.in_split('dev'))}) through real retrieval"),
+    )

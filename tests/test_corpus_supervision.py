@@ -1,0 +1,79 @@
+"""The policy-qa corpus as training, gating and calibration data (policybot/corpus_supervision.py),
+asked through real retrieval on a database of its own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlalchemy import select
+
+from crag.training import LabelledData
+from policybot import db
+from policybot.corpus_supervision import corpus_settings, labelled_data
+from policybot.evaluators import corpus_chunks
+from policybot.models import Document
+from tests.corpus_helpers import GOOD, write_org
+
+DEV = [  # the dev organisation's questions, worded apart from the train ones
+    {"question": "what's the nightly hotel limit for Toronto trips", "label": "kb", "document": "kb/travel.html",
+     "section": "Hotels", "phrases": ["CAD 240"]},
+    {"question": "Is there an allowance for home internet?", "label": "kb", "document": "kb/remote.txt",
+     "section": "1. Stipend", "phrases": ["CAD 60"]},
+    {"question": "payroll phone extension?", "label": "fallback", "document": "fallback/contacts.docx",
+     "phrases": ["ext. 4410"]},
+    {"question": "what's the hotel limit in Vancouver", "label": "none-on-topic"},
+    {"question": "who won the hockey game last night", "label": "none-off-topic"},
+]
+
+
+def tiny_corpus(root: Path) -> Path:
+    write_org(root, "maple-tech", "train", GOOD, prefix="mpl")
+    write_org(root, "birch-labs", "dev", DEV, prefix="brc")
+    write_org(root, "cedar-co", "test", [{"question": "hotel cap in Toronto please", "label": "kb",
+                                          "document": "kb/travel.html", "section": "Hotels", "phrases": ["CAD 240"]}],
+              prefix="cdr")
+    return root
+
+
+def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_path: Path) -> None:
+    settings = knowledge_base.model_copy(update={"corpus": str(tiny_corpus(tmp_path / "corpus"))})
+    kb_chunks = {c.id for c in corpus_chunks(settings)}
+
+    data = labelled_data(settings)
+    assert isinstance(data, LabelledData)
+
+    # Train split: each answerable question's answer chunk is a positive, beside retrieved negatives.
+    positives = {(p.question, p.passage) for p in data.train_pairs if p.label == 1}
+    assert ("how many days can i roll over??", "You may carry **5 days** forward into the next year.") in positives
+    assert any(q == "who do I call about my payslip" and "ext. 4410" in text for q, text in positives)  # the portal's answer
+    negatives = [p for p in data.train_pairs if p.label == 0]
+    assert {p.question for p in negatives} >= {"hotel cap in Montreal?", "best poutine near the office?"}
+    assert all("5 days" not in p.passage for p in negatives if p.question == "how many days can i roll over??")
+
+    # Dev split: one retrieval set per question, answer-present only where the knowledge base answers it.
+    sets = {s.question: s for s in data.held_out.calibration_sets}
+    assert set(sets) == {q["question"] for q in DEV}
+    assert sets[DEV[0]["question"]].present and sets[DEV[1]["question"]].present
+    assert not any(sets[q["question"]].present for q in DEV[2:])
+    assert any(e.label == 1 and "CAD 240" in e.text for e in data.held_out.strip_examples)
+    assert all(p.query_kind == "corpus" for p in data.held_out.val_pairs)
+    assert data.description == ("the policy-qa corpus: 7 questions of its train organisations (1), "
+                                "5 of its dev organisations (1) through real retrieval")
+
+    # The corpus lives in its own database: the knowledge base never sees it, and the test split is never read.
+    assert {c.id for c in corpus_chunks(settings)} == kb_chunks
+    with db.session(corpus_settings(settings)) as session:
+        collections = set(session.execute(select(Document.collection).distinct()).scalars())
+    assert collections == {"qa-maple-tech", "qa-maple-tech-portal", "qa-birch-labs", "qa-birch-labs-portal"}
+
+    # Retrieval is cached per organisation: a second run reads it back and gives the same sets.
+    cached = sorted((settings.home / "corpus").glob("*.json"))
+    assert [f.name.split("-")[0] for f in cached] == ["birch", "maple"]
+    assert len(json.loads(cached[0].read_text())) == len(DEV)
+    again = labelled_data(settings)
+    assert again.held_out.calibration_sets == data.held_out.calibration_sets
+
+
+def test_switched_off_corpus_gives_no_labelled_data(settings) -> None:
+    assert labelled_data(settings.model_copy(update={"corpus": "off"})) is None
