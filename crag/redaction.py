@@ -39,7 +39,9 @@ _SLACK_MAILTO = re.compile(r"<mailto:[^>|]+(?:\|[^>]*)?>", re.IGNORECASE)
 _SLACK_TEL = re.compile(r"<tel:[^>|]+(?:\|[^>]*)?>", re.IGNORECASE)
 _SLACK_LINK = re.compile(r"<https?://[^>]+>", re.IGNORECASE)
 _BARE_URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+# Starts only where a run of address characters starts: tried from inside a run too, a long
+# run with no "@" after it cost time quadratic in its length.
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
 
 # A phone candidate: optional "+country", digits in groups split by spaces, dots, dashes or
 # parentheses, and an optional extension. Validated by `_looks_like_phone`.
@@ -92,6 +94,12 @@ def _phone_replacement(match: re.Match[str]) -> str:
     return _phones_in_a_row(match.group(0))
 
 
+# A phone number written in words: "+1 (555) 123 4567 x 12" is six; no number has more groups
+# than digits allowed. Bounding the run keeps the search linear: unbounded, a message shaped
+# "1 . . . . 1" took minutes (every start times every end times the run's length).
+_MAX_PHONE_WORDS = 8
+
+
 def _phones_in_a_row(candidate: str) -> str:
     """"555-123-4567 555-987-6543" reads as one 20-digit candidate: redact each number in it."""
     parts = re.split(r"(\s+)", candidate)
@@ -100,7 +108,8 @@ def _phones_in_a_row(candidate: str) -> str:
     i = 0
     while i < len(words):
         # The longest run of words from here that is one phone number.
-        end = next((j for j in range(len(words), i, -1) if _looks_like_phone(" ".join(words[i:j]))), None)
+        last = min(len(words), i + _MAX_PHONE_WORDS)
+        end = next((j for j in range(last, i, -1) if _looks_like_phone(" ".join(words[i:j]))), None)
         if end is None:
             out.append(words[i])
             i += 1
