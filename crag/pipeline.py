@@ -198,10 +198,15 @@ class CragPipeline:
         for source in sources:
             answer.fallback_queries.append({"source": source.name, "query": keywords})
             try:
-                results += source.search(keywords, config.fallback_limit)
+                found = [_usable(passage) for passage in source.search(keywords, config.fallback_limit)]
             except FallbackError as error:
                 log.warning("fallback source %s failed: %s", source.name, error)
                 answer.notes.append(f"fallback source {source.name} failed: {error}")
+            except Exception as error:  # any source's odd reply skips that source, never fails the question
+                log.warning("fallback source %s failed: %s", source.name, type(error).__name__)
+                answer.notes.append(f"fallback source {source.name} failed: {type(error).__name__}")
+            else:
+                results += found
         if not results:
             return []
         # Fallback results are judged by the same evaluator against the original question.
@@ -252,6 +257,15 @@ def sources_named_in(strips: Sequence[Strip], sources: Sequence[FallbackSource])
         if words and re.search(r"\b" + r"[\s_-]+".join(words) + r"\b", text, re.IGNORECASE):
             named.append(source)
     return named
+
+
+def _usable(passage: Passage) -> Passage:
+    """A fallback result whose every text can be stored and posted: a lone surrogate ("\\ud83d")
+    would fail the question later, when the answer is logged or sent to Slack."""
+    for value in (passage.text, passage.title, passage.document, passage.section, passage.source, passage.url):
+        if value:
+            value.encode("utf-8")
+    return passage
 
 
 def _document_order(strips: Sequence[Strip]) -> list[Strip]:

@@ -247,3 +247,32 @@ def test_sources_used_are_the_sources_the_reply_cites():
     assert portal.sent and len(answer.citations) == 1
     cited = {"knowledge base" if c.origin == "kb" else c.source for c in answer.citations}
     assert set(answer.sources_used) == cited
+
+
+class _Broken:
+    kind, open_web = "http", False
+
+    def __init__(self, name: str, reply):  # type: ignore[no-untyped-def]
+        self.name, self.reply = name, reply
+
+    def search(self, keywords: str, limit: int) -> list[Passage]:
+        return self.reply()
+
+
+def _huge_json_number() -> list[Passage]:
+    import json
+
+    json.loads("1" * 5000)  # ValueError: more digits than Python converts (a source's odd reply)
+    return []
+
+
+def test_an_odd_reply_from_one_fallback_source_skips_that_source_only():
+    surrogate = Passage(id="fb-x", text="Payslips \ud83d are out", origin="fallback", source="Wiki", document="w.md")
+    sources = [_Broken("Numbers", _huge_json_number), _Broken("Wiki", lambda: [surrogate]), _Portal()]
+    pipeline = CragPipeline(lambda _: _Retriever(), _ByText(), sources,
+                            PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0))
+    answer = pipeline.answer("When do payslips show up in Workday?", AskContext())
+    assert answer.found and [c.document for c in answer.citations] == ["payroll-calendar.md"]
+    assert "fallback source Numbers failed: ValueError" in answer.notes
+    assert "fallback source Wiki failed: UnicodeEncodeError" in answer.notes
+    assert [q["source"] for q in answer.fallback_queries] == ["Numbers", "Wiki", "HR portal"]
