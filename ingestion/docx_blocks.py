@@ -12,6 +12,7 @@ page furniture.
 from __future__ import annotations
 
 import re
+import zipfile
 from collections.abc import Iterator
 from functools import cache
 from dataclasses import dataclass
@@ -77,13 +78,38 @@ class DocxBlock:
 
 
 class NotADocx(ValueError):
-    """The file is not a Word document package."""
+    """The file is not a Word document package (or one too inflated to open safely)."""
+
+
+# A zip bomb: a 135 KB upload once inflated one part to 105 MB and the worker's memory by 231 MB.
+# Real documents' parts stay far below these (XML compresses about 10:1, images not at all).
+MAX_DOCX_UNCOMPRESSED_BYTES = 64 * 1024 * 1024
+MAX_DOCX_PART_RATIO = 100
+_RATIO_CHECKED_FROM = 1024 * 1024  # tiny parts may compress better; they cannot hurt
+
+
+def check_zip_sizes(path: Path) -> None:
+    """Refuse a package whose parts would inflate past the caps, before anything is inflated."""
+    try:
+        with zipfile.ZipFile(path) as package:
+            parts = package.infolist()
+    except zipfile.BadZipFile:
+        raise NotADocx("not a valid DOCX file (not a Word document package; an old .doc renamed?)") from None
+    total = sum(part.file_size for part in parts)
+    if total > MAX_DOCX_UNCOMPRESSED_BYTES:
+        raise NotADocx(f"refused: its parts would inflate to {total / 1e6:.0f} MB, over the "
+                       f"{MAX_DOCX_UNCOMPRESSED_BYTES / 1e6:.0f} MB cap (a zip bomb?)")
+    for part in parts:
+        if part.file_size > _RATIO_CHECKED_FROM and part.file_size > MAX_DOCX_PART_RATIO * max(part.compress_size, 1):
+            raise NotADocx(f"refused: part {part.filename} inflates {part.file_size // max(part.compress_size, 1)}:1, "
+                           f"over the {MAX_DOCX_PART_RATIO}:1 cap (a zip bomb?)")
 
 
 def read_docx_blocks(path: Path) -> list[DocxBlock]:
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
+    check_zip_sizes(path)
     try:
         document = docx.Document(str(path))
     except PackageNotFoundError:  # its own message names the path, not the problem

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from sqlalchemy import select
+from sqlalchemy.exc import DataError
 
 from ingestion import embedding, store
 from ingestion.chunking import chunk_markdown, word_piece_counter
@@ -210,6 +211,8 @@ def _ingest_file(
         return FileResult(source, path.name, status, len(drafts))
     except (LoadError, OSError) as error:
         return FileResult(source, path.name, "failed", detail=str(error))
+    except DataError as error:  # a value PostgreSQL refuses fails this file, not the rest of the batch
+        return FileResult(source, path.name, "failed", detail=f"the database refused its text: {error.orig}")
 
 
 def _embedding_text(title: str, section: str, body: str) -> str:

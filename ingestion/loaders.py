@@ -414,8 +414,9 @@ def _is_title_case(text: str) -> bool:
 
 # Typographic ligatures (PDFs, text copied from them) and invisible break hints: "ﬁnance" must
 # read "finance" for search and for the evaluator.
+# NUL too: PostgreSQL refuses it in text, which failed the whole ingestion batch.
 _INVISIBLE_AND_LIGATURES = str.maketrans({
-    "\u00a0": " ", "\u00ad": None, "\u200b": None, "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl",
+    "\x00": None, "\u00a0": " ", "\u00ad": None, "\u200b": None, "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl",
     "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st",
 })
 

@@ -121,7 +121,7 @@ def ingest_corpus(qa_settings: Settings, organisations: Sequence[Organisation], 
             report = ingest_paths(qa_settings, [org.folder / role], collection=collection, prune=True)
             failed = report.failed
             if failed:
-                raise CorpusUnavailable(f"corpus document {failed[0].name} of {org.id} did not ingest: {failed[0].detail}")
+                raise CorpusUnavailable(f"corpus document {failed[0].document} of {org.id} did not ingest: {failed[0].detail}")
         if progress:
             progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "ingest"})
 
