@@ -82,9 +82,14 @@ class ChunkRetriever:
     def retrieve(self, question: str, top_k: int) -> list[Passage]:
         if not self.collections or not question.strip():
             return []
+        return self.retrieve_embedded(question, embedding.embed_model(self.settings).get_query_embedding(question), top_k)
+
+    def retrieve_embedded(self, question: str, query_embedding: list[float], top_k: int) -> list[Passage]:
+        """`retrieve` with the question's embedding already made (many questions embed faster in one batch)."""
+        if not self.collections or not question.strip():
+            return []
         filters = access_filters(self.collections, self.channel)
         vector_store = _vector_store(self.settings)
-        query_embedding = embedding.embed_model(self.settings).get_query_embedding(question)
         dense = vector_store.query(
             VectorStoreQuery(query_embedding=query_embedding, similarity_top_k=top_k, filters=filters,
                              mode=VectorStoreQueryMode.DEFAULT)

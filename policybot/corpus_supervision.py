@@ -32,6 +32,7 @@ from sqlalchemy import select
 from crag.followups import continues_earlier
 from crag.training import HeldOut, LabelledData
 from crag.weak_supervision import CandidateSet, Pair, StripExample, split_strips
+from ingestion import embedding
 from ingestion.chunking import HEADING_SEPARATOR
 from ingestion.ingest import ingest_paths
 from ingestion.retriever import ChunkRetriever
@@ -180,20 +181,22 @@ def ask_organisation(settings: Settings, qa_settings: Settings, org: Organisatio
         except (OSError, ValueError):
             retrieved = {}
     retriever = ChunkRetriever(qa_settings, [kb_collection(org)])
-    asked_now = False
+    asked = {q.id: as_asked(q) for q in org.questions}
+    key_of = {q.id: hashlib.sha1(asked[q.id].encode()).hexdigest() for q in org.questions}
+    missing = list(dict.fromkeys(asked[q.id] for q in org.questions
+                                 if key_of[q.id] not in retrieved or any(i not in by_id for i in retrieved[key_of[q.id]])))
+    if missing:  # one embedding batch, then the retriever's own queries per question
+        vectors = embedding.embed_model(qa_settings).get_text_embedding_batch(missing)
+        for text, vector in zip(missing, vectors, strict=True):
+            retrieved[hashlib.sha1(text.encode()).hexdigest()] = [p.id for p in retriever.retrieve_embedded(text, vector, top_k)]
     out = []
     for question in org.questions:
-        asked = as_asked(question)
-        key = hashlib.sha1(asked.encode()).hexdigest()
-        if key not in retrieved or any(i not in by_id for i in retrieved[key]):
-            retrieved[key] = [p.id for p in retriever.retrieve(asked, top_k)]
-            asked_now = True
-        candidates = tuple(by_id[i] for i in retrieved[key])
+        candidates = tuple(by_id[i] for i in retrieved[key_of[question.id]])
         role = "fallback" if question.label == "fallback" else "kb"
         pool = chunks[portal_collection(org)] if role == "fallback" else kb
         answers = tuple(c for c in pool if question.label in ("kb", "fallback") and holds_answer(c, question))
-        out.append(AskedQuestion(question, asked, candidates, answers))
-    if asked_now:
+        out.append(AskedQuestion(question, asked[question.id], candidates, answers))
+    if missing:
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(retrieved), encoding="utf-8")
     return out
@@ -240,12 +243,20 @@ def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
     return HeldOut(pairs, sets, strips)
 
 
-def labelled_data(settings: Settings, progress: Progress | None = None) -> LabelledData | None:
-    """The corpus's training pairs (train split) and gate (dev split); None when POLICYBOT_CORPUS=off."""
+def labelled_data(settings: Settings, progress: Progress | None = None,
+                  max_train_orgs: int | None = None) -> LabelledData | None:
+    """The corpus's training pairs (train split) and gate (dev split); None when POLICYBOT_CORPUS=off.
+
+    `max_train_orgs` bounds the train organisations (in name order, so later runs reuse the
+    first runs' ingestion): each costs about 10 s to ingest the first time. The dev split is
+    always whole, since it decides activation."""
     path = corpus_path(settings)
     if path is None:
         return None
     corpus = load_checked_corpus(path, ("train", "dev"))
+    if max_train_orgs is not None:
+        kept = {org.id for org in corpus.in_split("train")[:max(1, max_train_orgs)]}
+        corpus = Corpus(corpus.root, [org for org in corpus.organisations if org.split != "train" or org.id in kept])
     organisations = corpus.in_split("train") + corpus.in_split("dev")
     qa_settings = corpus_settings(settings)
     ingest_corpus(qa_settings, organisations, progress)
