@@ -38,6 +38,9 @@ class PipelineConfig:
     contact: str = "your manager or the policy owner"
     policy: ActionPolicy = field(default_factory=ActionPolicy)
     policy_keywords: Sequence[str] | None = None
+    # The organisation's own words (crag.redaction.document_vocabulary): they may be sent to
+    # fallback sources besides policy terms and common English. Built by the application.
+    vocabulary: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -72,8 +75,10 @@ def plan_fallback(question: str, context: AskContext, sources: Sequence[Fallback
     """
     question_class = classify_question(question, config.policy_keywords)
     redacted = redact(question, context.asker_names)
-    return FallbackPlan(question_class, redacted, keyword_query(redacted, config.max_keywords),
-                        config.policy.permitted_sources(question_class, sources))
+    # Health words only with a policy question: it never reaches an open-web source.
+    keywords = keyword_query(redacted, config.max_keywords, vocabulary=config.vocabulary,
+                             keep_health_terms=question_class == "policy")
+    return FallbackPlan(question_class, redacted, keywords, config.policy.permitted_sources(question_class, sources))
 
 
 @dataclass
