@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -71,6 +71,8 @@ PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
 MIN_CALIBRATION_QUESTIONS = 40  # fewer held-out questions give thresholds too noisy to trust
 REVIEW_WEIGHT = 3  # a real labelled pair counts this many weak ones: rare, and how people really ask
 CALIBRATION_OVERHEAD = 1.3  # cosine on the same split, metrics, progress: on top of the model's scoring
+GATE_SHARE = 0.25  # of the budget, for scoring the labelled held-out questions that decide activation
+MIN_GATE_QUESTIONS = 100
 
 
 @dataclass
@@ -272,9 +274,12 @@ def held_out_passages(ws: WeakSupervision | HeldOut) -> dict[str, dict[str, None
     return needed
 
 
+HeldOutData = TypeVar("HeldOutData", WeakSupervision, HeldOut)
+
+
 def within_time(
-    ws: WeakSupervision, seconds_per_pair: float, seconds_left: float, min_questions: int = MIN_CALIBRATION_QUESTIONS
-) -> tuple[WeakSupervision, str | None]:
+    ws: HeldOutData, seconds_per_pair: float, seconds_left: float, min_questions: int = MIN_CALIBRATION_QUESTIONS
+) -> tuple[HeldOutData, str | None]:
     """The held-out questions that can be scored in the time left, and a note when some were left out.
 
     Questions that calibrate thresholds (template and heading questions) come first, in a
@@ -397,9 +402,13 @@ def _std(scores: dict[Any, float]) -> float:
     return float(np.std(list(scores.values()))) if scores else 0.0
 
 
-def _cosine_for(ws: WeakSupervision, embed: Embed) -> CosineEvaluator:
-    known = {c.text: ws.embeddings[i] for i, c in enumerate(ws.chunks)}
+def cosine_with_known(embed: Embed, known: dict[str, np.ndarray]) -> CosineEvaluator:
+    """Cosine similarity that reuses the vectors already stored for these passages."""
     return CosineEvaluator(_EmbedCache(embed, known))
+
+
+def _cosine_for(ws: WeakSupervision, embed: Embed) -> CosineEvaluator:
+    return cosine_with_known(embed, {c.text: ws.embeddings[i] for i, c in enumerate(ws.chunks)})
 
 
 def evaluate_evaluator(
@@ -573,10 +582,12 @@ def train_evaluator(
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     # Time kept for calibration: measured inference speed times the pairs it will score.
-    n_eval_pairs = sum(len(passages) for part in (ws, *([labelled.held_out] if labelled else []))
-                       for passages in held_out_passages(part).values())
+    n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
     infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id)
     reserve = n_eval_pairs * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
+    if labelled:
+        gate_pairs = sum(len(passages) for passages in held_out_passages(labelled.held_out).values())
+        reserve += min(gate_pairs * infer_per_pair * CALIBRATION_OVERHEAD, GATE_SHARE * budget_s)
     if config.quantize_int8:
         reserve *= 1.6  # the int8 variant is calibrated too
     # Training gets at least 60% of the budget even if calibration then overruns it: a model
@@ -628,23 +639,31 @@ def train_evaluator(
     per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
     model.eval()
     seconds_left = budget_s - (time.monotonic() - t0) - 2.0
-    if labelled:  # the labelled questions are always scored in full: they decide activation
-        seconds_left -= sum(map(len, held_out_passages(labelled.held_out).values())) * per_pair
+    gate: HeldOut | None = None
+    if labelled:
+        # The labelled questions decide activation: they get their share of the budget even when
+        # training overran, and at least MIN_GATE_QUESTIONS of them are scored (a question with its
+        # candidates and strips costs about 1 s on 2 CPU cores).
+        gate, gate_note = within_time(labelled.held_out, per_pair, max(GATE_SHARE * budget_s, seconds_left / 2),
+                                      min_questions=MIN_GATE_QUESTIONS)
+        if gate_note:
+            notes.append(gate_note.replace("held-out questions", "labelled held-out questions"))
+        seconds_left -= sum(map(len, held_out_passages(gate).values())) * per_pair
     eval_ws, subset_note = within_time(ws, per_pair * (1.6 if config.quantize_int8 else 1.0), seconds_left)
     if subset_note:
         notes.append(subset_note)
     scored = CachedEvaluator(evaluator)
     weak_metrics = measure(scored, eval_ws, progress=progress, t0=t0)
     weak_cosine = measure(_cosine_for(eval_ws, embed), eval_ws)
-    if labelled:
-        cosine = CosineEvaluator(_EmbedCache(embed, labelled.embeddings))
-        model_metrics = measure(scored, labelled.held_out, progress=progress, t0=t0)
-        cosine_metrics = measure(cosine, labelled.held_out)
+    if labelled and gate is not None:
+        cosine = cosine_with_known(embed, labelled.embeddings)
+        model_metrics = measure(scored, gate, progress=progress, t0=t0)
+        cosine_metrics = measure(cosine, gate)
         # Scores are cached: calibrating on both kinds of sets together scores nothing again.
-        thresholds = measure(scored, _merged(eval_ws, labelled.held_out)).thresholds
+        thresholds = measure(scored, _merged(eval_ws, gate)).thresholds
     else:
         model_metrics, cosine_metrics, thresholds = weak_metrics, weak_cosine, weak_metrics.thresholds
-    calibration_data = _merged(eval_ws, labelled.held_out) if labelled else eval_ws
+    calibration_data = _merged(eval_ws, gate) if gate is not None else eval_ws
     int8_metrics = None
     if config.quantize_int8:
         quantized = evaluator_from_bundle(

@@ -243,6 +243,22 @@ def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
     return HeldOut(pairs, sets, strips)
 
 
+def ask_corpus(settings: Settings, organisations: Sequence[Organisation], progress: Progress | None = None,
+               ) -> tuple[dict[str, list[AskedQuestion]], dict[str, np.ndarray]]:
+    """Every question of these organisations through real retrieval (by organisation), and the
+    stored embedding of every chunk met (passage text -> vector, for cosine)."""
+    qa_settings = corpus_settings(settings)
+    ingest_corpus(qa_settings, organisations, progress)
+    collections = [name for org in organisations for name in (kb_collection(org), portal_collection(org))]
+    chunks = stored_chunks(qa_settings, collections)
+    asked: dict[str, list[AskedQuestion]] = {}
+    for n, org in enumerate(organisations, 1):
+        asked[org.id] = ask_organisation(settings, qa_settings, org, chunks, settings.top_k)
+        if progress:
+            progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "retrieve"})
+    return asked, {c.text: c.embedding for items in chunks.values() for c in items}
+
+
 def labelled_data(settings: Settings, progress: Progress | None = None,
                   max_train_orgs: int | None = None) -> LabelledData | None:
     """The corpus's training pairs (train split) and gate (dev split); None when POLICYBOT_CORPUS=off.
@@ -257,19 +273,9 @@ def labelled_data(settings: Settings, progress: Progress | None = None,
     if max_train_orgs is not None:
         kept = {org.id for org in corpus.in_split("train")[:max(1, max_train_orgs)]}
         corpus = Corpus(corpus.root, [org for org in corpus.organisations if org.split != "train" or org.id in kept])
-    organisations = corpus.in_split("train") + corpus.in_split("dev")
-    qa_settings = corpus_settings(settings)
-    ingest_corpus(qa_settings, organisations, progress)
-    collections = [name for org in organisations for name in (kb_collection(org), portal_collection(org))]
-    chunks = stored_chunks(qa_settings, collections)
-    asked: dict[str, list[AskedQuestion]] = {}
-    for n, org in enumerate(organisations, 1):
-        asked[org.id] = ask_organisation(settings, qa_settings, org, chunks, settings.top_k)
-        if progress:
-            progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "retrieve"})
+    asked, embeddings = ask_corpus(settings, corpus.in_split("train") + corpus.in_split("dev"), progress)
     train = [a for org in corpus.in_split("train") for a in asked[org.id]]
     dev = [a for org in corpus.in_split("dev") for a in asked[org.id]]
-    embeddings = {c.text: c.embedding for items in chunks.values() for c in items}
     return LabelledData(
         train_pairs=training_pairs(train),
         held_out=held_out(dev),
