@@ -21,7 +21,7 @@ from ingestion.store import chunk_table
 from policybot import db
 from policybot.calibration import REVIEWS, LabelSources, review_examples
 from policybot.config import Settings
-from policybot.corpus_supervision import CorpusUnavailable, labelled_data
+from policybot.corpus_supervision import CorpusUnavailable, corpus_path, labelled_data
 from policybot.errors import NotFound, UserError
 from policybot.models import Document, EvaluatorVersion
 from policybot.runtime import embed_function, reset_runtime
@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 Activation = Literal["if_better", "always", "never"]
 MIN_CHUNKS = 20  # below this, weak supervision has too few negatives to learn from
 # One train organisation of the corpus per this much budget: each costs about 10 s to ingest the
-# first time and adds about 1,200 pairs; 10 minutes take all 14, the demo's 2 minutes take 3.
+# first time and adds about 1,200 pairs; 10 minutes take all 14, 5 minutes take 7.
 SECONDS_PER_CORPUS_ORG = 40
+# Below this budget the corpus's first-time ingestion and its gate would leave training almost nothing.
+MIN_CORPUS_BUDGET_S = 300
 
 
 class TrainingError(UserError):
@@ -108,17 +110,22 @@ def train_and_register(
     reviewed = with_reviews or with_feedback
     extra = review_pairs(settings, chunks, LabelSources(with_reviews, with_feedback)) if reviewed else []
     started = time.monotonic()
-    try:
-        # The policy-qa corpus, unless POLICYBOT_CORPUS=off; a short budget takes fewer train organisations.
-        labelled = labelled_data(settings, progress, max_train_orgs=int(budget_s // SECONDS_PER_CORPUS_ORG))
-    except (CorpusUnavailable, ServiceError) as error:
-        raise TrainingError(f"{error}") from None
+    labelled = None
+    if budget_s >= MIN_CORPUS_BUDGET_S:
+        try:
+            # The policy-qa corpus, unless POLICYBOT_CORPUS=off; a short budget takes fewer train organisations.
+            labelled = labelled_data(settings, progress, max_train_orgs=int(budget_s // SECONDS_PER_CORPUS_ORG))
+        except (CorpusUnavailable, ServiceError) as error:
+            raise TrainingError(f"{error}") from None
     # Preparing the corpus (ingesting it once per machine, retrieving) comes out of the budget,
     # but training keeps at least half of it.
     budget_s = max(budget_s - (time.monotonic() - started), budget_s / 2)
     settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
     result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress,
                              extra_pairs=extra, seed=seed, labelled=labelled)
+    if budget_s < MIN_CORPUS_BUDGET_S and corpus_path(settings) is not None:
+        result.notes.append(f"trained on weak supervision alone: the policy-qa corpus needs a budget of at least "
+                            f"{MIN_CORPUS_BUDGET_S / 60:.0f} minutes (ingesting it, retrieving, and scoring its gate)")
     thresholds = result.thresholds
     should_activate = activate == "always" or (activate == "if_better" and result.beats_cosine)
     with db.session(settings) as session:
