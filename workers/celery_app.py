@@ -4,9 +4,15 @@ Start a worker with `policybot worker` (or `celery -A workers.celery_app worker 
 
 - At-least-once delivery: `task_acks_late` + `task_reject_on_worker_lost`, prefetch 1, so a
   question whose worker dies is redelivered; the task itself is idempotent (workers/tasks.py).
-- Redis redelivers an unacked message after `visibility_timeout`, which must exceed the
-  longest task: default 3600 s (POLICYBOT_CELERY_VISIBILITY_TIMEOUT to change it; abandoned
-  messages are swept at least every tenth of it).
+  A task whose worker died during MAX_DELIVERIES deliveries (an upload that gets it killed
+  for memory, say) is not run again: it ends the way a failed one does (`delivered_too_often`).
+- Redis redelivers an unacked message `visibility_timeout` seconds after a worker fetched it
+  (POLICYBOT_CELERY_VISIBILITY_TIMEOUT, default 300: an answer whose worker died comes back
+  within minutes; abandoned messages are swept at least every tenth of it). Kombu applies one
+  timeout per connection, to every queue, so `hold_until_due` moves the start of that clock
+  for the messages that legitimately stay unacked longer: a retry waiting for its countdown
+  (up to 30 minutes) from when it is due, an ingest task (up to INGEST_HARD_LIMIT_S) from when
+  its time limit ends it.
 - Models load once per worker *process*, in `worker_process_init` (prefork children and the
   solo pool), never in the parent before fork: importing this module loads no model and
   creates no database engine, and every child drops engines inherited from its parent.
@@ -17,13 +23,17 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
+from functools import lru_cache
+from typing import Any
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+import redis  # noqa: E402
 from celery import Celery  # noqa: E402
-from celery.signals import worker_process_init  # noqa: E402
+from celery.signals import task_received, worker_process_init  # noqa: E402
 from kombu import Queue  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -36,6 +46,12 @@ QUEUES = (ANSWER_QUEUE, INGEST_QUEUE)
 # bounded by POLICYBOT_TRAIN_MINUTES. Time limits are enforced by the prefork pool only.
 ANSWER_SOFT_LIMIT_S, ANSWER_HARD_LIMIT_S = 120, 180
 INGEST_SOFT_LIMIT_S, INGEST_HARD_LIMIT_S = 1500, 1800
+
+# Deliveries of one attempt of a task (its ID and retry number) before it is given up: each
+# delivery past the first means the worker running it died (task_reject_on_worker_lost, or
+# the visibility timeout after a whole worker died).
+MAX_DELIVERIES = 3
+DELIVERY_COUNT_TTL_S = 2 * 24 * 3600  # far longer than MAX_DELIVERIES deliveries can take
 
 
 def visibility_timeout() -> int:
@@ -122,6 +138,56 @@ celery_app.conf.update(
     task_send_sent_event=False,
 )
 app = celery_app  # `celery -A workers.celery_app` finds either name
+
+
+@task_received.connect
+def hold_until_due(request: Any, **_: object) -> None:
+    """In the worker's main process, as it takes a message: start the message's visibility clock
+    when its task is due (a retry's countdown) and, for the ingest queue, only once the task's
+    hard time limit would have ended it. Redis would otherwise hand a retry waiting out its
+    countdown, or a long ingestion, to a second worker after the (answer-sized) visibility
+    timeout. The clock is the message's score in kombu's unacked index; XX: never re-add a
+    message already acknowledged or restored."""
+    message = request.message
+    index = getattr(message.channel, "unacked_index_key", None)
+    if index is None:  # not the Redis transport
+        return
+    now = time.time()
+    due = max(now, request.eta.timestamp()) if request.eta else now
+    if (request.delivery_info or {}).get("routing_key") == INGEST_QUEUE:
+        due += INGEST_HARD_LIMIT_S
+    if due <= now:
+        return  # an answer due now: the plain timeout is the right one
+    try:
+        with message.channel.conn_or_acquire() as client:
+            client.zadd(index, {message.delivery_tag: due}, xx=True)
+    except redis.RedisError as error:  # a second delivery then comes early; tasks are idempotent
+        log.warning("could not hold task %s[%s] until it is due: %s", request.name, request.id, error)
+
+
+@lru_cache(maxsize=4)
+def _broker_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+
+
+def delivered_too_often(task: Any) -> bool:
+    """Count this delivery of the running task's current attempt; True past MAX_DELIVERIES.
+
+    Redis keeps no delivery count, and Celery's `task_retry_on_worker_lost` counts only a pool
+    process lost while its worker lives (not a whole worker killed, whose message Redis restores
+    after the visibility timeout), spends the task's own retries, and ends without telling the
+    asker. So deliveries are counted here, in the broker's Redis, per task ID and retry (a retry
+    is a new attempt). If Redis cannot count, the task runs, as it would have."""
+    request = task.request
+    if request.called_directly or request.is_eager or not request.id:
+        return False  # not delivered by a broker
+    key = f"policybot:deliveries:{request.id}:{request.retries}"
+    try:
+        count, _ = _broker_client(task.app.conf.broker_url).pipeline().incr(key).expire(key, DELIVERY_COUNT_TTL_S).execute()
+    except redis.RedisError as error:
+        log.warning("could not count the deliveries of task %s[%s]: %s", task.name, request.id, error)
+        return False
+    return int(count) > MAX_DELIVERIES
 
 
 @worker_process_init.connect

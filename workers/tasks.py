@@ -14,6 +14,9 @@ Tasks take plain IDs and are idempotent, because delivery is at least once (acks
 - An answer that is ready but that Slack surely did not take (an outage, a rate limit that
   outlasts the retries) is not traded for an apology: its post is retried for about 40
   minutes more (LATER_COUNTDOWNS_S), from the log, before the apology.
+- A task whose worker died during each of its first MAX_DELIVERIES deliveries (killed for
+  memory, say) is not run again: the question gets the apology, the upload or job the usual
+  failure reply, and one error line in the log (`delivered_too_often`).
 
 Test-only hooks (never set them in production; they exist so the end-to-end tests can make
 a worker slow or failing deterministically):
@@ -43,7 +46,9 @@ from workers.celery_app import (
     ANSWER_SOFT_LIMIT_S,
     INGEST_HARD_LIMIT_S,
     INGEST_SOFT_LIMIT_S,
+    MAX_DELIVERIES,
     celery_app,
+    delivered_too_often,
 )
 
 log = logging.getLogger(__name__)
@@ -56,7 +61,7 @@ ANSWER_RETRIES = 2  # three attempts in all
 RATE_LIMITED_RETRIES = 10
 MAX_RETRY_AFTER_S = 300  # a longer Retry-After is waited this long, then tried
 # A reply Slack would not take for now (an apology, or a logged answer) is tried again after
-# these waits (about 40 minutes in all; each under the broker's visibility timeout of an hour).
+# these waits (about 40 minutes in all; the worker holds each retry's message until it is due).
 LATER_COUNTDOWNS_S = (5, 30, 120, 600, 1800)
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
@@ -70,6 +75,19 @@ SLACK_PERMANENT_ERRORS = SLACK_CHANNEL_ERRORS | SLACK_TOKEN_ERRORS
 # docs), so the message may be posted.
 SLACK_SERVER_ERRORS = frozenset({"service_unavailable", "request_timeout"})
 MAX_CONTEXT_QUESTIONS = 3  # a chain of follow-ups reaches back at most this far
+
+
+class DeliveredTooOften(RuntimeError):
+    """The task's worker died during each of its first MAX_DELIVERIES deliveries."""
+
+    def __init__(self) -> None:
+        super().__init__(f"its worker stopped during each of {MAX_DELIVERIES} tries (killed, perhaps for "
+                         "memory); not tried again")
+
+
+def _log_given_up(task, what: str) -> None:  # type: ignore[no-untyped-def]
+    log.error("%s: the worker running task %s[%s] stopped during each of its %s deliveries; not running it again",
+              what, task.name, task.request.id, MAX_DELIVERIES)
 
 
 def _settings():  # -> Settings
@@ -114,10 +132,10 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
     from bot.app import web_client
     from bot.askers import SLACK_USERS
     from bot.listeners import clear_progress
-    from bot.recovery import apologise
-    from policybot.answering import answer_question, get_question, mark_failed, mark_posted, question_lock
+    from policybot.answering import answer_question, get_question, mark_posted, question_lock
 
     settings = _settings()
+    too_often = delivered_too_often(self)
     row = get_question(settings, question_id)
     if row is None:
         log.warning("question %s does not exist; nothing to answer", question_id)
@@ -136,6 +154,9 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
         # The answer's post is retried by Celery after Retry-After, not slept on inside the task.
         poster = web_client(settings, wait_out_rate_limits=False)
         attempt = self.request.retries + 1
+        if too_often:
+            _log_given_up(self, f"question {question_id} (ref {row.reference})")
+            return _fail_question(settings, poster, row, DeliveredTooOften())
         try:
             if row.status != "answered":
                 log.info("answering question %s (ref %s), attempt %s", question_id, row.reference, attempt)
@@ -158,19 +179,27 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
                             question_id, row.reference, attempt, retry.countdown, describe_error(error))
                 raise self.retry(exc=error, countdown=retry.countdown, kwargs={"waited_later": retry.waited_later},
                                  max_retries=self.request.retries + 1) from None
-            # Slack's answer will not change for these: apologising in the same place only
-            # fails again. The answer stays in the log for admins.
-            final = slack_error_of(error) in SLACK_PERMANENT_ERRORS
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
-            mark_failed(settings, question_id, error)
-            if not final and apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
-                _apologise_later(question_id)
-            return "failed"
+            return _fail_question(settings, poster, row, error)
         mark_posted(settings, question_id, str(posted["ts"]))
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
         log.info("question %s (ref %s) answered in %s, ts %s", question_id, row.reference, row.channel, posted["ts"])
         return "posted"
+
+
+def _fail_question(settings, poster, row, error: BaseException) -> str:  # type: ignore[no-untyped-def]
+    """A question given up: the log row says failed, and the asker gets the apology."""
+    from bot.recovery import apologise
+    from policybot.answering import mark_failed
+
+    mark_failed(settings, row.id, error)
+    # Slack's answer will not change for these: apologising in the same place only fails
+    # again. The answer stays in the log for admins.
+    final = slack_error_of(error) in SLACK_PERMANENT_ERRORS
+    if not final and apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
+        _apologise_later(row.id)
+    return "failed"
 
 
 def slack_error_of(error: BaseException) -> str | None:
@@ -237,6 +266,9 @@ def apologise_task(self, question_id: int) -> str:  # type: ignore[no-untyped-de
     from policybot.answering import get_question, question_lock
 
     settings = _settings()
+    if delivered_too_often(self):  # the question is marked failed already
+        _log_given_up(self, f"the apology for question {question_id}")
+        return "gave up"
     with question_lock(settings, question_id) as locked:
         row = get_question(settings, question_id)
         if row is None or row.answer_ts:
@@ -322,6 +354,7 @@ def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str,
     from bot.listeners import clear_progress
 
     settings = _settings()
+    too_often = delivered_too_often(self)
     claim = state.get_claim(settings, claim_id)
     if claim is not None and claim.reply_ts:
         return "already replied"
@@ -329,13 +362,17 @@ def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str,
     if user not in settings.admins:  # checked by the listener too; the worker does not trust the queue
         client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_refused_message())
         return "refused"
-    try:
-        lines, ok = _ingest_uploads(client, settings, file_ids)
-    except Exception as error:
-        if self.request.retries < self.max_retries:
-            raise self.retry(exc=error, countdown=RETRY_COUNTDOWNS_S[self.request.retries]) from None
-        log.error("ingesting upload %s failed: %s", claim_id, describe_error(error), exc_info=True)
-        lines, ok = [f"ingestion failed: {describe_error(error)}"], False
+    if too_often:
+        _log_given_up(self, f"upload {claim_id}")
+        lines, ok = [f"ingestion failed: {DeliveredTooOften()}"], False
+    else:
+        try:
+            lines, ok = _ingest_uploads(client, settings, file_ids)
+        except Exception as error:
+            if self.request.retries < self.max_retries:
+                raise self.retry(exc=error, countdown=RETRY_COUNTDOWNS_S[self.request.retries]) from None
+            log.error("ingesting upload %s failed: %s", claim_id, describe_error(error), exc_info=True)
+            lines, ok = [f"ingestion failed: {describe_error(error)}"], False
     posted = client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_result_message(lines, ok))
     state.set_reply_ts(settings, claim_id, str(posted["ts"]))
     message_ts = claim.message_ts if claim is not None else None
@@ -393,10 +430,11 @@ def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
 MAX_TRAIN_MINUTES = (INGEST_SOFT_LIMIT_S - 60) / 60
 
 
-@celery_app.task(name="policybot.train_evaluator", soft_time_limit=INGEST_SOFT_LIMIT_S,
+@celery_app.task(bind=True, name="policybot.train_evaluator", soft_time_limit=INGEST_SOFT_LIMIT_S,
                  time_limit=INGEST_HARD_LIMIT_S)
-def train_evaluator_task(minutes: float | None = None, activate: str = "if_better", job_id: int | None = None,
-                         with_reviews: bool = False, with_feedback: bool = False) -> dict[str, Any]:
+def train_evaluator_task(self, minutes: float | None = None, activate: str = "if_better",  # type: ignore[no-untyped-def]
+                         job_id: int | None = None, with_reviews: bool = False,
+                         with_feedback: bool = False) -> dict[str, Any]:
     """Train an evaluator on the ingest queue (activated only if it beats cosine, unless told otherwise),
     optionally also on admins' reviews and askers' votes (as `policybot evaluator train --with-...`).
 
@@ -409,6 +447,11 @@ def train_evaluator_task(minutes: float | None = None, activate: str = "if_bette
     from policybot.evaluators import active_version, train_and_register
 
     settings = _settings()
+    if delivered_too_often(self):
+        _log_given_up(self, "training" + (f" job {job_id}" if job_id is not None else ""))
+        if job_id is not None:
+            jobs.fail_job(settings, job_id, str(DeliveredTooOften()))
+        return {"error": str(DeliveredTooOften())}
     budget_minutes = min(minutes or settings.train_minutes, MAX_TRAIN_MINUTES)
     progress = None
     if job_id is not None:
@@ -449,12 +492,17 @@ def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     from policybot.errors import UserError
 
     settings = _settings()
+    too_often = delivered_too_often(self)
     job = jobs.get_job(settings, job_id)
     if job is None:
         log.warning("ingest job %s does not exist", job_id)
         return "missing"
     if job["status"] in ("done", "failed"):
         return "already finished"  # a redelivery after the job completed
+    if too_often:
+        _log_given_up(self, f"ingest job {job_id}")
+        jobs.fail_job(settings, job_id, str(DeliveredTooOften()))
+        return "failed"
     params = job["params"]
     paths = [Path(p) for p in params.get("paths", [])]
     total = len(paths)
