@@ -451,13 +451,15 @@ def misses(settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, 
     - topics: the keywords a fallback would have been sent (redacted).
     """
     from crag.redaction import keyword_query, redact
+    from policybot.vocabulary import organisation_vocabulary
 
+    vocabulary = organisation_vocabulary(settings)  # as the fallback rewrite reads them
     documents: Counter[str] = Counter()
     topics: Counter[str] = Counter()
     for question, scores in _misses(settings, since):
         kb = [s for s in scores or [] if s.get("origin", "kb") == "kb" and s.get("document")]
         if kb:
             documents[max(kb, key=lambda s: s.get("score", 0.0))["document"]] += 1
-        for word in set(keyword_query(redact(question)).split()):
+        for word in set(keyword_query(redact(question), vocabulary=vocabulary).split()):
             topics[word] += 1
     return documents.most_common(limit), topics.most_common(limit)

@@ -14,20 +14,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
 from crag.fallback import HttpFallbackSource, HttpSourceConfig
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
-from crag.redaction import document_vocabulary
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding
 from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
-from ingestion.store import chunk_table
 from policybot import db
 from policybot.config import Settings
 from policybot.errors import UserError
 from policybot.generator import openai_generator
+from policybot.vocabulary import organisation_vocabulary
 from policybot.models import Document, EvaluatorVersion, FallbackSourceRow
 
 log = logging.getLogger(__name__)
@@ -143,35 +142,6 @@ def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSo
         elif row.kind == "http" and row.url:
             sources.append(HttpFallbackSource(http_source_config(row)))
     return sources
-
-
-# Per database engine: (the documents' stamp, the vocabulary read then).
-_vocabularies: dict[object, tuple[tuple[object, ...], frozenset[str]]] = {}
-_vocabulary_lock = threading.Lock()
-
-
-def organisation_vocabulary(settings: Settings) -> frozenset[str]:
-    """The words the indexed documents use, which the fallback keyword rewrite may send.
-
-    Read from the chunk store once per process, and again only after documents were added,
-    updated or removed: each call costs one small query on the documents table, not a scan.
-    """
-    with db.session(settings) as session:
-        stamp = tuple(session.execute(
-            select(func.count(), func.max(Document.ingested_at), func.sum(Document.version))
-            .where(Document.deleted.is_(False))
-        ).one())
-    key = db.engine(settings)
-    with _vocabulary_lock:
-        cached = _vocabularies.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        table = chunk_table(settings.embed_dim)
-        with db.session(settings) as session:
-            texts = session.execute(select(table.c.text).execution_options(yield_per=1000)).scalars()
-            vocabulary = document_vocabulary(texts)
-        _vocabularies[key] = (stamp, vocabulary)
-        return vocabulary
 
 
 def http_source_config(row: FallbackSourceRow) -> HttpSourceConfig:

@@ -276,7 +276,8 @@ def test_the_runtime_sends_words_of_the_indexed_documents_and_follows_their_chan
     from ingestion.ingest import ingest_paths, remove_document
     from policybot import db
     from policybot.models import Document
-    from policybot.runtime import fallback_preview, organisation_vocabulary
+    from policybot.runtime import fallback_preview
+    from policybot.vocabulary import organisation_vocabulary
 
     question = "Is zymurgy allowed at the office party?"  # "zymurgy" is no common English (Zipf 0)
     assert "zymurgy" not in fallback_preview(settings, question).keywords.split()
