@@ -231,9 +231,15 @@ def _heading_matches(label: str, heading: str) -> bool:
     wanted, found = normalise(label), normalise(heading)
     if wanted == found:
         return True
-    bare_found = _NUMBERING.sub("", found, count=1) if re.match(r"^[\d§]|^(section|part|article)\b", found) else found
-    bare_wanted = _NUMBERING.sub("", wanted, count=1) if re.match(r"^[\d§]|^(section|part|article)\b", wanted) else wanted
-    return bool(bare_wanted) and bare_wanted == bare_found
+    bare_wanted = _without_numbering(wanted)
+    return bool(bare_wanted) and bare_wanted == _without_numbering(found)
+
+
+def _without_numbering(heading: str) -> str:
+    """"4.2 carry-over" and "section 4: carry-over" as "carry-over"; other headings as they are."""
+    if re.match(r"^[\d§]|^(section|part|article)\b", heading):
+        return _NUMBERING.sub("", heading, count=1)
+    return heading
 
 
 def section_matches(section: str, heading_path: Sequence[str]) -> bool:

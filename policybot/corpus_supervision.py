@@ -20,17 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from sqlalchemy import select
 
 from crag.followups import continues_earlier
-from crag.training import HeldOut, LabelledData
+from crag.training import HeldOut, LabelledData, Progress
 from crag.weak_supervision import CandidateSet, Pair, StripExample, split_strips
 from ingestion import embedding
 from ingestion.chunking import HEADING_SEPARATOR
@@ -51,9 +49,6 @@ from policybot.corpus import (
 from policybot.errors import UserError
 from policybot.models import Document
 
-log = logging.getLogger(__name__)
-
-Progress = Callable[[dict[str, Any]], None]
 HARD_NEGATIVES = {"kb": 3, "fallback": 3, "none-on-topic": 4, "none-off-topic": 2}
 CACHE_VERSION = 1
 
