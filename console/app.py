@@ -446,7 +446,7 @@ class Console:
 
         form = request.state.form
         collection = self._form_value(request, "collection") or self.settings.default_collection
-        validate_collection(collection)  # IngestError and ManageError are UserErrors: view answers 400
+        validate_collection(collection)  # InvalidName and ManageError are UserErrors: view answers 400
         channels = manage.parse_channels(self._form_value(request, "channels"))
         uploads = [item for item in form.getlist("files") if isinstance(item, UploadFile) and item.filename]
         if not uploads:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import getpass
+import logging
 import sys
 from typing import Annotated
 
 import typer
+
+from console.auth import hash_password as make_hash
 
 console_app = typer.Typer(help="The admin web console (activity, health, documents, sources, evaluator).",
                           invoke_without_command=True)
@@ -21,10 +24,8 @@ def console(
     """Serve the admin console at http://HOST:PORT/admin (sign in with POLICYBOT_CONSOLE_USERS)."""
     if ctx.invoked_subcommand is not None:
         return
-    import logging
-
-    from console.app import PREFIX, serve
-    from policybot import cli
+    from console.app import PREFIX, serve  # Starlette, uvicorn and SQLAlchemy: only to serve the console
+    from policybot import cli  # circular at import time: policybot/cli.py registers these commands at its end
 
     settings = cli._settings()
     if not settings.console_accounts:
@@ -39,8 +40,7 @@ def hash_password(
     user: Annotated[str, typer.Option("--user", help="Sign-in name to print with the hash.")] = "admin",
 ) -> None:
     """Read a password (twice, not echoed; or one line from a pipe) and print a POLICYBOT_CONSOLE_USERS entry."""
-    from console.auth import hash_password as make_hash
-    from policybot import cli
+    from policybot import cli  # circular at import time: policybot/cli.py registers these commands at its end
 
     if ":" in user or "," in user or not user.strip():
         cli._fail("the user name may not be empty or contain ':' or ','", 1)

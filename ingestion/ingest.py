@@ -22,8 +22,8 @@ from ingestion.chunking import chunk_markdown, word_piece_counter
 from ingestion.loaders import SUPPORTED_SUFFIXES, LoadError, load_document
 from policybot import db
 from policybot.config import Settings
-from policybot.errors import UserError
 from policybot.models import Document
+from policybot.names import validate_collection
 
 # skipped: the same content is already in the collection from another file (a copy would
 # double every citation and every weak-supervision pair).
@@ -95,10 +95,6 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
-class IngestError(UserError):
-    """The batch could not run at all (bad collection name, missing path, model mismatch)."""
-
-
 def collect_files(paths: Sequence[Path]) -> tuple[list[Path], list[FileResult]]:
     """Files to ingest (folders walked recursively, hidden entries skipped) and paths that do not exist."""
     files: list[Path] = []
@@ -151,14 +147,6 @@ def ingest_paths(
         report.files.extend(_prune(settings, collection, folders, seen))
     report.seconds = time.perf_counter() - started
     return report
-
-
-def validate_collection(name: str) -> str:
-    import re
-
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,62}", name):
-        raise IngestError(f"invalid collection name {name!r}: use lowercase letters, digits, '-' and '_'")
-    return name
 
 
 def _ingest_file(

@@ -8,7 +8,6 @@ into SQL.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,10 +23,9 @@ from llama_index.core.vector_stores.types import (
 from crag.types import Origin, Passage
 from ingestion import embedding, store
 from policybot.config import Settings
+from policybot.names import CHANNEL_ID, COLLECTION_NAME
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant
-_SAFE_COLLECTION = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
-SAFE_CHANNEL = re.compile(r"[A-Z0-9]{1,24}")
 
 
 _vector_stores: dict[str, object] = {}
@@ -53,11 +51,11 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) ->
 def access_filters(collections: Sequence[str], channel: str | None) -> MetadataFilters:
     """Restrict to the given collections and to documents the asker's channel may see."""
     for name in collections:
-        if not _SAFE_COLLECTION.fullmatch(name):
+        if not COLLECTION_NAME.fullmatch(name):
             raise ValueError(f"invalid collection name {name!r}")
     visible = [store.PUBLIC_ACL]
     if channel:
-        if not SAFE_CHANNEL.fullmatch(channel):
+        if not CHANNEL_ID.fullmatch(channel):
             raise ValueError(f"invalid Slack channel ID {channel!r}")
         visible.append(channel)
     return MetadataFilters(

@@ -2,6 +2,10 @@
 
 Commands map one-to-one to what people do: start the stack, ingest documents, list
 them, ask a question, train the evaluator, register fallback sources, review logs.
+
+Importing this module loads no database driver, model or LlamaIndex: `--help` and bad input
+answer at once (tests/test_cli_startup.py counts the modules). Commands check their input
+first and import the heavy parts they need after that, each import with a comment saying why.
 """
 
 from __future__ import annotations
@@ -10,15 +14,28 @@ import json
 import logging
 import os
 import sys
+import warnings
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional, get_args
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, get_args
 
 import typer
 from rich.console import Console
+from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-import warnings
+from policybot.cli_progress import TrainingProgress
+from policybot.config import ConfigError, Settings, get_settings
+from policybot.errors import UserError
+from policybot.names import CHANNEL_ID, CHANNEL_ID_HINT, InvalidName, parse_channels, validate_collection
+from policybot.wording import describe_action
+
+if TYPE_CHECKING:
+    from crag.types import Answer
+    from ingestion.ingest import IngestReport
+    from policybot.models import Document
+    from policybot.services import ServiceStatus
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -39,17 +56,15 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 errors = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 
-def _settings():  # -> Settings
-    from policybot.config import ConfigError, get_settings
-
+def _settings() -> Settings:
     try:
         return get_settings()
     except ConfigError as error:
         _fail(str(error))
 
 
-def _fail(message: str, code: int = 2) -> None:
-    errors.print(f"[bold red]error:[/] {message}", highlight=False)
+def _fail(message: str, code: int = 2) -> NoReturn:
+    errors.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -62,15 +77,13 @@ def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debu
 
 def run() -> None:
     """Console-script entry point: known failures become one clear line, not a traceback."""
-    from policybot.errors import UserError
-
     try:
         app()
     except UserError as error:
-        errors.print(f"[bold red]error:[/] {error}", highlight=False)
+        errors.print(f"[bold red]error:[/] {error}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except Exception as error:
-        import sqlalchemy.exc
+        import sqlalchemy.exc  # SQLAlchemy: only after a command failed, to name a database that cannot be reached
 
         if isinstance(error, sqlalchemy.exc.OperationalError):
             errors.print(f"[bold red]error:[/] cannot reach the database: {error.orig}", highlight=False)
@@ -84,7 +97,7 @@ def run() -> None:
 @services_app.command("up")
 def services_up() -> None:
     """Start the embedded services (nothing starts for DATABASE_URL / REDIS_URL)."""
-    from policybot import services
+    from policybot import services  # the embedded servers' wiring and the Redis client: only where services are used
 
     _print_status(services.services_up(_settings()))
 
@@ -92,7 +105,7 @@ def services_up() -> None:
 @services_app.command("down")
 def services_down() -> None:
     """Stop the embedded services; their data stays under POLICYBOT_HOME."""
-    from policybot import services
+    from policybot import services  # the embedded servers' wiring and the Redis client: only where services are used
 
     stopped = services.services_down(_settings())
     console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
@@ -101,7 +114,7 @@ def services_down() -> None:
 @services_app.command("status")
 def services_status() -> None:
     """Show whether each service is running and where."""
-    from policybot import services
+    from policybot import services  # the embedded servers' wiring and the Redis client: only where services are used
 
     statuses = services.services_status(_settings())
     _print_status(statuses)
@@ -109,7 +122,7 @@ def services_status() -> None:
         raise typer.Exit(1)
 
 
-def _print_status(statuses) -> None:  # type: ignore[no-untyped-def]
+def _print_status(statuses: list[ServiceStatus]) -> None:
     table = Table("service", "mode", "running", "where")
     for status in statuses:
         table.add_row(status.name, status.mode, "yes" if status.running else "[red]no[/]", status.url or status.detail)
@@ -122,7 +135,7 @@ def _print_status(statuses) -> None:  # type: ignore[no-untyped-def]
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply pending schema migrations (a no-op when up to date)."""
-    from policybot import db
+    from policybot import db  # SQLAlchemy and Alembic: only for commands that read or write the database
 
     settings = _settings()
     engine = db.engine(settings)  # first use already upgrades; report what is there
@@ -136,16 +149,23 @@ def db_upgrade() -> None:
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Collection name [default: policies].")] = None,
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Collection name.", show_default="POLICYBOT_COLLECTION or policies")] = None,
     prune: Annotated[bool, typer.Option("--prune", help="Remove documents that disappeared from the given folders.")] = False,
     channels: Annotated[Optional[str], typer.Option("--channels", help="Restrict to these Slack channel IDs (comma-separated).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
 ) -> None:
     """Ingest Markdown, text, HTML, PDF and DOCX policy files."""
-    from ingestion.ingest import ingest_paths
-
     settings = _settings()
-    access = [part.strip() for part in channels.split(",") if part.strip()] if channels is not None else None
+    missing = [str(path) for path in paths if not path.expanduser().exists()]
+    if missing:
+        _fail(f"no such file or folder: {', '.join(missing)} (nothing was ingested)", 1)
+    try:
+        collection = validate_collection(collection or settings.default_collection)
+        access = parse_channels(channels) if channels is not None else None
+    except InvalidName as error:
+        _fail(str(error), 1)
+    from ingestion.ingest import ingest_paths  # the embedding model, torch and LlamaIndex: only once the input is good
+
     if as_json:
         report = ingest_paths(settings, paths, collection, prune, access)
         print(json.dumps(report.as_json()))
@@ -173,8 +193,8 @@ def ingest(
         raise typer.Exit(1)
 
 
-def _print_ingest_report(report) -> None:  # type: ignore[no-untyped-def]
-    from ingestion.ingest import FileStatus
+def _print_ingest_report(report: IngestReport) -> None:
+    from ingestion.ingest import FileStatus  # already loaded: the ingest that made the report imported it
     colours = {"added": "green", "updated": "cyan", "unchanged": "dim", "skipped": "yellow", "removed": "yellow", "failed": "red"}
     table = Table("document", "status", "chunks", "detail", title=f"collection: {report.collection}")
     table.columns[0].no_wrap = True
@@ -188,19 +208,25 @@ def _print_ingest_report(report) -> None:  # type: ignore[no-untyped-def]
 
 # ---------------------------------------------------------------------- docs
 
+# Options several commands share, so they read the same in every `--help`.
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+DocumentRef = Annotated[str, typer.Argument(help="Document id or file name.")]
+DocumentCollection = Annotated[Optional[str], typer.Option(
+    "--collection", "-c", help="The document's collection, when the file name is in several.")]
+
 
 @docs_app.command("list")
 def docs_list(
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
+    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Only this collection.", show_default="all")] = None,
     include_deleted: Annotated[bool, typer.Option("--deleted", help="Also show removed documents.")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """List ingested documents with their chunk counts."""
-    from policybot.manage import list_documents
+    from policybot.manage import document_json, list_documents  # SQLAlchemy: reads the database
 
     documents = list_documents(_settings(), collection, include_deleted)
     if as_json:
-        print(json.dumps([_document_json(d) for d in documents]))
+        print(json.dumps([document_json(d) for d in documents]))
         return
     table = Table("id", "document", "collection", "chunks", "version", "ingested", "access")
     table.columns[1].no_wrap = True
@@ -214,22 +240,18 @@ def docs_list(
     console.print(f"{len(documents)} documents")
 
 
-def _document_json(document) -> dict:  # type: ignore[no-untyped-def]
-    from policybot.manage import document_json
+def _find_document(settings: Settings, ref: str, collection: Optional[str]) -> Document:
+    from sqlalchemy import select  # SQLAlchemy: reads the database
 
-    return document_json(document)
-
-
-def _find_document(session, ref: str, collection: Optional[str]):  # type: ignore[no-untyped-def]
-    from sqlalchemy import select
-
-    from policybot.models import Document
+    from policybot import db  # SQLAlchemy and Alembic: reads the database
+    from policybot.models import Document  # SQLAlchemy: the table
 
     query = select(Document).where(Document.deleted.is_(False))
     query = query.where(Document.id == int(ref)) if ref.isdigit() else query.where(Document.name == ref)
     if collection:
         query = query.where(Document.collection == collection)
-    matches = session.execute(query).scalars().all()
+    with db.session(settings) as session:
+        matches = session.execute(query).scalars().all()
     if not matches:
         _fail(f"no document {ref!r}" + (f" in collection {collection!r}" if collection else ""), 1)
     if len(matches) > 1:
@@ -238,21 +260,18 @@ def _find_document(session, ref: str, collection: Optional[str]):  # type: ignor
 
 
 @docs_app.command("show")
-def docs_show(
-    ref: Annotated[str, typer.Argument(help="Document id or file name.")],
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
+def docs_show(ref: DocumentRef, collection: DocumentCollection = None, as_json: AsJson = False) -> None:
     """Show a document and its chunks."""
-    from ingestion import store
-    from policybot import db
+    from ingestion import store  # LlamaIndex's vector store holds the chunks
+    from policybot import db  # SQLAlchemy and Alembic: reads the database
+    from policybot.manage import document_json  # SQLAlchemy: reads the database
 
     settings = _settings()
+    document = _find_document(settings, ref, collection)
     with db.session(settings) as session:
-        document = _find_document(session, ref, collection)
         chunks = store.chunk_texts(session, document.id)
     if as_json:
-        info = _document_json(document)
+        info = document_json(document)
         info["chunk_texts"] = [{"section": s, "text": t, "position": p} for s, t, p in chunks]
         print(json.dumps(info))
         return
@@ -265,36 +284,32 @@ def docs_show(
 
 
 @docs_app.command("remove")
-def docs_remove(
-    ref: Annotated[str, typer.Argument(help="Document id or file name.")],
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
-) -> None:
+def docs_remove(ref: DocumentRef, collection: DocumentCollection = None) -> None:
     """Remove a document from search."""
-    from ingestion.ingest import remove_document
-    from policybot import db
+    from ingestion.ingest import remove_document  # LlamaIndex's vector store holds the chunks
 
     settings = _settings()
-    with db.session(settings) as session:
-        document = _find_document(session, ref, collection)
+    document = _find_document(settings, ref, collection)
     remove_document(settings, document.id)
     console.print(f"removed {document.name} from {document.collection}")
 
 
 @docs_app.command("access")
 def docs_access(
-    ref: Annotated[str, typer.Argument(help="Document id or file name.")],
+    ref: DocumentRef,
     channels: Annotated[str, typer.Option("--channels", help="Comma-separated Slack channel IDs; empty for everyone.")],
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c")] = None,
+    collection: DocumentCollection = None,
 ) -> None:
     """Restrict a document to askers in the given Slack channels."""
-    from policybot import db
-    from policybot.manage import ManageError, parse_channels, set_document_access
-
-    settings = _settings()
     try:
         allowed = parse_channels(channels)
-        with db.session(settings) as session:
-            document = _find_document(session, ref, collection)
+    except InvalidName as error:
+        _fail(str(error), 1)
+    from policybot.manage import ManageError, set_document_access  # SQLAlchemy: writes the database
+
+    settings = _settings()
+    document = _find_document(settings, ref, collection)
+    try:
         document = set_document_access(settings, document.id, allowed)
     except ManageError as error:
         _fail(str(error), 1)
@@ -315,46 +330,58 @@ DEMO_QUESTIONS = [
 
 @app.command()
 def demo(
-    train_minutes: Annotated[float, typer.Option("--train-minutes", help="Evaluator training budget when none exists yet.")] = 2.0,
+    train_minutes: Annotated[float, typer.Option("--train-minutes", min=0.1, help="Evaluator training budget when none exists yet.")] = 2.0,
     slack: Annotated[bool, typer.Option("--slack/--no-slack", help="Run the local Slack loop (fake Slack, Bolt app, worker).")] = True,
 ) -> None:
-    """Run the whole local loop on the embedded stack with the sample policies."""
-    from sqlalchemy import select
+    """Run the whole local loop on the embedded stack with the sample policies; the services keep running after it."""
+    from sqlalchemy import select  # SQLAlchemy: writes the database
 
-    from policybot import db, evaluators, services
-    from policybot.models import FallbackSourceRow
+    from policybot import db, evaluators, services  # SQLAlchemy, torch, the embedded servers: the demo uses them all
+    from policybot.models import FallbackSourceRow  # SQLAlchemy: the table
 
     settings = _settings()
     console.rule("[bold]1. local stack")
     _print_status(services.services_up(settings))
-    console.rule("[bold]2. sample policies (knowledge base)")
-    ingest([SAMPLES_DIR / "policies"], collection=settings.default_collection, prune=True, channels=None, as_json=False)
-    console.rule("[bold]3. HR portal export (allow-listed fallback collection)")
-    ingest([SAMPLES_DIR / "hr-portal"], collection="hr-portal", prune=True, channels=None, as_json=False)
-    with db.session(settings) as session:
-        if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
-            session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
-    fallback_list(as_json=False)
-    console.rule("[bold]4. what is in the knowledge base")
-    docs_list(collection=None, include_deleted=False, as_json=False)
-    console.rule("[bold]5. T5 retrieval evaluator")
-    active = evaluators.active_version(settings)
-    if active is not None:
-        console.print(f"reusing active evaluator {active.version} (`policybot evaluator train` makes a new one)")
-    elif evaluators.list_versions(settings):
-        console.print("an evaluator was trained before but did not beat cosine similarity, so answers use cosine "
-                      "(`policybot evaluator train --minutes 10` for a longer run)")
-    else:
-        evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
-    if slack:
-        from bot.demo import run_local_slack_loop
+    try:
+        console.rule("[bold]2. sample policies (knowledge base)")
+        ingest([SAMPLES_DIR / "policies"], collection=settings.default_collection, prune=True, channels=None, as_json=False)
+        console.rule("[bold]3. HR portal export (allow-listed fallback collection)")
+        ingest([SAMPLES_DIR / "hr-portal"], collection="hr-portal", prune=True, channels=None, as_json=False)
+        with db.session(settings) as session:
+            if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
+                session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
+        fallback_list(as_json=False)
+        console.rule("[bold]4. what is in the knowledge base")
+        docs_list(collection=None, include_deleted=False, as_json=False)
+        console.rule("[bold]5. T5 retrieval evaluator")
+        active = evaluators.active_version(settings)
+        if active is not None:
+            console.print(f"reusing active evaluator {active.version} (`policybot evaluator train` makes a new one)")
+        elif evaluators.list_versions(settings):
+            console.print("evaluators are stored but none is active (none beat cosine similarity, or `evaluator activate "
+                          "cosine` chose it), so answers use cosine (`policybot evaluator list` shows them)")
+        else:
+            evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
+        if slack:
+            from bot.demo import run_local_slack_loop  # Slack Bolt, uvicorn and a Celery worker process
 
-        console.rule("[bold]6. questions through the local Slack loop")
-        run_local_slack_loop(settings, console, DEMO_QUESTIONS)
-    else:
-        console.rule("[bold]6. questions")
-        for question in DEMO_QUESTIONS:
-            ask(question, as_json=False, channel=None)
+            console.rule("[bold]6. questions through the local Slack loop")
+            run_local_slack_loop(settings, console, DEMO_QUESTIONS)
+        else:
+            console.rule("[bold]6. questions")
+            for question in DEMO_QUESTIONS:
+                ask(question, as_json=False, channel=None)
+    finally:
+        _say_services_still_run(services.services_status(settings))
+
+
+def _say_services_still_run(statuses: list[ServiceStatus]) -> None:
+    """The demo leaves its embedded services up for the commands people try next; say so, and how to stop them."""
+    running = [status for status in statuses if status.mode == "embedded" and status.running]
+    if running:
+        where = ", ".join(f"{status.name} ({status.detail})" for status in running)
+        console.print(f"\n[bold]still running:[/] the embedded {where}. `policybot services down` stops them; "
+                      "their data stays, and the next command that needs them starts them again.", highlight=False)
 
 
 # ----------------------------------------------------------------------- ask
@@ -364,18 +391,22 @@ def demo(
 def ask(
     question: Annotated[str, typer.Argument(help="The question, or '-' to read one question per line from stdin.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per question.")] = False,
-    channel: Annotated[Optional[str], typer.Option("--channel", help="Ask as if from this Slack channel (access lists).")] = None,
+    channel: Annotated[Optional[str], typer.Option("--channel", help="Ask as if from this Slack channel, by ID "
+                                                   "(e.g. C012ABC3DE): documents restricted to it become visible.")] = None,
 ) -> None:
     """Answer a question with the full CRAG pipeline, in this process."""
-    from policybot import answering, db
-    from policybot.runtime import get_runtime
-
     settings = _settings()
     from_stdin = question == "-"
     if not from_stdin:  # refuse before loading any model
         refusal = _question_refusal(question.strip(), settings.max_question_chars)
         if refusal:
             _fail(refusal, 1)
+    channel = (channel or "").strip() or None
+    if channel is not None and not CHANNEL_ID.fullmatch(channel):
+        _fail(f"--channel takes a Slack channel ID, not {channel!r} ({CHANNEL_ID_HINT})", 1)
+    from policybot import answering, db  # SQLAlchemy and the CRAG pipeline: only for a question that can be asked
+    from policybot.runtime import get_runtime  # torch, transformers and LlamaIndex: loads the models
+
     runtime = get_runtime(settings)
     if runtime.loaded.is_cosine and not as_json:
         errors.print(f"[yellow]note:[/] using {runtime.loaded.description}")
@@ -409,11 +440,7 @@ def _question_refusal(text: str, max_chars: int) -> str | None:
     return None
 
 
-def _print_answer(answer) -> None:  # type: ignore[no-untyped-def]
-    from rich.panel import Panel
-
-    from policybot.wording import describe_action
-
+def _print_answer(answer: Answer) -> None:
     action = describe_action(answer.action.value, answer.found, answer.sources_used)
     console.print(Panel(answer.text, title=answer.question[:80], subtitle=f"{action} · {answer.action.value}", expand=False))
     for citation in answer.citations:
@@ -435,8 +462,8 @@ def fallback_add(
     name: Annotated[str, typer.Argument(help="Source name shown in answers, e.g. 'HR portal'.")],
     collection: Annotated[Optional[str], typer.Option("--collection", help="A separately ingested collection.")] = None,
     url: Annotated[Optional[str], typer.Option("--url", help="Base URL of an internal JSON search API.")] = None,
-    field_map: Annotated[Optional[str], typer.Option("--field-map", help="e.g. results=hits,title=hits[].name,url=hits[].link,text=hits[].body")] = None,
-    query_template: Annotated[Optional[str], typer.Option("--query-template", help="Default '{url}?q={keywords}&limit={n}'.")] = None,
+    field_map: Annotated[Optional[str], typer.Option("--field-map", help="Where the API's JSON keeps results and their fields, e.g. results=hits,title=hits[].name,url=hits[].link,text=hits[].body")] = None,
+    query_template: Annotated[Optional[str], typer.Option("--query-template", help="How to build the search URL.", show_default="{url}?q={keywords}&limit={n}")] = None,
     allowed_hosts: Annotated[Optional[str], typer.Option("--allowed-hosts", help="Extra hosts redirects may go to (comma-separated).")] = None,
     allow_private: Annotated[bool, typer.Option("--allow-private", help="Allow private/loopback addresses (intranet hosts).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 3.0,
@@ -444,7 +471,7 @@ def fallback_add(
     open_web: Annotated[bool, typer.Option("--open-web", help="Mark as an open-web source (never used for policy questions).")] = False,
 ) -> None:
     """Allow-list a fallback source: a collection or an HTTP search API."""
-    from policybot.manage import ManageError, add_fallback_source
+    from policybot.manage import ManageError, add_fallback_source  # SQLAlchemy: writes the database
 
     try:
         add_fallback_source(_settings(), name, collection=collection, url=url, field_map=field_map,
@@ -456,9 +483,9 @@ def fallback_add(
 
 
 @fallback_app.command("list")
-def fallback_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def fallback_list(as_json: AsJson = False) -> None:
     """List the allow-listed fallback sources."""
-    from policybot.manage import fallback_source_json, list_fallback_sources
+    from policybot.manage import fallback_source_json, list_fallback_sources  # SQLAlchemy: reads the database
 
     rows = list_fallback_sources(_settings())
     if as_json:
@@ -471,9 +498,9 @@ def fallback_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> N
 
 
 @fallback_app.command("remove")
-def fallback_remove(name: Annotated[str, typer.Argument()]) -> None:
+def fallback_remove(name: Annotated[str, typer.Argument(help="The source's name, as `policybot fallback list` shows it.")]) -> None:
     """Remove a fallback source from the allow-list."""
-    from policybot.manage import ManageError, remove_fallback_source
+    from policybot.manage import ManageError, remove_fallback_source  # SQLAlchemy: writes the database
 
     try:
         remove_fallback_source(_settings(), name)
@@ -491,36 +518,25 @@ app.add_typer(evaluator_app, name="evaluator")
 
 @evaluator_app.command("train")
 def evaluator_train(
-    minutes: Annotated[Optional[float], typer.Option("--minutes", help="Time budget [default: POLICYBOT_TRAIN_MINUTES or 10].")] = None,
+    minutes: Annotated[Optional[float], typer.Option("--minutes", help="Time budget in minutes.", show_default="POLICYBOT_TRAIN_MINUTES or 10")] = None,
     activate: Annotated[str, typer.Option("--activate", help="if-better (beats cosine), always or never.")] = "if-better",
     with_reviews: Annotated[bool, typer.Option("--with-reviews", help="Also train on admins' reviewed questions (console labels).")] = False,
     with_feedback: Annotated[bool, typer.Option("--with-feedback", help="Also train on askers' 👍/👎 votes (a review outranks them).")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Random seed of the data split, sampling and initial weights; "
                                                      "trainings differ by seed, so compare several before trusting a change.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Train an evaluator on the policy-qa corpus and on weak supervision from the ingested documents
     (and, optionally, review labels); it is gated against cosine on the corpus's dev questions."""
-    from policybot import evaluators
-
-    settings = _settings()
     if activate not in ("if-better", "always", "never"):
         _fail("--activate must be if-better, always or never", 1)
-    budget_s = (minutes if minutes is not None else settings.train_minutes) * 60
-    if budget_s <= 0:
+    if minutes is not None and minutes <= 0:
         _fail("--minutes must be positive", 1)
-    with Progress(
-        TextColumn("[bold]{task.fields[phase]}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[loss]}"),
-        TimeElapsedColumn(), console=errors, transient=True, disable=as_json,
-    ) as progress:
-        task = progress.add_task("train", total=None, phase="preparing", loss="")
+    settings = _settings()
+    budget_s = (minutes if minutes is not None else settings.train_minutes) * 60
+    from policybot import evaluators  # torch and transformers: trains the model
 
-        def show(event: dict) -> None:
-            loss = f"loss {event['loss']:.3f}" if event.get("loss") is not None else ""
-            phase = " ".join(filter(None, (event.get("phase", ""), event.get("detail"))))
-            progress.update(task, total=event.get("total") or None, completed=event.get("step", 0),
-                            phase=phase, loss=loss)
-
+    with TrainingProgress(errors, bar=not as_json) as show:
         try:
             result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show,  # type: ignore[arg-type]
                                                    with_reviews=with_reviews, with_feedback=with_feedback, seed=seed)
@@ -555,9 +571,9 @@ def evaluator_train(
 
 
 @evaluator_app.command("list")
-def evaluator_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def evaluator_list(as_json: AsJson = False) -> None:
     """List trained evaluator versions with their metrics."""
-    from policybot import evaluators
+    from policybot import evaluators  # torch: the training module keeps the versions' table
 
     rows = evaluators.list_versions(_settings())
     if as_json:
@@ -574,29 +590,35 @@ def evaluator_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
     console.print(table)
     if not rows:
         console.print("no evaluator trained yet: `policybot evaluator train` (answers use cosine similarity until then)")
+    elif not any(row.active for row in rows):
+        console.print("none is active: answers use cosine similarity (`policybot evaluator activate VERSION` to use one)")
 
 
 @evaluator_app.command("activate")
-def evaluator_activate(version: Annotated[str, typer.Argument()]) -> None:
-    """Make a stored evaluator version the one answers use."""
-    from policybot import evaluators
+def evaluator_activate(
+    version: Annotated[str, typer.Argument(help="A version from `policybot evaluator list`, or 'cosine' for cosine "
+                                                "similarity (trained versions stay stored).")],
+) -> None:
+    """Make a stored evaluator version the one answers use, or go back to cosine similarity."""
+    from policybot import evaluators  # torch: the training module keeps the versions' table
 
+    settings = _settings()
     try:
-        evaluators.activate_version(_settings(), version)
+        evaluators.activate_version(settings, version)
     except evaluators.TrainingError as error:
         _fail(str(error), 1)
-    console.print(f"active: {version}")
+    console.print("active: cosine similarity" if version == evaluators.COSINE else f"active: {version}")
+    if settings.evaluator_path is not None:
+        errors.print(f"[yellow]note:[/] POLICYBOT_EVALUATOR_PATH={settings.evaluator_path} overrides this choice")
 
 
 @evaluator_app.command("eval")
 def evaluator_eval(
-    version: Annotated[Optional[str], typer.Argument(help="Version [default: the active one].")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    version: Annotated[Optional[str], typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Measure an evaluator against cosine similarity on the current corpus."""
-    from dataclasses import asdict
-
-    from policybot import evaluators
+    from policybot import evaluators  # torch and transformers: runs the model
 
     try:
         report = evaluators.evaluate_version(_settings(), version)
@@ -613,17 +635,16 @@ def evaluator_eval(
 
 @evaluator_app.command("calibrate")
 def evaluator_calibrate(
-    version: Annotated[Optional[str], typer.Argument(help="Version [default: the active one].")] = None,
+    version: Annotated[Optional[str], typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
     from_reviews: Annotated[bool, typer.Option("--from-reviews", help="Calibrate on the console's review labels.")] = False,
     from_feedback: Annotated[bool, typer.Option("--from-feedback", help="Calibrate on askers' 👍/👎 votes (a review outranks them).")] = False,
     apply: Annotated[bool, typer.Option("--apply", help="Store the proposed thresholds (default: only show them).")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Recalibrate a version's upper/lower thresholds from admins' reviews (and askers' votes) of logged answers."""
-    from policybot import calibration
-
     if not (from_reviews or from_feedback):
         _fail("say where the labels come from: --from-reviews, --from-feedback or both", 1)
+    from policybot import calibration  # torch: the calibration shares the training module's metrics
     settings = _settings()
     try:
         proposal = calibration.propose_from_reviews(settings, version,

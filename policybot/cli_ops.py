@@ -9,11 +9,14 @@ the admin console, so all three show the same numbers (re-exported here).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.panel import Panel
+from rich.table import Table
 
 from policybot.review import (
     ACTIONS,
@@ -32,7 +35,7 @@ QUEUES = ("answer", "ingest")
 
 
 def _cli():  # the main CLI module (imported lazily: it imports this module at its end)
-    from policybot import cli
+    from policybot import cli  # circular at import time: policybot/cli.py registers these commands at its end
 
     return cli
 
@@ -53,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _require(settings, *names: str) -> None:  # type: ignore[no-untyped-def]
-    from bot.app import SlackConfigError, require_slack_settings
+    from bot.app import SlackConfigError, require_slack_settings  # Slack Bolt and SQLAlchemy: only for serve and worker
 
     try:
         require_slack_settings(settings, *names)
@@ -68,8 +71,6 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port in HTTP mode.")] = 3000,
 ) -> None:
     """Run the Slack bot (listeners only: answers come from `policybot worker`)."""
-    import logging
-
     cli = _cli()
     if http == socket:
         cli._fail("choose one of --http or --socket", 1)
@@ -80,18 +81,18 @@ def serve(
         _require(settings, "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN")
     logging.getLogger().setLevel(logging.INFO)
     logging.getLogger("slack_bolt").setLevel(logging.WARNING)
-    from slack_bolt.error import BoltError
+    from slack_bolt.error import BoltError  # Slack Bolt: only once the options are known good
 
     try:
         if http:
-            from bot.http import EVENTS_PATH
-            from bot.http import serve as serve_http
+            from bot.http import EVENTS_PATH  # uvicorn and Starlette: HTTP mode only
+            from bot.http import serve as serve_http  # uvicorn and Starlette: HTTP mode only
 
             cli.errors.print(f"policybot: HTTP mode on http://{host}:{port}{EVENTS_PATH} (Slack API {settings.slack_api_url})",
                              highlight=False)
             serve_http(settings, host=host, port=port)
         else:
-            from bot.socket import serve as serve_socket
+            from bot.socket import serve as serve_socket  # the Socket Mode client: Socket Mode only
 
             cli.errors.print(f"policybot: Socket Mode (Slack API {settings.slack_api_url})", highlight=False)
             serve_socket(settings)
@@ -103,9 +104,9 @@ def serve(
 def worker(
     queues: Annotated[str, typer.Option("--queues", "-Q", help="Comma-separated: answer, ingest.")] = "answer,ingest",
     concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", min=1, max=64,
-                                                       help="Worker processes [default: cores / POLICYBOT_TORCH_THREADS].")] = None,
+                                                       help="Worker processes.", show_default="cores / POLICYBOT_TORCH_THREADS, at most 4")] = None,
     pool: Annotated[str, typer.Option("--pool", help="prefork (time limits, crash isolation) or solo (one process).")] = "prefork",
-    loglevel: Annotated[str, typer.Option("--loglevel", "-l")] = "info",
+    loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="Celery's log level: debug, info, warning or error.")] = "info",
 ) -> None:
     """Run a Celery worker for the answer and/or ingest queue (models load once per process)."""
     cli = _cli()
@@ -121,7 +122,7 @@ def worker(
         concurrency = max(1, min(4, (os.cpu_count() or 1) // settings.evaluator_threads))
     if pool == "solo":
         concurrency = 1
-    from workers.celery_app import celery_app
+    from workers.celery_app import celery_app  # Celery and its broker client: only once the options are known good
 
     name = f"policybot-{'-'.join(chosen)}-{os.getpid()}@%h"
     celery_app.worker_main(["worker", "-Q", ",".join(chosen), "-c", str(concurrency), "--pool", pool,
@@ -177,8 +178,6 @@ def _short(text: str | None, width: int) -> str:
 
 
 def _print_log_table(records: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
     cli = _cli()
     table = Table("id", "ref", "when (UTC)", "via", "question", "action", "found", "top", "sources", "fb", "ms", "status")
     table.columns[4].overflow = "fold"
@@ -201,7 +200,7 @@ def _print_log_table(records: list[dict[str, Any]]) -> None:
 
 def logs_show(
     ref: Annotated[str, typer.Argument(help="Log row id, or the reference users quote (e.g. Q7K2M9).")],
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the record as one JSON object.")] = False,
 ) -> None:
     """Show one logged question in full."""
     cli = _cli()
@@ -215,9 +214,6 @@ def logs_show(
 
 
 def _print_record(record: dict[str, Any]) -> None:
-    from rich.panel import Panel
-    from rich.table import Table
-
     console = _cli().console
     console.print(f"[bold]#{record['id']}[/] ref {record['reference']} · {record['created_at']} · {record['surface']}"
                   f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]",
@@ -250,8 +246,8 @@ def _print_record(record: dict[str, Any]) -> None:
                       + (f" {citation['url']}" if citation.get("url") else ""), highlight=False, markup=False)
     fb = record["feedback"]
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in record["timings_ms"].items() if isinstance(v, (int, float)))
-    console.print(f"feedback 👍 {fb['up']} 👎 {fb['down']} · latency {record['latency_ms']} ms"
-                  + (f" ({timings})" if timings else ""), highlight=False)
+    latency = f"latency {record['latency_ms']:.0f} ms" if record["latency_ms"] is not None else "no latency (never answered)"
+    console.print(f"feedback 👍 {fb['up']} 👎 {fb['down']} · {latency}" + (f" ({timings})" if timings else ""), highlight=False)
     notes = record["timings_ms"].get("notes") if isinstance(record["timings_ms"], dict) else None
     for note in notes or []:
         console.print(f"note: {note}", highlight=False, markup=False)
@@ -261,11 +257,9 @@ def _print_record(record: dict[str, Any]) -> None:
 
 def stats(
     days: Annotated[int, typer.Option("--days", min=1, max=366, help="Days to cover, today included.")] = 7,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Action rates, abstention rate, feedback and latency p50/p95, per day."""
-    from rich.table import Table
-
     cli = _cli()
     report = daily_stats(cli._settings(), days)
     if as_json:

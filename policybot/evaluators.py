@@ -160,14 +160,20 @@ def list_versions(settings: Settings) -> list[EvaluatorVersion]:
         return list(session.execute(select(EvaluatorVersion).order_by(EvaluatorVersion.created_at.desc())).scalars())
 
 
-def activate_version(settings: Settings, version: str) -> EvaluatorVersion:
+COSINE = "cosine"  # the version to activate for cosine similarity: no trained version active, all kept
+
+
+def activate_version(settings: Settings, version: str) -> EvaluatorVersion | None:
     with db.session(settings) as session:
-        row = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.version == version)).scalar_one_or_none()
-        if row is None:
-            raise VersionNotFound(f"no evaluator version {version!r} (see `policybot evaluator list`)")
+        row = None
+        if version != COSINE:
+            row = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.version == version)).scalar_one_or_none()
+            if row is None:
+                raise VersionNotFound(f"no evaluator version {version!r} (see `policybot evaluator list`)")
         session.execute(update(EvaluatorVersion).where(EvaluatorVersion.active.is_(True)).values(active=False))
         session.flush()
-        row.active = True
+        if row is not None:
+            row.active = True
     reset_runtime()
     return row
 

@@ -10,11 +10,11 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import delete, select
 
-from ingestion.retriever import SAFE_CHANNEL  # the access filters accept exactly these channel IDs
 from policybot import db
 from policybot.config import Settings
 from policybot.errors import NotFound, UserError
 from policybot.models import Document, FallbackSourceRow
+from policybot.names import InvalidName, parse_channels, validate_collection
 
 
 class ManageError(UserError):
@@ -26,16 +26,6 @@ class ManageNotFound(ManageError, NotFound):
 
 
 # ------------------------------------------------------------------ documents
-
-
-def parse_channels(text: str | Sequence[str] | None) -> list[str]:
-    """Slack channel IDs from "C1, C2" (or a list); refuses anything that is not an ID."""
-    parts = text.split(",") if isinstance(text, str) else list(text or [])
-    channels = [part.strip() for part in parts if part.strip()]
-    bad = [channel for channel in channels if not SAFE_CHANNEL.fullmatch(channel)]
-    if bad:
-        raise ManageError(f"not a Slack channel ID: {', '.join(bad)} (IDs look like C012ABC3DE)")
-    return list(dict.fromkeys(channels))
 
 
 def list_documents(settings: Settings, collection: str | None = None, include_deleted: bool = False) -> list[Document]:
@@ -131,11 +121,9 @@ def add_fallback_source(
             config["allowed_hosts"] = [urlsplit(url).hostname or ""] + [h.strip() for h in allowed_hosts.split(",") if h.strip()]
         config.update(allow_private=allow_private, timeout_s=timeout, max_bytes=max_bytes)
     else:
-        from ingestion.ingest import IngestError, validate_collection
-
         try:
             validate_collection(collection or "")
-        except IngestError as error:
+        except InvalidName as error:
             raise ManageError(str(error)) from None
     row = FallbackSourceRow(name=name, kind="collection" if collection else "http", collection=collection, url=url,
                             config=config, open_web=open_web)

@@ -97,12 +97,16 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
 
     with db.session(settings) as session:
         active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
+        stored = active is not None or session.execute(select(EvaluatorVersion.id).limit(1)).first() is not None
     if active is not None:
         loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
                                 bf16=use_bf16(settings), passage_cache_mb=settings.evaluator_cache_mb)
         thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
         return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
 
+    if stored:
+        return cosine_evaluator(settings, "cosine similarity (trained evaluators are stored but none is active: "
+                                          "`policybot evaluator list`, then `policybot evaluator activate VERSION`)")
     return cosine_evaluator(settings, "cosine similarity (no trained evaluator yet: run `policybot evaluator train`)")
 
 

@@ -3,5 +3,5 @@
 # (embedded PostgreSQL+pgvector and Redis, started by the suite itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install.sh
+bash scripts/install.sh --tests
 exec .venv/bin/python -m pytest "$@"

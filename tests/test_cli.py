@@ -68,3 +68,62 @@ def test_docker_compose_names_the_services():
     for built in ("migrate", "bot", "worker"):
         assert "build" in services[built] or services[built].get("image", "").startswith("policybot")
     assert (REPO / "Dockerfile").exists()
+
+
+def test_ask_by_channel_name_is_one_line_and_writes_no_row(settings, policybot_home, ingested_samples):
+    from sqlalchemy import func, select
+
+    from policybot import db
+    from policybot.models import Question
+
+    def questions() -> int:
+        with db.session(settings) as session:
+            return session.execute(select(func.count()).select_from(Question)).scalar_one()
+
+    before = questions()
+    result = policybot(policybot_home, "ask", "How many PTO days carry over?", "--channel", "general")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: --channel takes a Slack channel ID, not 'general' (IDs look like C012ABC3DE; a channel's ID is at "
+        "the bottom of its About tab in Slack)"]
+    assert questions() == before
+
+
+def test_activate_cosine_goes_back_from_a_trained_evaluator(settings, policybot_home):
+    from sqlalchemy import delete
+
+    from policybot import db, evaluators
+    from policybot.models import EvaluatorVersion
+    from policybot.runtime import load_active_evaluator
+
+    previous = evaluators.active_version(settings)
+    with db.session(settings) as session:
+        session.add(EvaluatorVersion(version="cli-cosine-test", kind="minilm_t5", path="/nonexistent/cli-cosine-test",
+                                     upper=0.5, lower=0.1, strip_threshold=0.0, active=False))
+    try:
+        assert policybot(policybot_home, "evaluator", "activate", "cli-cosine-test").returncode == 0
+        assert evaluators.active_version(settings).version == "cli-cosine-test"
+
+        result = policybot(policybot_home, "evaluator", "activate", "cosine")
+        assert result.returncode == 0, result.stderr
+        assert "active: cosine similarity" in result.stdout
+        assert evaluators.active_version(settings) is None
+        assert [v.version for v in evaluators.list_versions(settings) if v.version == "cli-cosine-test"]  # still stored
+        loaded = load_active_evaluator(settings)
+        assert loaded.is_cosine and "none is active" in loaded.description and "no trained evaluator" not in loaded.description
+        listed = policybot(policybot_home, "evaluator", "list")
+        assert "none is active: answers use cosine similarity" in listed.stdout
+    finally:
+        with db.session(settings) as session:
+            session.execute(delete(EvaluatorVersion).where(EvaluatorVersion.version == "cli-cosine-test"))
+        if previous is not None:
+            evaluators.activate_version(settings, previous.version)
+
+
+def test_demo_says_its_services_keep_running_and_how_to_stop_them(settings, capsys):
+    from policybot import services
+    from policybot.cli import _say_services_still_run
+
+    _say_services_still_run(services.services_status(settings))
+    said = " ".join(capsys.readouterr().out.split())
+    assert "still running: the embedded postgres" in said and "redis" in said and "`policybot services down` stops them" in said

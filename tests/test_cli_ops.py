@@ -115,6 +115,9 @@ def test_logs_show_by_id_and_by_reference(settings, policybot_home, log_rows) ->
     reference = get_question(settings, log_rows["failed"]).reference
     failed = policybot(policybot_home, "logs", "show", reference.lower(), "--json")
     assert failed.returncode == 0 and json.loads(failed.stdout)["error"] == "RuntimeError: boom"
+    failed_shown = policybot(policybot_home, "logs", "show", reference)
+    assert failed_shown.returncode == 0 and "RuntimeError: boom" in failed_shown.stdout
+    assert "latency None" not in failed_shown.stdout and "no latency (never answered)" in failed_shown.stdout
     missing = policybot(policybot_home, "logs", "show", "999999")
     assert missing.returncode == 1 and "no logged question" in missing.stderr
 
