@@ -623,6 +623,19 @@ def save_evaluator(bundle: JudgeBundle, folder: str | Path, metadata: dict[str, 
     return folder
 
 
+def load_weights(bundle: JudgeBundle, folder: str | Path) -> None:
+    """Load a saved evaluator's weights into a judge of the same shape (to train on from there)."""
+    from safetensors.torch import load_model
+
+    saved = EvaluatorConfig.from_dict(json.loads((Path(folder) / "config.json").read_text())["evaluator_config"])
+    mine, theirs = bundle.config.to_dict(), saved.to_dict()
+    shape = ("kind", "t5_layers", "t5_heads", "t5_d_ff", "similarity_prior", "separate_encoding")
+    differing = [key for key in shape if mine[key] != theirs[key]]
+    if differing:
+        raise ValueError(f"{folder}: a judge of another shape ({', '.join(differing)} differ)")
+    load_model(bundle.model, str(Path(folder) / WEIGHTS_FILE))
+
+
 def update_metadata(folder: str | Path, updates: dict[str, Any]) -> dict[str, Any]:
     """Merge `updates` into a folder's metadata.json (e.g. recalibrated thresholds)."""
     path = Path(folder) / METADATA_FILE

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import math
 import random
 import time
@@ -43,6 +44,7 @@ from crag.evaluator import (
     collate,
     encode_pairs,
     evaluator_from_bundle,
+    load_weights,
     quantize_int8_linear,
     save_evaluator,
     update_metadata,
@@ -466,9 +468,10 @@ def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> lis
     return batches
 
 
-def _inference_seconds_per_pair(model: torch.nn.Module, ws: WeakSupervision, tokenizer: Any, config: EvaluatorConfig, pad_id: int) -> float:
+def _inference_seconds_per_pair(model: torch.nn.Module, pairs: Sequence[Pair], tokenizer: Any, config: EvaluatorConfig,
+                                pad_id: int) -> float:
     """Time one inference batch of held-out pairs (scoring them is what calibration costs)."""
-    sample = ws.val_pairs[: config.batch_size]
+    sample = pairs[: config.batch_size]
     rows = [encode_pairs(tokenizer, config.kind, p.question, [p.passage], config.max_length)[0] for p in sample]
     model.eval()
     with torch.inference_mode():
@@ -477,6 +480,134 @@ def _inference_seconds_per_pair(model: torch.nn.Module, ws: WeakSupervision, tok
         model(**collate(rows, pad_id))
     model.train()
     return (time.monotonic() - started) / max(1, len(rows))
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """How far one run of `fit_judge` got."""
+
+    steps: int
+    pairs_seen: int
+    epochs: float
+    logit_std: float  # of the last batch: near zero means the scores collapsed
+
+
+def fit_judge(
+    bundle: JudgeBundle,
+    pairs: Sequence[Pair],
+    config: EvaluatorConfig,
+    seed: int,
+    seconds_left: Callable[[], float],
+    emit: Callable[[str, int, int, float | None], None],
+) -> Fitted:
+    """Train `bundle.model` in place with BCE on `pairs`, for `config.max_epochs` (or
+    `config.max_steps`) or until `seconds_left()` runs out, whichever comes first; never fewer
+    than `config.min_steps` steps. The planned total (and the LR schedule) follows the measured
+    step time, replanned every 10 steps."""
+    rng = random.Random(seed)
+    model = bundle.model
+    model.train()
+    rows = [encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0] for p in pairs]
+    labels = torch.tensor([float(p.label) for p in pairs])
+    n_pos = float(labels.sum())
+    # Negatives outnumber positives about 3:1; weigh positives up so both classes count alike.
+    pos_weight = torch.tensor((len(labels) - n_pos) / max(n_pos, 1.0))
+    pad_id = bundle.tokenizer.pad_token_id or 0
+    lengths = [len(r["input_ids"]) for r in rows]
+    steps_per_epoch = math.ceil(len(rows) / config.train_batch_size)
+    max_steps = config.max_epochs * steps_per_epoch
+    if config.max_steps is not None:
+        max_steps = min(max_steps, config.max_steps)
+    max_steps = max(max_steps, config.min_steps)
+
+    optimizer = torch.optim.AdamW(model.param_groups(config), weight_decay=config.weight_decay)
+    plan = {"total": max_steps}  # replanned from measured step time; the LR schedule follows it
+
+    def lr_factor(step: int) -> float:
+        warmup = max(1, int(config.warmup_frac * plan["total"]))
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.05, 1.0 - (step - warmup) / max(1, plan["total"] - warmup))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    step, seen, loss_ema, logit_std = 0, 0, None, 0.0
+    epoch_batches: list[list[int]] = []
+    step_times: list[float] = []
+    while step < plan["total"]:
+        if not epoch_batches:
+            epoch_batches = _batches(lengths, config.train_batch_size, rng)
+        idx = epoch_batches.pop()
+        started = time.monotonic()
+        batch = collate([rows[i] for i in idx], pad_id)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+            logits = model(**batch)
+        logits = logits.float()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[idx], pos_weight=pos_weight)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        step += 1
+        seen += len(idx)
+        step_times.append(time.monotonic() - started)
+        value = loss.item()
+        loss_ema = value if loss_ema is None else 0.9 * loss_ema + 0.1 * value
+        logit_std = float(logits.detach().std()) if len(idx) > 1 else logit_std
+        if step == 3 or step % 10 == 0:
+            # Replan: how many steps fit in the time left.
+            per_step = float(np.median(step_times[-10:]))
+            fits = step + int(max(0.0, seconds_left()) / per_step)
+            plan["total"] = max(config.min_steps, min(max_steps, fits))
+        emit("train", step, plan["total"], loss_ema)
+    model.eval()
+    return Fitted(steps=step, pairs_seen=seen, epochs=seen / max(1, len(rows)), logit_std=logit_std)
+
+
+def general_fingerprint(pairs: Sequence[Pair], config: EvaluatorConfig, seed: int) -> str:
+    """What a general evaluator learnt from, by content: its pairs, its shape and its seed."""
+    h = hashlib.sha1(json.dumps([config.to_dict(), seed], sort_keys=True).encode())
+    for p in pairs:
+        h.update(hashlib.sha1(f"{p.question}\n{p.passage}\n{p.label}".encode()).digest())
+    return h.hexdigest()[:12]
+
+
+def train_general(
+    labelled: LabelledData,
+    folder: str | Path,
+    budget_s: float,
+    config: EvaluatorConfig = EvaluatorConfig(),
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> Path:
+    """Train the general part, the same for every customer: the judge on the corpus's labelled
+    pairs alone, for `config.max_epochs` or `budget_s`, saved to `folder` with no thresholds.
+    `train_evaluator(start_from=folder)` then adapts it to one knowledge base."""
+    t0 = time.monotonic()
+
+    def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
+        if progress:
+            progress({"phase": phase, "step": step, "total": total, "loss": loss, "elapsed": time.monotonic() - t0})
+
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(seed)
+    bundle = build_judge(config)
+    fitted = fit_judge(bundle, labelled.train_pairs, config, seed, lambda: t0 + budget_s - 5.0 - time.monotonic(), emit)
+    emit("save", 0, 1)
+    folder = save_evaluator(bundle, folder, {
+        "version": Path(folder).name,
+        "kind": config.kind,
+        "general": True,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "fingerprint": general_fingerprint(labelled.train_pairs, config, seed),
+        "training": {"seed": seed, "budget_s": budget_s, "steps": fitted.steps, "pairs_seen": fitted.pairs_seen,
+                     "epochs": fitted.epochs, "n_train_pairs": len(labelled.train_pairs),
+                     "seconds": time.monotonic() - t0},
+        "trained_on": labelled.description,
+    })
+    emit("save", 1, 1)
+    return folder
 
 
 def _corpus_fingerprint(chunks: Sequence[CorpusChunk]) -> str:
@@ -507,6 +638,7 @@ def train_evaluator(
     extra_pairs: Sequence[Pair] = (),
     extra_weight: int = REVIEW_WEIGHT,
     labelled: LabelledData | None = None,
+    start_from: str | Path | None = None,
 ) -> TrainingResult:
     """Train an evaluator on weak supervision from `chunks`, calibrate it, save it.
 
@@ -544,10 +676,10 @@ def train_evaluator(
     if config.threads:
         torch.set_num_threads(config.threads)
     torch.manual_seed(seed)
-    rng = random.Random(seed)
     bundle = build_judge(config)
-    model = bundle.model
-    model.train()
+    if start_from is not None:
+        load_weights(bundle, start_from)
+        notes.append(f"adapted from the general evaluator {Path(start_from).name}")
     labelled_pairs = labelled.train_pairs if labelled else []
     train_pairs = [*ws.train_pairs, *labelled_pairs, *(list(extra_pairs) * max(1, extra_weight))]
     if labelled:
@@ -555,35 +687,10 @@ def train_evaluator(
                      f"retrieval sets from {labelled.description}")
     if extra_pairs:
         notes.append(f"trained with {len(extra_pairs)} pairs from labelled real questions (each weighted x{max(1, extra_weight)})")
-    rows = [
-        encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0]
-        for p in train_pairs
-    ]
-    labels = torch.tensor([float(p.label) for p in train_pairs])
-    n_pos = float(labels.sum())
-    # Negatives outnumber positives about 3:1; weigh positives up so both classes count alike.
-    pos_weight = torch.tensor((len(labels) - n_pos) / max(n_pos, 1.0))
-    pad_id = bundle.tokenizer.pad_token_id or 0
-    lengths = [len(r["input_ids"]) for r in rows]
-    steps_per_epoch = math.ceil(len(rows) / config.train_batch_size)
-    max_steps = config.max_epochs * steps_per_epoch
-    if config.max_steps is not None:
-        max_steps = min(max_steps, config.max_steps)
-    max_steps = max(max_steps, config.min_steps)
-
-    optimizer = torch.optim.AdamW(model.param_groups(config), weight_decay=config.weight_decay)
-    plan = {"total": max_steps}  # replanned from measured step time; the LR schedule follows it
-
-    def lr_factor(step: int) -> float:
-        warmup = max(1, int(config.warmup_frac * plan["total"]))
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.05, 1.0 - (step - warmup) / max(1, plan["total"] - warmup))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     # Time kept for calibration: measured inference speed times the pairs it will score.
+    pad_id = bundle.tokenizer.pad_token_id or 0
     n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
-    infer_per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id)
+    infer_per_pair = _inference_seconds_per_pair(bundle.model, ws.val_pairs, bundle.tokenizer, config, pad_id)
     reserve = n_eval_pairs * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
     if labelled:
         gate_pairs = sum(len(passages) for passages in held_out_passages(labelled.held_out).values())
@@ -593,40 +700,11 @@ def train_evaluator(
     # Training gets at least 60% of the budget even if calibration then overruns it: a model
     # trained for a handful of steps is not worth calibrating.
     reserve = min(reserve, 0.4 * budget_s)
-    step, seen, loss_ema, logit_std = 0, 0, None, 0.0
-    epoch_batches: list[list[int]] = []
-    step_times: list[float] = []
-    while step < plan["total"]:
-        if not epoch_batches:
-            epoch_batches = _batches(lengths, config.train_batch_size, rng)
-        idx = epoch_batches.pop()
-        started = time.monotonic()
-        batch = collate([rows[i] for i in idx], pad_id)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
-            logits = model(**batch)
-        logits = logits.float()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[idx], pos_weight=pos_weight)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        seen += len(idx)
-        step_times.append(time.monotonic() - started)
-        value = loss.item()
-        loss_ema = value if loss_ema is None else 0.9 * loss_ema + 0.1 * value
-        logit_std = float(logits.detach().std()) if len(idx) > 1 else logit_std
-        if step == 3 or step % 10 == 0:
-            # Replan: how many steps fit before the time kept for calibration and saving.
-            per_pair = float(np.median(step_times[-10:])) / config.train_batch_size
-            remaining = budget_s - (time.monotonic() - t0) - reserve
-            fits = step + int(max(0.0, remaining) / (per_pair * config.train_batch_size))
-            plan["total"] = max(config.min_steps, min(max_steps, fits))
-        emit("train", step, plan["total"], loss_ema)
-    model.eval()
+    train_until = t0 + budget_s - reserve
+    fitted = fit_judge(bundle, train_pairs, config, seed, lambda: train_until - time.monotonic(), emit)
+    model = bundle.model
     phases["train"] = time.monotonic() - t_train
-    if logit_std < 1e-3:
+    if fitted.logit_std < 1e-3:
         notes.append("scores collapsed to a constant during training (logit std < 1e-3)")
 
     # Phase 3: calibration and metrics, for the evaluator and for cosine on the same split.
@@ -636,7 +714,7 @@ def train_evaluator(
     evaluator = evaluator_from_bundle(bundle, version)
     # Training may have run past its share (min_steps, a slower machine than measured): score
     # only as many held-out questions as the budget still allows, re-timed now.
-    per_pair = _inference_seconds_per_pair(model, ws, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
+    per_pair = _inference_seconds_per_pair(model, ws.val_pairs, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
     model.eval()
     seconds_left = budget_s - (time.monotonic() - t0) - 2.0
     gate: HeldOut | None = None
@@ -698,9 +776,10 @@ def train_evaluator(
         "training": {
             "seed": seed,
             "budget_s": budget_s,
-            "steps": step,
-            "pairs_seen": seen,
-            "epochs": seen / len(rows),
+            "steps": fitted.steps,
+            "pairs_seen": fitted.pairs_seen,
+            "epochs": fitted.epochs,
+            "started_from": Path(start_from).name if start_from is not None else "MiniLM",
             "n_train_pairs": len(train_pairs),
             "n_review_pairs": len(extra_pairs),
             "n_labelled_pairs": len(labelled_pairs),
@@ -724,8 +803,8 @@ def train_evaluator(
         thresholds=thresholds,
         n_train_pairs=len(train_pairs),
         n_val_pairs=len(ws.val_pairs),
-        steps=step,
-        epochs=seen / len(rows),
+        steps=fitted.steps,
+        epochs=fitted.epochs,
         seconds=seconds,
         phase_seconds=phases,
         notes=notes,

@@ -570,6 +570,36 @@ def evaluator_train(
         console.print(f"stored, not activated (`policybot evaluator activate {result.version}`)")
 
 
+@evaluator_app.command("pretrain")
+def evaluator_pretrain(
+    minutes: Annotated[float, typer.Option("--minutes", help="Time budget in minutes: training stops at it, or after "
+                                                            "two epochs of the corpus if sooner.")] = 60,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed; `evaluator train --seed` adapts the general "
+                                                     "evaluator of the same seed.")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="Train again even if this corpus's general evaluator exists.")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Train the general evaluator once per machine, on the policy-qa corpus alone. Every later
+    `evaluator train` adapts it to your documents instead of starting from MiniLM."""
+    if minutes <= 0:
+        _fail("--minutes must be positive", 1)
+    settings = _settings()
+    from policybot import evaluators  # torch and transformers: trains the model
+
+    with TrainingProgress(errors, bar=not as_json) as show:
+        try:
+            folder = evaluators.pretrain_general(settings, minutes * 60, seed=seed, force=force, progress=show)
+        except evaluators.TrainingError as error:
+            _fail(str(error), 1)
+    training = evaluators.general_summary(folder)["training"]
+    if as_json:
+        print(json.dumps({"folder": str(folder), "seed": seed, **training}))
+        return
+    console.print(f"general evaluator {folder.name}: {training['steps']} steps, {training['epochs']:.2f} epochs of "
+                  f"{training['n_train_pairs']} corpus pairs, {training['seconds']:.0f}s")
+    console.print("`policybot evaluator train` now adapts it to the ingested documents")
+
+
 @evaluator_app.command("list")
 def evaluator_list(as_json: AsJson = False) -> None:
     """List trained evaluator versions with their metrics."""

@@ -7,15 +7,27 @@ metrics (with cosine similarity measured on the same split) live in `evaluator_v
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from sqlalchemy import select, update
 
-from crag.training import EvaluationReport, TrainingResult, evaluate_evaluator, train_evaluator
+from crag.evaluator import METADATA_FILE, WEIGHTS_FILE, EvaluatorConfig
+from crag.training import (
+    EvaluationReport,
+    LabelledData,
+    TrainingResult,
+    evaluate_evaluator,
+    general_fingerprint,
+    train_evaluator,
+    train_general,
+)
 from crag.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
 from policybot import db
@@ -40,6 +52,52 @@ MIN_CORPUS_BUDGET_S = 300
 
 class TrainingError(UserError):
     pass
+
+
+def general_folder(settings: Settings, labelled: LabelledData, seed: int) -> Path:
+    """Where the general evaluator learnt from exactly these corpus pairs, shape and seed lives."""
+    return settings.evaluators_dir / "general" / f"general-{general_fingerprint(labelled.train_pairs, EvaluatorConfig(), seed)}"
+
+
+def has_general(settings: Settings) -> bool:
+    root = settings.evaluators_dir / "general"
+    return root.is_dir() and any((folder / WEIGHTS_FILE).exists() for folder in root.iterdir())
+
+
+def _corpus_for_training(settings: Settings, progress: Callable[[dict], None] | None,
+                         max_train_orgs: int | None = None) -> LabelledData:
+    try:
+        labelled = labelled_data(settings, progress, max_train_orgs=max_train_orgs)
+    except (CorpusUnavailable, ServiceError) as error:
+        raise TrainingError(f"{error}") from None
+    if labelled is None:
+        raise TrainingError("POLICYBOT_CORPUS is off: the general evaluator learns from the policy-qa corpus")
+    return labelled
+
+
+def pretrain_general(settings: Settings, budget_s: float, seed: int = 0, force: bool = False,
+                     progress: Callable[[dict], None] | None = None) -> Path:
+    """Train the general evaluator once per machine: every train organisation of the corpus, for
+    up to two epochs or `budget_s`. Every later `train_and_register` with the same seed adapts it
+    to the knowledge base instead of starting from MiniLM. Kept unless `force`."""
+    started = time.monotonic()
+    labelled = _corpus_for_training(settings, progress)
+    folder = general_folder(settings, labelled, seed)
+    if (folder / WEIGHTS_FILE).exists() and not force:
+        return folder
+    budget_s -= time.monotonic() - started  # the corpus's first ingestion comes out of the budget
+    if budget_s < 60:
+        raise TrainingError("no time left to train after preparing the corpus: give a longer budget")
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    train_general(labelled, partial, budget_s, seed=seed, progress=progress)
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)  # only a finished folder is ever found by train_and_register
+    return folder
+
+
+def general_summary(folder: Path) -> dict:
+    return json.loads((folder / METADATA_FILE).read_text())
 
 
 class VersionNotFound(TrainingError, NotFound):
@@ -110,20 +168,25 @@ def train_and_register(
     reviewed = with_reviews or with_feedback
     extra = review_pairs(settings, chunks, LabelSources(with_reviews, with_feedback)) if reviewed else []
     started = time.monotonic()
-    labelled = None
-    if budget_s >= MIN_CORPUS_BUDGET_S:
-        try:
-            # The policy-qa corpus, unless POLICYBOT_CORPUS=off; a short budget takes fewer train organisations.
-            labelled = labelled_data(settings, progress, max_train_orgs=int(budget_s // SECONDS_PER_CORPUS_ORG))
-        except (CorpusUnavailable, ServiceError) as error:
-            raise TrainingError(f"{error}") from None
+    labelled, general = None, None
+    if budget_s >= MIN_CORPUS_BUDGET_S and corpus_path(settings) is not None:
+        # With a general evaluator on this machine, every train organisation is already ingested;
+        # without one, a short budget takes fewer of them.
+        whole = has_general(settings)
+        labelled = _corpus_for_training(settings, progress,
+                                        max_train_orgs=None if whole else int(budget_s // SECONDS_PER_CORPUS_ORG))
+        if whole and (general_folder(settings, labelled, seed) / WEIGHTS_FILE).exists():
+            general = general_folder(settings, labelled, seed)
     # Preparing the corpus (ingesting it once per machine, retrieving) comes out of the budget,
     # but training keeps at least half of it.
     budget_s = max(budget_s - (time.monotonic() - started), budget_s / 2)
     settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
     result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress,
-                             extra_pairs=extra, seed=seed, labelled=labelled)
-    if budget_s < MIN_CORPUS_BUDGET_S and corpus_path(settings) is not None:
+                             extra_pairs=extra, seed=seed, labelled=labelled, start_from=general)
+    if labelled is not None and general is None:
+        result.notes.append(f"trained from MiniLM: no general evaluator for this corpus and seed {seed} on this machine "
+                            f"(`policybot evaluator pretrain` trains one once; later training adapts it)")
+    if labelled is None and corpus_path(settings) is not None:
         result.notes.append(f"trained on weak supervision alone: the policy-qa corpus needs a budget of at least "
                             f"{MIN_CORPUS_BUDGET_S / 60:.0f} minutes (ingesting it, retrieving, and scoring its gate)")
     thresholds = result.thresholds

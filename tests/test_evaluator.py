@@ -31,6 +31,7 @@ from crag.evaluator import (
     encode_pairs,
     evaluator_from_bundle,
     load_evaluator,
+    load_weights,
     minilm_folder,
     save_evaluator,
 )
@@ -661,3 +662,46 @@ def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, qu
     assert metadata["metrics"]["weak"]["evaluator"]["n_sets"] == plain.evaluator.n_sets
     assert result.thresholds == metadata["thresholds"]
     assert metadata["notes"][0] == "trained with 2 pairs and gated on 4 retrieval sets from four toy questions"
+
+
+def _toy_labelled(chunks) -> "LabelledData":
+    from crag.training import HeldOut, LabelledData
+    from crag.weak_supervision import CandidateSet, Pair
+
+    pto, sick = chunks[4].text, chunks[5].text
+    held_out = HeldOut([Pair("pto rollover?", pto, 1, "positive", "corpus", "a"), Pair("pto rollover?", sick, 0, "hard", "corpus", "b")],
+                       [CandidateSet("pto rollover?", "corpus", True, ("a", "b"), (pto, sick))], [])
+    train = [Pair(q, text, label, "positive" if label else "hard", "corpus", chunks[i].id)
+             for q, (i, text, label) in [("how many days carry over", (4, pto, 1)), ("how many days carry over", (5, sick, 0)),
+                                         ("sick note after how long", (5, sick, 1)), ("sick note after how long", (4, pto, 0))]]
+    return LabelledData(train * 8, held_out, embeddings={}, description="toy corpus")
+
+
+def test_general_evaluator_is_trained_once_and_adapted_from(chunks, embed, tmp_path):
+    from crag.training import general_fingerprint, train_general
+
+    labelled = _toy_labelled(chunks)
+    folder = train_general(labelled, tmp_path / "general", budget_s=60, config=QUICK, seed=0)
+    metadata = json.loads((folder / "metadata.json").read_text())
+    assert metadata["general"] is True and metadata["training"]["steps"] == 2
+    assert metadata["fingerprint"] == general_fingerprint(labelled.train_pairs, QUICK, 0)
+    assert general_fingerprint(labelled.train_pairs, QUICK, 1) != metadata["fingerprint"]
+    assert general_fingerprint(labelled.train_pairs[:-1], QUICK, 0) != metadata["fingerprint"]
+
+    # Adapting starts from the general weights: with no step taken, it scores exactly as the general one.
+    still = replace(QUICK, max_steps=0, min_steps=0)
+    question, passages = "how many days carry over", [chunks[4].text, chunks[5].text, chunks[8].text]
+    general_scores = load_evaluator(folder).score(question, passages)
+    adapted = train_evaluator(chunks, embed, tmp_path / "adapted", budget_s=30, config=still, seed=0, start_from=folder)
+    assert load_evaluator(adapted.folder).score(question, passages) == pytest.approx(general_scores, abs=1e-5)
+    assert adapted.notes[0] == "adapted from the general evaluator general"
+    untrained = evaluator_from_bundle(build_judge(QUICK), "untrained")
+    assert untrained.score(question, passages) != pytest.approx(general_scores, abs=1e-5)
+
+
+def test_general_evaluator_of_another_shape_is_refused(chunks, tmp_path):
+    from crag.training import train_general
+
+    folder = train_general(_toy_labelled(chunks), tmp_path / "general", budget_s=60, config=QUICK, seed=0)
+    with pytest.raises(ValueError, match="t5_layers"):
+        load_weights(build_judge(replace(QUICK, t5_layers=2)), folder)
