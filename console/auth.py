@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from policybot.config import ConfigError, Settings, parse_scrypt_hash
+from policybot.config import ConfigError, Settings, parse_scrypt_hash, secret_value
 
 COOKIE_NAME = "policybot_console"
 DEVICE_COOKIE_NAME = "policybot_console_device"
@@ -90,8 +90,9 @@ def session_secret(settings: Settings) -> bytes:
     reads a half-written (empty) key, and when several start at once the first link wins and
     the others read its key.
     """
-    if settings.console_secret:
-        return _strong(settings.console_secret.encode(), "POLICYBOT_CONSOLE_SECRET")
+    configured = secret_value(settings.console_secret)
+    if configured:
+        return _strong(configured.encode(), "POLICYBOT_CONSOLE_SECRET")
     path = settings.home / "console-secret"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import redis
 
-from policybot.config import Settings
+from policybot.config import Settings, secret_value
 from policybot.errors import UserError
 from policybot.urls import mask_url
 
@@ -290,8 +290,8 @@ def stop_redis(settings: Settings) -> bool:
 
 def database_url(settings: Settings) -> str:
     """The database to use: DATABASE_URL, or the embedded one (started on demand)."""
-    if settings.database_url:
-        url = settings.database_url
+    url = secret_value(settings.database_url)
+    if url:
         if url.startswith("postgres://"):
             url = "postgresql://" + url.removeprefix("postgres://")
         if url.startswith("postgresql://"):
@@ -320,14 +320,12 @@ def corpus_database_url(settings: Settings) -> str:
 
 def redis_url(settings: Settings) -> str:
     """The Redis to use: REDIS_URL, or the embedded one (started on demand)."""
-    if settings.redis_url:
-        return settings.redis_url
-    return start_redis(settings)
+    return secret_value(settings.redis_url) or start_redis(settings)
 
 
 def configured_redis_url(settings: Settings) -> str:
     """Where the Redis to use is, without starting the embedded one (for paths that must not wait on a start)."""
-    return settings.redis_url or _embedded_redis_url(settings)
+    return secret_value(settings.redis_url) or _embedded_redis_url(settings)
 
 
 def services_up(settings: Settings) -> list[ServiceStatus]:
@@ -355,14 +353,16 @@ def services_down(settings: Settings) -> list[str]:
 def services_status(settings: Settings) -> list[ServiceStatus]:
     statuses = []
     if settings.database_url:
-        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)), mask_url(settings.database_url)))
+        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)),
+                                      mask_url(secret_value(settings.database_url) or "")))
     else:
         pgdata = _pgdata(settings)
         info = _postmaster_info(pgdata) if pgdata.exists() else None
         url = info.get_uri(database=DATABASE_NAME) if info else ""
         statuses.append(ServiceStatus("postgres", "embedded", info is not None, url, str(pgdata)))
     if settings.redis_url:
-        statuses.append(ServiceStatus("redis", "external", _redis_alive(settings.redis_url), mask_url(settings.redis_url)))
+        url = redis_url(settings)
+        statuses.append(ServiceStatus("redis", "external", _redis_alive(url), mask_url(url)))
     else:
         url = _embedded_redis_url(settings)
         statuses.append(ServiceStatus("redis", "embedded", _is_our_redis(settings, url), url, str(_redis_dir(settings))))

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from pydantic import SecretStr
 
 from conftest import cli_env
 from console_helpers import ADMIN_PASSWORD, ADMIN_USER, CHANNEL, DOG, PARENTAL, console_settings, csrf_of, seeded_log  # noqa: F401
@@ -126,7 +127,7 @@ def test_a_user_removed_from_config_is_signed_out(csettings, admin) -> None:
 
     from console.app import create_standalone_app
 
-    other = TestClient(create_standalone_app(csettings.model_copy(update={"console_users": ""})))
+    other = TestClient(create_standalone_app(csettings.model_copy(update={"console_users": SecretStr("")})))
     other.cookies = admin.cookies
     assert other.get("/admin/api/stats").status_code == 401
 
@@ -519,7 +520,7 @@ def test_session_secret_is_never_empty_or_short_and_made_once(csettings, tmp_pat
     from policybot.config import ConfigError, Settings
 
     with pytest.raises(ConfigError, match="at least 32 bytes"):
-        session_secret(csettings.model_copy(update={"console_secret": "too-short"}))
+        session_secret(csettings.model_copy(update={"console_secret": SecretStr("too-short")}))
     with pytest.raises(ValidationError, match="at least 32 bytes"):
         Settings(**{"POLICYBOT_CONSOLE_SECRET": "too-short"})
     home = csettings.model_copy(update={"console_secret": None, "policybot_home": tmp_path / "home"})
@@ -560,7 +561,7 @@ def test_logout_and_a_new_password_end_copied_sessions(csettings) -> None:
     stolen.cookies.set(COOKIE_NAME, copied)
     assert stolen.get("/admin/api/stats").status_code == 200
     changed = TestClient(create_standalone_app(csettings.model_copy(
-        update={"console_users": f"{ADMIN_USER}:{hash_password('a brand new password')}"})))
+        update={"console_users": SecretStr(f"{ADMIN_USER}:{hash_password('a brand new password')}")})))
     changed.cookies.set(COOKIE_NAME, copied)
     assert changed.get("/admin/api/stats").status_code == 401  # the password changed since the sign-in
 
@@ -660,7 +661,7 @@ def test_guessing_at_a_name_does_not_lock_out_a_browser_that_signed_in_before(cs
     own_browser.post("/admin/logout", data={"csrf_token": _csrf(own_browser)})
     assert own_browser.cookies.get(DEVICE_COOKIE_NAME) is None  # logging out forgets the device
     changed = create_standalone_app(csettings.model_copy(
-        update={"console_users": f"{ADMIN_USER}:{hash_password(ADMIN_PASSWORD + ' changed')}"}))
+        update={"console_users": SecretStr(f"{ADMIN_USER}:{hash_password(ADMIN_PASSWORD + ' changed')}")}))
     for address in range(LOGIN_MAX_FAILURES):
         guesser = TestClient(changed, client=(f"203.0.113.{address}", 50000))
         assert _sign_in(guesser, password="guess").status_code == 401
