@@ -19,15 +19,13 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import secrets
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from policybot.config import ConfigError, Settings, parse_scrypt_hash, secret_value
+from policybot.config import ConfigError, Settings, home_secret, parse_scrypt_hash, secret_value
 
 COOKIE_NAME = "policybot_console"
 DEVICE_COOKIE_NAME = "policybot_console_device"
@@ -84,31 +82,12 @@ def _strong(secret: bytes, where: str) -> bytes:
 
 
 def session_secret(settings: Settings) -> bytes:
-    """The key that signs session cookies: POLICYBOT_CONSOLE_SECRET, or one kept in POLICYBOT_HOME/console-secret.
-
-    The file is written whole under a temporary name and linked into place, so no process ever
-    reads a half-written (empty) key, and when several start at once the first link wins and
-    the others read its key.
-    """
+    """The key that signs session cookies: POLICYBOT_CONSOLE_SECRET, or one kept in POLICYBOT_HOME/console-secret."""
     configured = secret_value(settings.console_secret)
     if configured:
         return _strong(configured.encode(), "POLICYBOT_CONSOLE_SECRET")
     path = settings.home / "console-secret"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".console-secret.", dir=path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_urlsafe(48))
-                handle.flush()
-                os.fsync(handle.fileno())
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                pass  # another process made it first: use theirs
-        finally:
-            os.unlink(temporary)
-    return _strong(path.read_text().strip().encode(), f"the console secret in {path} (delete the file to make a new one)")
+    return _strong(home_secret(path).encode(), f"the console secret in {path} (delete the file to make a new one)")
 
 
 @dataclass

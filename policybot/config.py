@@ -8,6 +8,9 @@ defaults are.
 from __future__ import annotations
 
 import base64
+import os
+import secrets
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -38,6 +41,30 @@ def parse_scrypt_hash(encoded: str) -> tuple[int, int, int, bytes, bytes]:
     if len(salt) < 8 or len(digest) < 16:
         raise ValueError("the salt or the hash is too short")
     return n, r, p, salt, digest
+
+
+def home_secret(path: Path) -> str:
+    """A random secret kept in `path` (mode 0600), made on first use.
+
+    The file is written whole under a temporary name and linked into place, so no process ever
+    reads a half-written (empty) secret, and when several start at once the first link wins and
+    the others read its secret.
+    """
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+        finally:
+            os.unlink(temporary)
+    return path.read_text().strip()
 
 
 def console_user_pairs(value: str) -> list[tuple[str, str]]:

@@ -57,7 +57,11 @@ _KNOWN_SECRETS = TEST_SECRETS | {"SLACK_BOT_TOKEN": TEST_SLACK_BOT_TOKEN, "SLACK
 
 
 def known_secrets() -> dict[str, str]:
-    """Every secret value the run knows of, by name."""
+    """Every secret value the run knows of, by name; the embedded Redis's password once it is made."""
+    if "the embedded Redis password" not in _KNOWN_SECRETS and "POLICYBOT_HOME" in os.environ:
+        password_file = Path(os.environ["POLICYBOT_HOME"]) / "redis" / "password"
+        if password_file.exists():
+            _KNOWN_SECRETS["the embedded Redis password"] = password_file.read_text().strip()
     return _KNOWN_SECRETS
 
 
