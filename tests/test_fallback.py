@@ -622,3 +622,21 @@ def test_a_policy_question_never_reaches_an_open_web_source(server: LocalServer)
     assert server.paths() == ["/search"]  # the open-web endpoint never saw the query
 
     assert permissive.permitted_sources("general", [web, internal]) == [web, internal]
+
+
+def test_a_source_registered_before_metadata_hosts_were_refused_is_skipped_not_fatal(settings, caplog) -> None:
+    from sqlalchemy import delete
+
+    from policybot import db
+    from policybot.models import FallbackSourceRow
+    from policybot.runtime import fallback_sources
+
+    with db.session(settings) as session:
+        session.add(FallbackSourceRow(name="old metadata source", kind="http", url="http://169.254.169.254/latest/",
+                                      config={"allow_private": True}))
+    try:
+        assert "old metadata source" not in [source.name for source in fallback_sources(settings, None)]
+        assert "fallback source 'old metadata source' skipped" in caplog.text
+    finally:
+        with db.session(settings) as session:
+            session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == "old metadata source"))
