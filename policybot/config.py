@@ -167,6 +167,9 @@ class Settings(BaseSettings):
     console_secure_cookie: Literal["auto", "true", "false"] = Field(default="auto",
                                                                      validation_alias="POLICYBOT_CONSOLE_SECURE_COOKIE")
     console_session_hours: float = Field(default=12.0, gt=0, le=24 * 30, validation_alias="POLICYBOT_CONSOLE_SESSION_HOURS")
+    # scrypt cost (N) of new password hashes: OWASP's 2^17 (128 MiB, about a second here). Only the
+    # tests lower it, to 2^14 (the old cost), so that their many sign-ins stay fast.
+    console_scrypt_n: int = Field(default=2**17, ge=2**14, le=2**17, validation_alias="POLICYBOT_CONSOLE_SCRYPT_N")
     # Dashboard alert: Incorrect share of the last 7 days above the previous 28 days' by more than this.
     alert_margin: float = Field(default=0.10, ge=0, le=1, validation_alias="POLICYBOT_ALERT_MARGIN")
     slack_workspace_url: str | None = Field(default=None, validation_alias="POLICYBOT_SLACK_WORKSPACE_URL")
@@ -212,6 +215,13 @@ class Settings(BaseSettings):
     def _check_redis_url(cls, value: SecretStr | None) -> SecretStr | None:
         if value is not None and not value.get_secret_value().startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a Redis URL such as redis://localhost:6379/0")
+        return value
+
+    @field_validator("console_scrypt_n")
+    @classmethod
+    def _check_console_scrypt_n(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError("must be a power of 2")
         return value
 
     @field_validator("slack_api_url")

@@ -27,6 +27,8 @@ os.environ["POLICYBOT_AUTO_TRAIN"] = "false"
 # Training learns from the shipped policy-qa corpus by default; tests that train use tiny corpora
 # of their own (tests/corpus_helpers.py) instead of ingesting it.
 os.environ["POLICYBOT_CORPUS"] = "off"
+# Console password hashes at scrypt's old cost (2^14, not 2^17): the suite signs in hundreds of times.
+os.environ["POLICYBOT_CONSOLE_SCRYPT_N"] = str(2**14)
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ def console_settings(settings, **updates: Any):  # type: ignore[no-untyped-def]
     from console.auth import hash_password
 
     if ADMIN_PASSWORD not in _HASHES:
-        _HASHES[ADMIN_PASSWORD] = hash_password(ADMIN_PASSWORD)
+        _HASHES[ADMIN_PASSWORD] = hash_password(ADMIN_PASSWORD, settings.console_scrypt_n)
     return settings.model_copy(update={"console_users": SecretStr(f"{ADMIN_USER}:{_HASHES[ADMIN_PASSWORD]}"),
                                        "console_secret": SecretStr(CONSOLE_SECRET)} | updates)
 
