@@ -382,7 +382,7 @@ class Console:
             raise BadRequest("expected document must be a document id")
         await self._call(review.set_review, self.settings, question_id, request.state.session.user, verdict,
                          int(expected) if expected else None, self._form_value(request, "note"))
-        return self.back(request, url(f"/activity/{question_id}"), f"review saved: {verdict}")
+        return self.back(request, url(f"/activity/id:{question_id}"), f"review saved: {verdict}")
 
     # ------------------------------------------------------------ dashboard
 

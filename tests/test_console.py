@@ -225,6 +225,40 @@ def test_record_view_shows_the_whole_decision(admin, seeded_log) -> None:
     assert api.status_code == 200 and api.json()["fallback_queries"] == [{"source": "HR portal", "query": "dog office"}]
 
 
+def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) -> None:
+    """About 1 in 4,096 references is all digits; a row whose id is those digits is another question."""
+    from log_helpers import question_row
+    from sqlalchemy import delete
+
+    from policybot import db
+    from policybot.models import Question
+    from policybot.review import find_record, record_id
+
+    quoted = question_row(question="Whose reference is all digits?", reference="482759", channel="CDIGITREF1")
+    other = question_row(id=482759, question="Whose id is those digits?", reference="QQQQQQ", channel="CDIGITREF1")
+    with db.session(csettings) as session:
+        session.add_all([quoted, other])
+        session.flush()
+        quoted_id = quoted.id
+    try:
+        for ref in ("482759", " 482759 "):
+            assert find_record(csettings, ref)["question"] == "Whose reference is all digits?"  # type: ignore[index]
+        for ref in ("#482759", "id:482759", "ID: 482759"):
+            assert find_record(csettings, ref)["question"] == "Whose id is those digits?"  # type: ignore[index]
+        assert find_record(csettings, str(quoted_id))["reference"] == "482759"  # type: ignore[index]
+        assert [record_id(ref) for ref in ("1234", "#77", "Q7K2M9", "482759", "#x", "²", "99999999999")] == [
+            1234, 77, None, None, None, None, None]
+        page = admin.get("/admin/activity/482759")
+        assert page.status_code == 200 and "Whose reference is all digits?" in page.text
+        by_id = admin.get("/admin/activity/id:482759")
+        assert by_id.status_code == 200 and "Whose id is those digits?" in by_id.text
+        listed = admin.get("/admin/activity", params={"channel": "CDIGITREF1"}).text
+        assert f'href="/admin/activity/id:{quoted_id}"' in listed and 'href="/admin/activity/id:482759"' in listed
+    finally:
+        with db.session(csettings) as session:
+            session.execute(delete(Question).where(Question.channel == "CDIGITREF1"))
+
+
 def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_samples) -> None:
     from policybot.manage import list_documents
     from policybot.review import reviews_for
