@@ -194,10 +194,14 @@ def _password_older_redis(settings: Settings) -> None:
     """Give this home's Redis its password if it runs without one (started by an older policybot):
     otherwise it would pass for another home's, and a second Redis would start on its data."""
     unprotected = f"redis://127.0.0.1:{_redis_port(settings)}/0"
-    if _redis_folder(unprotected) == _redis_dir(settings).resolve():
-        client = redis.Redis.from_url(unprotected, socket_connect_timeout=0.5, socket_timeout=0.5)
-        client.config_set("requirepass", _redis_password(settings))
-        log.warning("the embedded Redis of %s ran without a password; it has one now", settings.home)
+    if _redis_folder(unprotected) != _redis_dir(settings).resolve():
+        return
+    try:
+        redis.Redis.from_url(unprotected, socket_connect_timeout=0.5, socket_timeout=0.5).config_set(
+            "requirepass", _redis_password(settings))
+    except redis.RedisError:  # it stopped meanwhile: it gets the password when started again
+        return
+    log.warning("the embedded Redis of %s ran without a password; it has one now", settings.home)
 
 
 def _redis_alive(url: str) -> bool:
