@@ -12,7 +12,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 
 from bot import blocks
 from bot.listeners import BotIdentity, Enqueuer, Listeners
-from policybot.config import Settings
+from policybot.config import Settings, secret_value
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def web_client(settings: Settings, *, wait_out_rate_limits: bool = True, timeout
                       if connection_retries else [])
     if wait_out_rate_limits:
         handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
-    return WebClient(token=settings.slack_bot_token, base_url=settings.slack_api_url, timeout=timeout_s,
+    return WebClient(token=secret_value(settings.slack_bot_token), base_url=settings.slack_api_url, timeout=timeout_s,
                      retry_handlers=handlers)
 
 
@@ -65,7 +65,7 @@ def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mo
     app = App(
         # The token travels in `client` (Bolt takes it from there); auth.test runs against slack_api_url.
         # Socket Mode requests are not signed (Bolt skips the check for them); HTTP ones always are.
-        signing_secret=settings.slack_signing_secret or "",
+        signing_secret=secret_value(settings.slack_signing_secret) or "",
         client=web_client(settings),
         process_before_response=False,
         ignoring_self_events_enabled=True,

@@ -16,8 +16,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import SecretStr
+
 from bot.fake_slack import Call, FakeSlack
-from policybot.config import Settings
+from policybot.config import Settings, secret_value
 
 DEMO_CHANNEL = "CDEMOPOLICY"
 DEMO_USER = "UDEMOUSER"
@@ -26,7 +28,7 @@ DEMO_USER = "UDEMOUSER"
 def slack_settings(settings: Settings, fake: FakeSlack, **updates: Any) -> Settings:
     """The same settings, with the Slack credentials and API URL of a local Slack."""
     return settings.model_copy(update={
-        "slack_bot_token": fake.bot_token, "slack_signing_secret": fake.signing_secret,
+        "slack_bot_token": SecretStr(fake.bot_token), "slack_signing_secret": SecretStr(fake.signing_secret),
         "slack_api_url": fake.api_url, **updates,
     })
 
@@ -45,10 +47,9 @@ def worker_env(settings: Settings, fake: FakeSlack, base: Mapping[str, str] | No
         "TOKENIZERS_PARALLELISM": "false",
         "PYTHONUNBUFFERED": "1",
     })
-    if settings.database_url:
-        env["DATABASE_URL"] = settings.database_url
-    if settings.redis_url:
-        env["REDIS_URL"] = settings.redis_url
+    for variable, secret in (("DATABASE_URL", settings.database_url), ("REDIS_URL", settings.redis_url)):
+        if secret:
+            env[variable] = secret_value(secret) or ""
     if settings.admin_user_ids:
         env["POLICYBOT_ADMINS"] = settings.admin_user_ids
     env.update(extra)

@@ -5,7 +5,7 @@ Needs SLACK_APP_TOKEN (xapp-..., scope connections:write) besides SLACK_BOT_TOKE
 
 from __future__ import annotations
 
-from policybot.config import Settings
+from policybot.config import Settings, secret_value
 
 
 def serve(settings: Settings) -> None:
@@ -18,4 +18,4 @@ def serve(settings: Settings) -> None:
     require_slack_settings(settings, "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN")
     app = build_app(settings, socket_mode=True)
     with QuestionSweeper(settings):
-        SocketModeHandler(app, app_token=settings.slack_app_token).start()
+        SocketModeHandler(app, app_token=secret_value(settings.slack_app_token)).start()

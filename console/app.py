@@ -103,7 +103,7 @@ class Console:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.secret = auth.session_secret(settings)
-        self.throttle = auth.LoginThrottle()
+        self.throttle = auth.LoginThrottle(settings)
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.globals.update(url=url, prefix=PREFIX)
         self.templates.env.filters["pct"] = lambda v: "-" if v is None else f"{v:.0%}"
@@ -246,7 +246,12 @@ class Console:
         password = request.state.form.get("password", "")
         account = auth.account_fingerprint(self.settings, self.secret, user)
         known_device = auth.is_known_device(request.cookies.get(auth.DEVICE_COOKIE_NAME), self.secret, account)
-        stamp = self.throttle.attempt(client, user, known_device)
+        try:
+            stamp = await self._call(self.throttle.attempt, client, user, known_device)
+        except auth.ThrottleUnavailable as error:
+            log.error("console sign-in refused: the throttle's Redis cannot be reached (%s)", error)
+            return self.render(request, "login.html", {"next": next_path, "configured": configured,
+                                                       "error": "sign-in is unavailable; try again in a moment"}, 503)
         if stamp is None:
             return self.render(request, "login.html", {"next": next_path, "configured": configured,
                                                        "error": "too many failed sign-ins; wait a few minutes"}, 429)
@@ -259,9 +264,13 @@ class Console:
             log.warning("console sign-in failed (user #%s) from %s", auth.user_tag(user), client)
             return self.render(request, "login.html", {"next": next_path, "configured": configured,
                                                        "error": "wrong user name or password"}, 401)
-        self.throttle.succeeded(client, user, stamp)
+        await self._call(self.throttle.succeeded, client, user, stamp)
         session.sign_in(user, account or "")
         log.info("console sign-in: %s from %s", user, client)
+        if auth.is_outdated(self.settings.console_accounts[user], self.settings):
+            log.warning("console user %s signs in with a password hash cheaper than new ones get", user)
+            session.add_flash("error", "Your password hash is of an older, cheaper kind: make a new one with "
+                                       "`policybot console hash-password` and put it in POLICYBOT_CONSOLE_USERS.")
         response = RedirectResponse(next_path, status_code=303)
         response.set_cookie(auth.DEVICE_COOKIE_NAME, auth.encode_device(account or "", self.secret),
                             max_age=auth.DEVICE_COOKIE_DAYS * 86400, path=PREFIX, httponly=True,
@@ -373,7 +382,7 @@ class Console:
             raise BadRequest("expected document must be a document id")
         await self._call(review.set_review, self.settings, question_id, request.state.session.user, verdict,
                          int(expected) if expected else None, self._form_value(request, "note"))
-        return self.back(request, url(f"/activity/{question_id}"), f"review saved: {verdict}")
+        return self.back(request, url(f"/activity/id:{question_id}"), f"review saved: {verdict}")
 
     # ------------------------------------------------------------ dashboard
 

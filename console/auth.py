@@ -1,7 +1,11 @@
 """Console sign-in: scrypt password hashes, signed session cookies, CSRF tokens.
 
-- Passwords are stored only as `scrypt$N$r$p$salt$hash` (stdlib `hashlib.scrypt`), made by
-  `policybot console hash-password`; verification is constant-time.
+- Passwords are stored only as `scrypt$N$r$p$salt$hash` (stdlib `hashlib.scrypt`, N=2^17,
+  r=8, p=1 as OWASP advises), made by `policybot console hash-password`; verification is
+  constant-time. Hashes of the older cost (N=2^14) still verify; signing in with one says to
+  make a new one (the hashes live in POLICYBOT_CONSOLE_USERS, which policybot cannot rewrite).
+- Failed sign-ins are counted in Redis, so that every console process and app instance
+  shares one throttle (LoginThrottle).
 - The session is a cookie holding {user, account fingerprint, csrf token, issue time},
   HMAC-SHA256-signed with POLICYBOT_CONSOLE_SECRET (or a random secret kept in
   POLICYBOT_HOME/console-secret, mode 0600). HttpOnly, SameSite=Strict, Secure over HTTPS
@@ -19,23 +23,32 @@ import base64
 import hashlib
 import hmac
 import json
-import os
+import logging
 import secrets
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from policybot.config import ConfigError, Settings, parse_scrypt_hash
+import redis
+
+from policybot import services
+from policybot.config import ConfigError, Settings, home_secret, parse_scrypt_hash, secret_value
+from policybot.errors import UserError
+
+log = logging.getLogger(__name__)
 
 COOKIE_NAME = "policybot_console"
 DEVICE_COOKIE_NAME = "policybot_console_device"
 DEVICE_COOKIE_DAYS = 90
-SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**14, 8, 1, 32
+SCRYPT_N, SCRYPT_R, SCRYPT_P, SCRYPT_LEN = 2**17, 8, 1, 32
+# scrypt needs 128 * r * (N + p + 2) bytes; parse_scrypt_hash caps 128 * N * r at 128 MiB, and
+# OpenSSL's default ceiling (32 MiB) would refuse N=2^17.
+SCRYPT_MAXMEM = 2**27 + 2**20
 LOGIN_WINDOW_S, LOGIN_MAX_FAILURES = 300, 10
 VERIFY_SLOTS, VERIFY_WAIT_S = 2, 10.0  # concurrent scrypt checks; how long a sign-in waits for one
-SWEEP_AT = 10_000  # throttle entries before stale ones are swept
+THROTTLE_PREFIX = "policybot:console:sign-in:"  # Redis keys of LoginThrottle
 
 
 def _b64(data: bytes) -> str:
@@ -46,30 +59,42 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def hash_password(password: str) -> str:
+def hash_password(password: str, n: int = SCRYPT_N) -> str:
+    """A `scrypt$N$r$p$salt$hash` of the password; `n` below SCRYPT_N only from the tests' settings."""
     if len(password) < 8:
         raise ValueError("use a password of at least 8 characters")
     salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_LEN)
-    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_LEN, maxmem=SCRYPT_MAXMEM)
+    return f"scrypt${n}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
 
 
 def verify_password(password: str, encoded: str) -> bool:
     try:
         n, r, p, salt, expected = parse_scrypt_hash(encoded)
-        actual = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=len(expected), maxmem=2**27 + 2**20)
+        actual = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=len(expected), maxmem=SCRYPT_MAXMEM)
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(actual, expected)
 
 
-# A well-formed hash of a random password: unknown names cost as much as known ones.
-_DUMMY_HASH = hash_password(secrets.token_urlsafe(16))
+def is_outdated(encoded: str, settings: Settings) -> bool:
+    """Whether a hash costs less than new ones do (made before the cost was raised)."""
+    n, r, p, _, _ = parse_scrypt_hash(encoded)
+    return n * r * p < settings.console_scrypt_n * SCRYPT_R * SCRYPT_P
+
+
+@lru_cache(maxsize=4)
+def _dummy_hash(n: int) -> str:
+    """A well-formed hash of a random password: checked for unknown names, so they cost as much as known ones."""
+    return hash_password(secrets.token_urlsafe(16), n)
 
 
 def check_credentials(settings: Settings, user: str, password: str) -> bool:
-    encoded = settings.console_accounts.get(user)
-    ok = verify_password(password, encoded or _DUMMY_HASH)
+    accounts = settings.console_accounts
+    encoded = accounts.get(user)
+    # The users' own cost (2^14 for hashes made before 2^17): a faster "no" would tell names apart.
+    dummy_cost = max((parse_scrypt_hash(hashed)[0] for hashed in accounts.values()), default=settings.console_scrypt_n)
+    ok = verify_password(password, encoded or _dummy_hash(dummy_cost))
     return ok and encoded is not None
 
 
@@ -84,30 +109,12 @@ def _strong(secret: bytes, where: str) -> bytes:
 
 
 def session_secret(settings: Settings) -> bytes:
-    """The key that signs session cookies: POLICYBOT_CONSOLE_SECRET, or one kept in POLICYBOT_HOME/console-secret.
-
-    The file is written whole under a temporary name and linked into place, so no process ever
-    reads a half-written (empty) key, and when several start at once the first link wins and
-    the others read its key.
-    """
-    if settings.console_secret:
-        return _strong(settings.console_secret.encode(), "POLICYBOT_CONSOLE_SECRET")
+    """The key that signs session cookies: POLICYBOT_CONSOLE_SECRET, or one kept in POLICYBOT_HOME/console-secret."""
+    configured = secret_value(settings.console_secret)
+    if configured:
+        return _strong(configured.encode(), "POLICYBOT_CONSOLE_SECRET")
     path = settings.home / "console-secret"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".console-secret.", dir=path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_urlsafe(48))
-                handle.flush()
-                os.fsync(handle.fileno())
-            try:
-                os.link(temporary, path)
-            except FileExistsError:
-                pass  # another process made it first: use theirs
-        finally:
-            os.unlink(temporary)
-    return _strong(path.read_text().strip().encode(), f"the console secret in {path} (delete the file to make a new one)")
+    return _strong(home_secret(path).encode(), f"the console secret in {path} (delete the file to make a new one)")
 
 
 @dataclass
@@ -261,8 +268,32 @@ class LoginBusy(Exception):
     """Every password check slot stayed busy: the sign-in is refused rather than queued without end."""
 
 
+# Count an attempt on every key, or on none when one is at its limit: one step in Redis, so that
+# parallel guesses through several processes cannot all slip through. Redis's own clock, so that
+# the processes' clocks do not matter. KEYS: the counters; ARGV: window (s), limit, the attempt's id.
+_ATTEMPT_SCRIPT = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local window, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+for _, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if redis.call('ZCARD', key) >= limit then return 0 end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[3])
+  redis.call('EXPIRE', key, math.ceil(window) + 1)
+end
+return 1
+"""
+
+
+class ThrottleUnavailable(Exception):
+    """Redis, which holds the sign-in throttle, cannot be reached: sign-in is refused, not unthrottled."""
+
+
 class LoginThrottle:
-    """Sign-in attempts: at most LOGIN_MAX_FAILURES per client address and per user name per LOGIN_WINDOW_S.
+    """Sign-in attempts: at most LOGIN_MAX_FAILURES per client address and per user name per LOGIN_WINDOW_S,
+    counted in Redis (services.redis_url), so every console process and app instance shares them.
 
     A browser that signed in as the user before (a known device, `is_known_device`) is held
     only to its address's limit: guessing at the name from elsewhere locks out strangers,
@@ -270,58 +301,47 @@ class LoginThrottle:
 
     An attempt is counted before its password is checked, so parallel guesses cannot all slip
     through; a success un-counts itself and clears its address. At most VERIFY_SLOTS scrypt
-    checks run at once (each takes ~16 MB and tens of ms of CPU).
+    checks run at once per process (each takes 128 MiB and about a second of CPU at N=2^17).
     """
 
-    def __init__(self) -> None:
-        self._attempts: dict[str, list[float]] = {}
-        self._lock = threading.Lock()
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._client: redis.Redis | None = None
+        self._client_lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(VERIFY_SLOTS)
+
+    def _redis(self) -> redis.Redis:
+        with self._client_lock:  # connected on first use: the embedded Redis may have to start
+            if self._client is None:
+                url = services.redis_url(self._settings)
+                self._client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+            return self._client
 
     @staticmethod
     def _keys(client: str, user: str) -> tuple[str, str]:
-        return "address:" + client, "user:" + user_tag(user)
+        return THROTTLE_PREFIX + "address:" + client, THROTTLE_PREFIX + "user:" + user_tag(user)
 
     @classmethod
     def _limited_by(cls, client: str, user: str, known_device: bool) -> tuple[str, ...]:
         address, name = cls._keys(client, user)
         return (address,) if known_device else (address, name)
 
-    def _recent(self, key: str, now: float) -> list[float]:
-        kept = [t for t in self._attempts.get(key, ()) if now - t < LOGIN_WINDOW_S]
-        if kept:
-            self._attempts[key] = kept
-        else:
-            self._attempts.pop(key, None)  # no empty entries: the map holds only live windows
-        return kept
+    def attempt(self, client: str, user: str, known_device: bool = False) -> str | None:
+        """Count an attempt and return its id, or None (not counted) when the address or the name is at its limit."""
+        stamp = secrets.token_hex(8)
+        keys = self._limited_by(client, user, known_device)
+        try:
+            counted = self._redis().eval(_ATTEMPT_SCRIPT, len(keys), *keys, LOGIN_WINDOW_S, LOGIN_MAX_FAILURES, stamp)
+        except (redis.RedisError, UserError) as error:  # UserError: the embedded Redis could not start
+            raise ThrottleUnavailable(type(error).__name__) from None
+        return stamp if counted else None
 
-    def attempt(self, client: str, user: str, known_device: bool = False) -> float | None:
-        """Count an attempt and return its stamp, or None (not counted) when the address or the name is at its limit."""
-        now = time.monotonic()
-        with self._lock:
-            if len(self._attempts) > SWEEP_AT:
-                for key in list(self._attempts):
-                    self._recent(key, now)
-            keys = self._limited_by(client, user, known_device)
-            if any(len(self._recent(key, now)) >= LOGIN_MAX_FAILURES for key in keys):
-                return None
-            for key in keys:
-                self._attempts.setdefault(key, []).append(now)
-            return now
-
-    def succeeded(self, client: str, user: str, stamp: float) -> None:
+    def succeeded(self, client: str, user: str, stamp: str) -> None:
         address, name = self._keys(client, user)
-        with self._lock:
-            self._attempts.pop(address, None)
-            attempts = self._attempts.get(name, [])
-            if stamp in attempts:
-                attempts.remove(stamp)
-            if not attempts:
-                self._attempts.pop(name, None)
-
-    def size(self) -> int:
-        with self._lock:
-            return len(self._attempts)
+        try:
+            self._redis().pipeline().delete(address).zrem(name, stamp).execute()
+        except (redis.RedisError, UserError) as error:  # the attempts stay counted: at worst fewer tries left
+            log.warning("could not clear the sign-in throttle after a success: %s", type(error).__name__)
 
     async def check(self, settings: Settings, user: str, password: str) -> bool:
         """check_credentials in a worker thread, once one of the VERIFY_SLOTS is free (LoginBusy after VERIFY_WAIT_S)."""

@@ -51,7 +51,7 @@ def hash_password(
     else:
         password = sys.stdin.readline().rstrip("\n")
     try:
-        hashed = make_hash(password)
+        hashed = make_hash(password, cli._settings().console_scrypt_n)
     except ValueError as error:
         cli._fail(str(error), 1)
     print(f"{user.strip()}:{hashed}")

@@ -7,8 +7,10 @@ questions never reach an open-web source, whatever the configuration says.
 
 `HttpFallbackSource` is written against SSRF: the request host must be allow-listed, every
 redirect hop is checked the same way, the resolved addresses must be public unless the
-source is explicitly marked `allow_private`, and the connection goes to the address that
-was checked (no second DNS lookup that could be rebound). Responses are size- and
+source is explicitly marked `allow_private` (cloud metadata and link-local addresses stay
+refused even then), IPv6 addresses that carry an IPv4 one (mapped, 6to4, Teredo, NAT64) are
+judged by it too, and the connection goes to the address that was checked (no second DNS
+lookup that could be rebound). Responses are size- and
 time-capped. Errors never quote the query.
 """
 
@@ -134,7 +136,7 @@ class HttpSourceConfig:
     field_map: FieldMap = field(default_factory=FieldMap)
     timeout_s: float = 3.0
     max_bytes: int = 1_000_000
-    allow_private: bool = False  # explicit opt-in for intranet addresses (10/8, loopback...)
+    allow_private: bool = False  # explicit opt-in for intranet addresses (10/8, loopback...), never metadata
     open_web: bool = False  # a public web search; never used for policy questions
 
     def __post_init__(self) -> None:
@@ -150,6 +152,9 @@ class HttpSourceConfig:
         if not self.allowed_hosts:
             self.allowed_hosts = [host]
         self.allowed_hosts = [h.strip().lower().rstrip(".") for h in self.allowed_hosts]
+        for allowed in self.allowed_hosts:  # refused at every request anyway: say so when it is registered
+            if _never_dialled(allowed):
+                raise ValueError(f"source {self.name!r}: {allowed!r} is a cloud metadata or link-local host, never allowed")
         try:
             self.query_template.format(url=self.url, keywords="k", n=1)
         except (KeyError, IndexError, ValueError) as error:
@@ -234,11 +239,15 @@ class HttpFallbackSource:
             raise self._error(f"refused a non-http(s) URL scheme {parsed.scheme!r}")
         if host not in self.config.allowed_hosts:
             raise self._error(f"refused host {host!r}: not in the source's allowed hosts")
+        if host.strip("[]") in METADATA_HOSTS:
+            raise self._error(f"refused host {host!r}: a cloud metadata service")
         addresses = self._resolve(host, _port_of(parsed), deadline)
-        if not self.config.allow_private:
-            for address in addresses:
-                if not _is_public_address(address):
-                    raise self._error(f"refused host {host!r}: it resolves to a non-public address {address}")
+        for address in addresses:
+            if _never_dialled(address):
+                raise self._error(f"refused host {host!r}: it resolves to {address}, a cloud metadata or link-local "
+                                  "address (refused even for a source that allows private addresses)")
+            if not self.config.allow_private and not _is_public_address(address):
+                raise self._error(f"refused host {host!r}: it resolves to a non-public address {address}")
         return _Target(url=parsed, addresses=addresses)
 
     def _resolve(self, host: str, port: int, deadline: float) -> list[str]:
@@ -366,12 +375,57 @@ class HttpFallbackSource:
         return self._error(f"timed out after {self.config.timeout_s:g}s{while_doing}")
 
 
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# Cloud metadata services hand out the machine's credentials: never asked, whatever a source
+# allows. AWS (IPv4 and IPv6), GCP, Azure, Oracle and DigitalOcean use 169.254.169.254 (any
+# link-local address is refused too); Alibaba 100.100.100.200; Azure's wire server 168.63.129.16.
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254",
+                                                                  "100.100.100.200", "168.63.129.16"))
+METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog"})
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the last 32 bits are the IPv4 address
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated "::a.b.c.d"
+
+
+def _addresses_reached(address: str) -> list[IPAddress]:
+    """What traffic to `address` reaches, each of which must pass the checks: an IPv6 address that
+    carries IPv4 ones (IPv4-mapped, 6to4, Teredo server and client, NAT64) is judged by those alone
+    (Python counts 6to4 as global and the others as reserved or private, whatever they carry); a
+    deprecated IPv4-compatible one ("::a.b.c.d") by both."""
+    ip = ipaddress.ip_address(address.strip("[]").split("%")[0])
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return [ip]
+    last_32_bits = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    carried = [embedded for embedded in (ip.ipv4_mapped, ip.sixtofour) if embedded is not None]
+    carried += [*(ip.teredo or ()), *([last_32_bits] if ip in _NAT64 else [])]
+    if carried:
+        return carried
+    if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # not "::" or "::1"
+        return [ip, last_32_bits]
+    return [ip]
+
+
+def _never_dialled(host: str) -> bool:
+    """Whether `host` (a name or an address) is a cloud metadata service or a link-local address."""
+    if host.strip("[]") in METADATA_HOSTS:
+        return True
+    try:
+        reached = _addresses_reached(host)
+    except ValueError:
+        return False  # a name: judged by the addresses it resolves to
+    return any(ip in METADATA_ADDRESSES or ip.is_link_local for ip in reached)
+
+
 def _is_public_address(address: str) -> bool:
-    """Globally routable unicast only: no private, loopback, link-local, reserved, multicast."""
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # "::ffff:127.0.0.1" is loopback too
-    special = ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved
+    """Globally routable unicast only: no private, loopback, link-local, site-local, reserved,
+    multicast, here or in an IPv4 address it carries."""
+    return all(_is_public(ip) for ip in _addresses_reached(address))
+
+
+def _is_public(ip: IPAddress) -> bool:
+    # Python 3.11 counts fec0::/10 (site-local, deprecated but routed inside sites) as global.
+    site_local = isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local
+    special = ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_reserved or site_local
     return ip.is_global and not (special or ip.is_multicast or ip.is_unspecified)
 
 

@@ -35,10 +35,17 @@ class RecordedQuestion:
     created: bool  # False when this Slack event was already recorded (a retried delivery)
 
 
+REFERENCE_ALPHABET, REFERENCE_LENGTH = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789", 6
+
+
 def new_reference() -> str:
     """A short ID people can quote to an admin ("ref Q7K2M9")."""
-    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-    return "".join(secrets.choice(alphabet) for _ in range(6))
+    return "".join(secrets.choice(REFERENCE_ALPHABET) for _ in range(REFERENCE_LENGTH))
+
+
+def could_be_reference(text: str) -> bool:
+    """Whether `text` has the shape of a reference (about 1 in 4,096 is all digits, like "482759")."""
+    return len(text) == REFERENCE_LENGTH and all(character in REFERENCE_ALPHABET for character in text.upper())
 
 
 # As text, compiled once: SQLAlchemy never caches its PostgreSQL INSERT construct

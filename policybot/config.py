@@ -8,11 +8,14 @@ defaults are.
 from __future__ import annotations
 
 import base64
+import os
+import secrets
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from policybot.errors import UserError
@@ -40,6 +43,30 @@ def parse_scrypt_hash(encoded: str) -> tuple[int, int, int, bytes, bytes]:
     return n, r, p, salt, digest
 
 
+def home_secret(path: Path) -> str:
+    """A random secret kept in `path` (mode 0600), made on first use.
+
+    The file is written whole under a temporary name and linked into place, so no process ever
+    reads a half-written (empty) secret, and when several start at once the first link wins and
+    the others read its secret.
+    """
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(48))
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                pass  # another process made it first: use theirs
+        finally:
+            os.unlink(temporary)
+    return path.read_text().strip()
+
+
 def console_user_pairs(value: str) -> list[tuple[str, str]]:
     """(name, hash) pairs of POLICYBOT_CONSOLE_USERS ("name:hash,name:hash"), stripped."""
     pairs = []
@@ -49,6 +76,12 @@ def console_user_pairs(value: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def secret_value(secret: SecretStr | str | None) -> str | None:
+    """The plain value of a secret setting, for the call that needs it (a connection, a header),
+    never for a message. A plain str passes through: `model_copy(update=...)` does not validate."""
+    return secret.get_secret_value() if isinstance(secret, SecretStr) else secret
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
@@ -56,8 +89,9 @@ class Settings(BaseSettings):
     policybot_home: Path = Field(default=Path(".policybot"), validation_alias="POLICYBOT_HOME")
 
     # External servers. Unset means: start the embedded PostgreSQL / Redis.
-    database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
-    redis_url: str | None = Field(default=None, validation_alias="REDIS_URL")
+    # Every secret is a SecretStr: repr(), str() and model dumps show '**********'; secret_value() reads it.
+    database_url: SecretStr | None = Field(default=None, validation_alias="DATABASE_URL")
+    redis_url: SecretStr | None = Field(default=None, validation_alias="REDIS_URL")
     # Port of the embedded Redis; 0: a free port chosen on first start and kept in $POLICYBOT_HOME/redis/port,
     # so that each home has a Redis of its own.
     redis_port: int = Field(default=0, ge=0, le=65535, validation_alias="POLICYBOT_REDIS_PORT")
@@ -100,17 +134,17 @@ class Settings(BaseSettings):
     corpus: str = Field(default="", validation_alias="POLICYBOT_CORPUS")
     # Its documents live in a database of their own (real retrieval, never mixed with the knowledge
     # base): by default "policybot_corpus" beside the policybot database, on the same server.
-    corpus_database_url: str | None = Field(default=None, validation_alias="POLICYBOT_CORPUS_DATABASE_URL", repr=False)
+    corpus_database_url: SecretStr | None = Field(default=None, validation_alias="POLICYBOT_CORPUS_DATABASE_URL")
 
     # Optional generator: any OpenAI-compatible endpoint; unset means extractive answers.
     generator_url: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_URL")
     generator_model: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_MODEL")
-    generator_api_key: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_API_KEY", repr=False)
+    generator_api_key: SecretStr | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_API_KEY")
 
     # Slack.
-    slack_bot_token: str | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN", repr=False)
-    slack_signing_secret: str | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET", repr=False)
-    slack_app_token: str | None = Field(default=None, validation_alias="SLACK_APP_TOKEN", repr=False)
+    slack_bot_token: SecretStr | None = Field(default=None, validation_alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(default=None, validation_alias="SLACK_SIGNING_SECRET")
+    slack_app_token: SecretStr | None = Field(default=None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str = Field(default="https://slack.com/api/", validation_alias="SLACK_API_URL")
     admin_user_ids: str = Field(default="", validation_alias="POLICYBOT_ADMINS")
     ignore_bots: bool = Field(default=True, validation_alias="POLICYBOT_IGNORE_BOTS")
@@ -128,21 +162,30 @@ class Settings(BaseSettings):
 
     # Admin console (`policybot console`, or /admin in HTTP mode).
     # "name:hash" pairs, comma-separated; hashes from `policybot console hash-password`.
-    console_users: str = Field(default="", validation_alias="POLICYBOT_CONSOLE_USERS", repr=False)
-    console_secret: str | None = Field(default=None, validation_alias="POLICYBOT_CONSOLE_SECRET", repr=False)
+    console_users: SecretStr = Field(default=SecretStr(""), validation_alias="POLICYBOT_CONSOLE_USERS")
+    console_secret: SecretStr | None = Field(default=None, validation_alias="POLICYBOT_CONSOLE_SECRET")
     console_secure_cookie: Literal["auto", "true", "false"] = Field(default="auto",
                                                                      validation_alias="POLICYBOT_CONSOLE_SECURE_COOKIE")
     console_session_hours: float = Field(default=12.0, gt=0, le=24 * 30, validation_alias="POLICYBOT_CONSOLE_SESSION_HOURS")
+    # scrypt cost (N) of new password hashes: OWASP's 2^17 (128 MiB, about a second here). Only the
+    # tests lower it, to 2^14 (the old cost), so that their many sign-ins stay fast.
+    console_scrypt_n: int = Field(default=2**17, ge=2**14, le=2**17, validation_alias="POLICYBOT_CONSOLE_SCRYPT_N")
     # Dashboard alert: Incorrect share of the last 7 days above the previous 28 days' by more than this.
     alert_margin: float = Field(default=0.10, ge=0, le=1, validation_alias="POLICYBOT_ALERT_MARGIN")
     slack_workspace_url: str | None = Field(default=None, validation_alias="POLICYBOT_SLACK_WORKSPACE_URL")
 
+    @field_validator("database_url", "redis_url", "corpus_database_url", "generator_api_key", "slack_bot_token",
+                     "slack_signing_secret", "slack_app_token", "console_secret")
+    @classmethod
+    def _empty_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return value if value is not None and value.get_secret_value() else None
+
     @field_validator("console_users")
     @classmethod
-    def _check_console_users(cls, value: str) -> str:
+    def _check_console_users(cls, value: SecretStr) -> SecretStr:
         how = ("make a hash with `policybot console hash-password`; in a .env that Docker Compose reads, "
                "single-quote the value (Compose expands $ in unquoted values)")
-        for name, hashed in console_user_pairs(value):
+        for name, hashed in console_user_pairs(value.get_secret_value()):
             if not name:
                 raise ValueError(f"use name:hash pairs separated by commas; {how}")
             try:
@@ -153,30 +196,32 @@ class Settings(BaseSettings):
 
     @field_validator("console_secret")
     @classmethod
-    def _check_console_secret(cls, value: str | None) -> str | None:
-        if not value:
-            return None  # unset or empty: a random secret kept in POLICYBOT_HOME/console-secret
-        if len(value.encode()) < 32:
+    def _check_console_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        # unset or empty: a random secret kept in POLICYBOT_HOME/console-secret
+        if value is not None and len(value.get_secret_value().encode()) < 32:
             raise ValueError("must be at least 32 bytes; make one with "
                              "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
         return value
 
-    @field_validator("database_url")
+    @field_validator("database_url", "corpus_database_url")
     @classmethod
-    def _check_database_url(cls, value: str | None) -> str | None:
-        if value is None or value == "":
-            return None
-        if not value.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
             raise ValueError("must be a PostgreSQL URL such as postgresql://user:pass@host:5432/db")
         return value
 
     @field_validator("redis_url")
     @classmethod
-    def _check_redis_url(cls, value: str | None) -> str | None:
-        if value is None or value == "":
-            return None
-        if not value.startswith(("redis://", "rediss://", "unix://")):
+    def _check_redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must be a Redis URL such as redis://localhost:6379/0")
+        return value
+
+    @field_validator("console_scrypt_n")
+    @classmethod
+    def _check_console_scrypt_n(cls, value: int) -> int:
+        if value & (value - 1):
+            raise ValueError("must be a power of 2")
         return value
 
     @field_validator("slack_api_url")
@@ -197,7 +242,7 @@ class Settings(BaseSettings):
     @property
     def console_accounts(self) -> dict[str, str]:
         """Console sign-in names and their password hashes."""
-        return dict(console_user_pairs(self.console_users))
+        return dict(console_user_pairs(secret_value(self.console_users) or ""))
 
     @property
     def admins(self) -> set[str]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from pydantic import SecretStr
 from sqlalchemy import select
 
 from crag.followups import continues_earlier
@@ -88,7 +89,7 @@ def corpus_path(settings: Settings) -> Path | None:
 
 def corpus_settings(settings: Settings) -> Settings:
     """The same settings, on the corpus's own database."""
-    return settings.model_copy(update={"database_url": services.corpus_database_url(settings)})
+    return settings.model_copy(update={"database_url": SecretStr(services.corpus_database_url(settings))})
 
 
 def kb_collection(org: Organisation) -> str:

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from policybot import services
-from policybot.config import Settings
+from policybot.config import Settings, secret_value
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # Serialises concurrent `upgrade` runs (several workers starting at once).
@@ -46,7 +46,7 @@ def _vector_search_settings(ef_search: int):  # type: ignore[no-untyped-def]
 
 def _engine_key(settings: Settings) -> str:
     """What identifies a database without asking anything: DATABASE_URL, or the embedded server's home."""
-    return settings.database_url or f"embedded:{settings.home}"
+    return secret_value(settings.database_url) or f"embedded:{settings.home}"
 
 
 def engine(settings: Settings) -> Engine:

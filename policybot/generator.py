@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from crag.pipeline import Generator
 from crag.strips import recompose
 from crag.types import Citation, Strip
-from policybot.config import Settings
+from policybot.config import Settings, secret_value
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def openai_generator(settings: Settings) -> Generator | None:
     llm = OpenAILike(
         model=settings.generator_model or "default",
         api_base=settings.generator_url,
-        api_key=settings.generator_api_key or "unused",
+        api_key=secret_value(settings.generator_api_key) or "unused",
         is_chat_model=True,
         timeout=20.0,
         max_retries=0,

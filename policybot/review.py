@@ -172,17 +172,29 @@ def logged_evaluator_versions(settings) -> list[str]:  # type: ignore[no-untyped
                                     .where(Question.evaluator_version.is_not(None))).scalars())
 
 
+def record_id(ref: str) -> int | None:
+    """The row id `ref` names: "#123" or "id:123", or bare digits that cannot be a reference. None
+    otherwise: `ref` is then looked up as a reference (e.g. Q7K2M9, or 482759: all-digit ones exist)."""
+    from policybot.answering import could_be_reference
+
+    ref = ref.strip()
+    explicit = next((ref[len(prefix):].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
+    digits = explicit if explicit is not None else ref if not could_be_reference(ref) else ""
+    return int(digits) if digits.isascii() and digits.isdigit() and int(digits) < 2**31 else None
+
+
 def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no-untyped-def]
-    """One logged question by row id or by the reference users quote (e.g. Q7K2M9)."""
+    """One logged question by the reference users quote (e.g. Q7K2M9) or by row id (`record_id`)."""
     from sqlalchemy import func, select
 
     from policybot import db
     from policybot.models import Question
 
     ref = ref.strip()
+    row_id = record_id(ref)
     with db.session(settings) as session:
-        if ref.isdigit():
-            row = session.get(Question, int(ref)) if int(ref) < 2**31 else None
+        if row_id is not None:
+            row = session.get(Question, row_id)
         else:
             row = session.execute(select(Question).where(func.upper(Question.reference) == ref.upper())
                                   .order_by(Question.id.desc()).limit(1)).scalar_one_or_none()

@@ -144,7 +144,10 @@ def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSo
             sources.append(CollectionFallbackSource(row.name, ChunkRetriever(
                 settings, [row.collection], channel=channel, origin="fallback", source_name=row.name)))
         elif row.kind == "http" and row.url:
-            sources.append(HttpFallbackSource(http_source_config(row)))
+            try:
+                sources.append(HttpFallbackSource(http_source_config(row)))
+            except (ValueError, TypeError) as error:  # registered before a rule refused it (a metadata host)
+                log.warning("fallback source %r skipped: %s", row.name, error)
     return sources
 
 

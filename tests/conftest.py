@@ -6,14 +6,18 @@ a developer's data; everything is started the same way `policybot services up` d
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from secrets import token_hex
 
 import pytest
 
 from bench.common import free_port
+from console_helpers import ADMIN_PASSWORD, CONSOLE_SECRET
+from leak_check import SecretLeakCheck
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -23,6 +27,8 @@ os.environ["POLICYBOT_AUTO_TRAIN"] = "false"
 # Training learns from the shipped policy-qa corpus by default; tests that train use tiny corpora
 # of their own (tests/corpus_helpers.py) instead of ingesting it.
 os.environ["POLICYBOT_CORPUS"] = "off"
+# Console password hashes at scrypt's old cost (2^14, not 2^17): the suite signs in hundreds of times.
+os.environ["POLICYBOT_CONSOLE_SCRYPT_N"] = str(2**14)
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,6 +41,47 @@ TEST_REDIS_PORT = free_port()
 for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EMBEDDING_MODEL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
                  "SLACK_APP_TOKEN", "SLACK_API_URL", "POLICYBOT_ADMINS", "POLICYBOT_EVALUATOR_PATH", "POLICYBOT_GENERATOR_URL"):
     os.environ.pop(variable, None)
+
+# Secrets of the test configuration, all set, so that the leak check below has values to find.
+# The local Slack of the Slack tests (tests/slack_helpers.py) uses the Slack ones.
+TEST_SLACK_BOT_TOKEN = "xoxb-test-" + token_hex(12)
+TEST_SLACK_SIGNING_SECRET = "signing-test-" + token_hex(12)
+TEST_SECRETS = {
+    "SLACK_APP_TOKEN": "xapp-test-" + token_hex(12),
+    "POLICYBOT_GENERATOR_API_KEY": "sk-test-" + token_hex(12),
+    "POLICYBOT_CONSOLE_SECRET": "console-test-" + token_hex(16),
+}
+os.environ.update(TEST_SECRETS)
+
+
+_KNOWN_SECRETS = TEST_SECRETS | {"SLACK_BOT_TOKEN": TEST_SLACK_BOT_TOKEN, "SLACK_SIGNING_SECRET": TEST_SLACK_SIGNING_SECRET,
+                                 "the console test password": ADMIN_PASSWORD, "the console test secret": CONSOLE_SECRET}
+
+
+def known_secrets() -> dict[str, str]:
+    """Every secret value the run knows of, by name; the embedded Redis's password once it is made."""
+    if "the embedded Redis password" not in _KNOWN_SECRETS and "POLICYBOT_HOME" in os.environ:
+        password_file = Path(os.environ["POLICYBOT_HOME"]) / "redis" / "password"
+        if password_file.exists():
+            _KNOWN_SECRETS["the embedded Redis password"] = password_file.read_text().strip()
+    return _KNOWN_SECRETS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_secret_in_any_log_line(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretLeakCheck]:
+    """Fails the run, at its end, when a secret appeared in a log line of this process (at any level)
+    or in a log file the run left (worker and bot processes, the embedded Redis)."""
+    check = SecretLeakCheck(known_secrets)
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(check)
+    root.setLevel(logging.DEBUG)
+    yield check
+    root.removeHandler(check)
+    root.setLevel(level)
+    check.check_files(tmp_path_factory.getbasetemp())
+    if check.leaks:
+        pytest.fail("secrets were logged:\n  " + "\n  ".join(check.leaks), pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,12 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from log_helpers import question_row
 
 ADMIN_USER, ADMIN_PASSWORD = "ada", "correct horse battery"
+CONSOLE_SECRET = "test-console-secret-" + "x" * 20
 CHANNEL = "CCONSOLE01"
 PARENTAL = "How many weeks of parental leave do primary caregivers get?"
 DOG = "Can I bring my dog named Rex to the office?"
@@ -23,9 +25,9 @@ def console_settings(settings, **updates: Any):  # type: ignore[no-untyped-def]
     from console.auth import hash_password
 
     if ADMIN_PASSWORD not in _HASHES:
-        _HASHES[ADMIN_PASSWORD] = hash_password(ADMIN_PASSWORD)
-    return settings.model_copy(update={"console_users": f"{ADMIN_USER}:{_HASHES[ADMIN_PASSWORD]}",
-                                       "console_secret": "test-console-secret-" + "x" * 20} | updates)
+        _HASHES[ADMIN_PASSWORD] = hash_password(ADMIN_PASSWORD, settings.console_scrypt_n)
+    return settings.model_copy(update={"console_users": SecretStr(f"{ADMIN_USER}:{_HASHES[ADMIN_PASSWORD]}"),
+                                       "console_secret": SecretStr(CONSOLE_SECRET)} | updates)
 
 
 def csrf_of(html: str) -> str:

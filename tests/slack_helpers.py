@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import cli_env
+from conftest import TEST_SLACK_BOT_TOKEN, TEST_SLACK_SIGNING_SECRET, cli_env
 
 ADMIN = "UADMIN0001"
 FAIL_MARKER = "zzfailonpurpose"
@@ -82,7 +82,7 @@ def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) 
     from bot.fake_slack import FakeSlack
     from bot.http import BackgroundServer, create_asgi_app
 
-    fake = FakeSlack().start()
+    fake = FakeSlack(bot_token=TEST_SLACK_BOT_TOKEN, signing_secret=TEST_SLACK_SIGNING_SECRET).start()
     local = slack_settings(settings, fake, admin_user_ids=ADMIN)
     server = BackgroundServer(create_asgi_app(build_app(local))).start()
     log_dir = tmp_path_factory.mktemp("slack-workers")

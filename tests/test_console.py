@@ -13,8 +13,10 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 
 import pytest
+from pydantic import SecretStr
 
 from conftest import cli_env
 from console_helpers import ADMIN_PASSWORD, ADMIN_USER, CHANNEL, DOG, PARENTAL, console_settings, csrf_of, seeded_log  # noqa: F401
@@ -25,6 +27,20 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def csettings(settings):  # type: ignore[no-untyped-def]
     return console_settings(settings)
+
+
+@pytest.fixture(autouse=True)
+def fresh_sign_in_throttle(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """The throttle lives in the run's Redis: one test's failed sign-ins must not lock out the next's."""
+    import redis
+
+    from console.auth import THROTTLE_PREFIX
+    from policybot import services
+
+    yield
+    client = redis.Redis.from_url(services.redis_url(settings))
+    for key in client.scan_iter(THROTTLE_PREFIX + "*"):
+        client.delete(key)
 
 
 def _client(csettings):  # type: ignore[no-untyped-def]
@@ -126,7 +142,7 @@ def test_a_user_removed_from_config_is_signed_out(csettings, admin) -> None:
 
     from console.app import create_standalone_app
 
-    other = TestClient(create_standalone_app(csettings.model_copy(update={"console_users": ""})))
+    other = TestClient(create_standalone_app(csettings.model_copy(update={"console_users": SecretStr("")})))
     other.cookies = admin.cookies
     assert other.get("/admin/api/stats").status_code == 401
 
@@ -207,6 +223,40 @@ def test_record_view_shows_the_whole_decision(admin, seeded_log) -> None:
     assert admin.get("/admin/api/records/987654").status_code == 404
     api = admin.get(f"/admin/api/records/{seeded_log['dog']}")
     assert api.status_code == 200 and api.json()["fallback_queries"] == [{"source": "HR portal", "query": "dog office"}]
+
+
+def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) -> None:
+    """About 1 in 4,096 references is all digits; a row whose id is those digits is another question."""
+    from log_helpers import question_row
+    from sqlalchemy import delete
+
+    from policybot import db
+    from policybot.models import Question
+    from policybot.review import find_record, record_id
+
+    quoted = question_row(question="Whose reference is all digits?", reference="482759", channel="CDIGITREF1")
+    other = question_row(id=482759, question="Whose id is those digits?", reference="QQQQQQ", channel="CDIGITREF1")
+    with db.session(csettings) as session:
+        session.add_all([quoted, other])
+        session.flush()
+        quoted_id = quoted.id
+    try:
+        for ref in ("482759", " 482759 "):
+            assert find_record(csettings, ref)["question"] == "Whose reference is all digits?"  # type: ignore[index]
+        for ref in ("#482759", "id:482759", "ID: 482759"):
+            assert find_record(csettings, ref)["question"] == "Whose id is those digits?"  # type: ignore[index]
+        assert find_record(csettings, str(quoted_id))["reference"] == "482759"  # type: ignore[index]
+        assert [record_id(ref) for ref in ("1234", "#77", "Q7K2M9", "482759", "#x", "²", "99999999999")] == [
+            1234, 77, None, None, None, None, None]
+        page = admin.get("/admin/activity/482759")
+        assert page.status_code == 200 and "Whose reference is all digits?" in page.text
+        by_id = admin.get("/admin/activity/id:482759")
+        assert by_id.status_code == 200 and "Whose id is those digits?" in by_id.text
+        listed = admin.get("/admin/activity", params={"channel": "CDIGITREF1"}).text
+        assert f'href="/admin/activity/id:{quoted_id}"' in listed and 'href="/admin/activity/id:482759"' in listed
+    finally:
+        with db.session(csettings) as session:
+            session.execute(delete(Question).where(Question.channel == "CDIGITREF1"))
 
 
 def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_samples) -> None:
@@ -519,7 +569,7 @@ def test_session_secret_is_never_empty_or_short_and_made_once(csettings, tmp_pat
     from policybot.config import ConfigError, Settings
 
     with pytest.raises(ConfigError, match="at least 32 bytes"):
-        session_secret(csettings.model_copy(update={"console_secret": "too-short"}))
+        session_secret(csettings.model_copy(update={"console_secret": SecretStr("too-short")}))
     with pytest.raises(ValidationError, match="at least 32 bytes"):
         Settings(**{"POLICYBOT_CONSOLE_SECRET": "too-short"})
     home = csettings.model_copy(update={"console_secret": None, "policybot_home": tmp_path / "home"})
@@ -560,7 +610,7 @@ def test_logout_and_a_new_password_end_copied_sessions(csettings) -> None:
     stolen.cookies.set(COOKIE_NAME, copied)
     assert stolen.get("/admin/api/stats").status_code == 200
     changed = TestClient(create_standalone_app(csettings.model_copy(
-        update={"console_users": f"{ADMIN_USER}:{hash_password('a brand new password')}"})))
+        update={"console_users": SecretStr(f"{ADMIN_USER}:{hash_password('a brand new password', csettings.console_scrypt_n)}")})))
     changed.cookies.set(COOKIE_NAME, copied)
     assert changed.get("/admin/api/stats").status_code == 401  # the password changed since the sign-in
 
@@ -572,15 +622,18 @@ def test_logout_and_a_new_password_end_copied_sessions(csettings) -> None:
     assert again.get("/admin/api/stats").status_code == 200  # signing in again works
 
 
-def test_login_throttle_counts_before_checking_per_address_and_per_name(monkeypatch) -> None:
+def test_login_throttle_counts_before_checking_per_address_and_per_name(csettings, monkeypatch) -> None:
     import asyncio
     import threading
     import time
 
-    from console import auth
+    import redis
 
-    throttle = auth.LoginThrottle()
-    stamps: list[float | None] = []
+    from console import auth
+    from policybot import services
+
+    throttle = auth.LoginThrottle(csettings)
+    stamps: list[str | None] = []
     barrier = threading.Barrier(30)
 
     def guess() -> None:
@@ -598,7 +651,10 @@ def test_login_throttle_counts_before_checking_per_address_and_per_name(monkeypa
     stamp = throttle.attempt("10.0.0.3", "grace")
     assert stamp is not None
     throttle.succeeded("10.0.0.3", "grace", stamp)
-    assert throttle.size() == 2  # a success leaves no empty entries behind
+    counters = redis.Redis.from_url(services.redis_url(csettings), decode_responses=True)
+    assert sorted(counters.scan_iter(auth.THROTTLE_PREFIX + "*")) == sorted(  # a success is not counted
+        auth.THROTTLE_PREFIX + key for key in ("address:10.0.0.1", "user:" + auth.user_tag("ada")))
+    assert all(0 < counters.ttl(key) <= auth.LOGIN_WINDOW_S + 1 for key in counters.scan_iter(auth.THROTTLE_PREFIX + "*"))
     monkeypatch.setattr(auth, "LOGIN_WINDOW_S", 0)
     assert throttle.attempt("10.0.0.1", "ada") is not None  # the window passed
 
@@ -617,6 +673,53 @@ def test_login_throttle_counts_before_checking_per_address_and_per_name(monkeypa
         return await asyncio.gather(*(throttle.check(None, "ada", "x") for _ in range(8)))  # type: ignore[arg-type]
 
     assert asyncio.run(many()) == [False] * 8 and peak[0] <= auth.VERIFY_SLOTS
+
+
+def test_the_sign_in_throttle_holds_across_app_instances(csettings) -> None:
+    """Ten wrong passwords spread over two console processes (here two app instances: the
+    throttle is in Redis, not in either) lock the name for a third."""
+    from starlette.testclient import TestClient
+
+    from console.app import create_standalone_app
+    from console.auth import LOGIN_MAX_FAILURES
+
+    first, second = create_standalone_app(csettings), create_standalone_app(csettings)
+    for attempt in range(LOGIN_MAX_FAILURES):
+        guesser = TestClient(first if attempt % 2 else second, client=(f"203.0.113.{attempt}", 50000))
+        assert _sign_in(guesser, password="guess").status_code == 401
+    third = TestClient(create_standalone_app(csettings), client=("198.51.100.9", 50000))
+    assert _sign_in(third).status_code == 429
+
+
+def test_sign_in_is_refused_not_unthrottled_when_redis_is_unreachable(csettings) -> None:
+    from bench.common import free_port
+
+    nowhere = csettings.model_copy(update={"redis_url": SecretStr(f"redis://127.0.0.1:{free_port()}/0")})
+    response = _sign_in(_client(nowhere))
+    assert response.status_code == 503 and "sign-in is unavailable" in response.text
+
+
+def test_new_password_hashes_cost_scrypt_n_2_17_and_old_ones_still_sign_in(csettings, caplog) -> None:
+    from console.auth import SCRYPT_MAXMEM, hash_password, is_outdated, verify_password
+    from policybot.config import Settings, parse_scrypt_hash
+
+    assert Settings.model_fields["console_scrypt_n"].default == 2**17
+    produced = hash_password("a long enough password")
+    n, r, p, salt, digest = parse_scrypt_hash(produced)
+    assert (n, r, p, len(salt), len(digest)) == (2**17, 8, 1, 16, 32) and 128 * r * (n + p + 2) <= SCRYPT_MAXMEM
+    assert verify_password("a long enough password", produced) and not verify_password("a long enough passworD", produced)
+
+    # The test run's hashes cost 2^14, the old default: against the default cost they are outdated,
+    # still sign in, and the user is told to make a new one.
+    default_cost = csettings.model_copy(update={"console_scrypt_n": 2**17})
+    old_hash = default_cost.console_accounts[ADMIN_USER]
+    assert parse_scrypt_hash(old_hash)[0] == 2**14 and is_outdated(old_hash, default_cost)
+    client = _client(default_cost)
+    with caplog.at_level("WARNING", logger="console.app"):
+        assert _sign_in(client).status_code == 303
+    assert "password hash cheaper than new ones" in caplog.text
+    assert "policybot console hash-password" in client.get("/admin/activity").text
+    assert not is_outdated(produced, default_cost)
 
 
 def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog) -> None:
@@ -660,10 +763,9 @@ def test_guessing_at_a_name_does_not_lock_out_a_browser_that_signed_in_before(cs
     own_browser.post("/admin/logout", data={"csrf_token": _csrf(own_browser)})
     assert own_browser.cookies.get(DEVICE_COOKIE_NAME) is None  # logging out forgets the device
     changed = create_standalone_app(csettings.model_copy(
-        update={"console_users": f"{ADMIN_USER}:{hash_password(ADMIN_PASSWORD + ' changed')}"}))
-    for address in range(LOGIN_MAX_FAILURES):
-        guesser = TestClient(changed, client=(f"203.0.113.{address}", 50000))
-        assert _sign_in(guesser, password="guess").status_code == 401
+        update={"console_users": SecretStr(f"{ADMIN_USER}:{hash_password(ADMIN_PASSWORD + ' changed', csettings.console_scrypt_n)}")}))
+    # The name is still locked by the guesses above: the throttle is shared by every app instance.
+    assert _sign_in(TestClient(changed, client=("198.51.100.7", 50000)), password="guess").status_code == 429
     after_change = TestClient(changed, client=("10.0.0.5", 50000), cookies={DEVICE_COOKIE_NAME: device})
     assert _sign_in(after_change, password=ADMIN_PASSWORD + " changed").status_code == 429  # revoked
 
@@ -769,7 +871,7 @@ def test_console_users_hashes_are_parsed_whole() -> None:
     from console.auth import hash_password
     from policybot.config import Settings
 
-    good = hash_password("long enough password")
+    good = hash_password("long enough password", 2**14)
     assert Settings(**{"POLICYBOT_CONSOLE_USERS": f"ada:{good}"}).console_accounts == {"ada": good}
     salt_and_hash = good.split("$", 4)[4]
     for bad, why in (("ada:scrypt", "6 $-separated parts"),  # what Compose leaves of an unquoted hash

@@ -108,7 +108,7 @@ def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -
     shot(page, "03-activity-filtered")
 
     rows.first.locator("a.question").click()
-    page.wait_for_url(re.compile(rf"/admin/activity/{seeded_log['dog']}$"))
+    page.wait_for_url(re.compile(rf"/admin/activity/id:{seeded_log['dog']}$"))
     assert page.inner_text("#question-text") == DOG
     assert page.locator("#scores-chart svg circle.score").count() == 1
     assert page.locator("#scores-chart svg line.threshold").count() == 2

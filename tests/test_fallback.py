@@ -292,6 +292,44 @@ def test_loopback_is_refused_unless_private_addresses_are_allowed(server: LocalS
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("host", ["[2002:7f00:1::1]",  # 6to4 of 127.0.0.1: Python counts 2002::/16 as global
+                                  "[fec0::1]",  # site-local: Python 3.11 counts it as global
+                                  "[64:ff9b::a00:1]",  # NAT64 of 10.0.0.1
+                                  "[2001:0:4136:e378:8000:63bf:f5ff:fffe]",  # Teredo, client 10.0.0.1
+                                  "[::ffff:192.168.1.1]"])
+def test_ipv6_addresses_that_carry_private_ones_are_refused_before_any_connection(host: str) -> None:
+    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url=f"http://{host}:8080/search", timeout_s=1.0))
+    with pytest.raises(FallbackError, match="non-public address"):
+        source.search("travel", limit=5)
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/",
+                                 "http://100.100.100.200/latest/meta-data/", "http://metadata.google.internal/computeMetadata/v1/",
+                                 "http://[::ffff:169.254.169.254]/", "http://[2002:a9fe:a9fe::1]/", "http://[64:ff9b::a9fe:a9fe]/",
+                                 "http://169.254.10.1/", "http://[fe80::1]/"])
+def test_cloud_metadata_and_link_local_hosts_are_refused_even_when_private_addresses_are_allowed(url: str) -> None:
+    with pytest.raises(ValueError, match="cloud metadata or link-local host, never allowed"):
+        HttpSourceConfig(name="wiki", url=url, allow_private=True)
+    with pytest.raises(ValueError, match="never allowed"):  # nor as a host redirects may lead to
+        HttpSourceConfig(name="wiki", url="http://10.0.0.1/search", allowed_hosts=["10.0.0.1", urlsplit(url).hostname or ""],
+                         allow_private=True)
+
+
+def test_a_name_that_resolves_to_a_metadata_address_is_refused_even_when_private_addresses_are_allowed(monkeypatch) -> None:
+    # No real name resolves to 169.254.169.254 offline, so the resolver alone is stood in for.
+    import crag.fallback
+
+    def resolve(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        assert host == "wiki.corp.example"
+        return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:169.254.169.254", port, 0, 0)),
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port))]
+
+    monkeypatch.setattr(crag.fallback.socket, "getaddrinfo", resolve)
+    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url="http://wiki.corp.example/search", allow_private=True))
+    with pytest.raises(FallbackError, match=r"resolves to ::ffff:169.254.169.254, a cloud metadata or link-local address"):
+        source.search("travel", limit=5)
+
+
 def _localhost_resolves() -> bool:
     try:
         return any(info[4][0] == "127.0.0.1" for info in socket.getaddrinfo("localhost", 80))
@@ -584,3 +622,21 @@ def test_a_policy_question_never_reaches_an_open_web_source(server: LocalServer)
     assert server.paths() == ["/search"]  # the open-web endpoint never saw the query
 
     assert permissive.permitted_sources("general", [web, internal]) == [web, internal]
+
+
+def test_a_source_registered_before_metadata_hosts_were_refused_is_skipped_not_fatal(settings, caplog) -> None:
+    from sqlalchemy import delete
+
+    from policybot import db
+    from policybot.models import FallbackSourceRow
+    from policybot.runtime import fallback_sources
+
+    with db.session(settings) as session:
+        session.add(FallbackSourceRow(name="old metadata source", kind="http", url="http://169.254.169.254/latest/",
+                                      config={"allow_private": True}))
+    try:
+        assert "old metadata source" not in [source.name for source in fallback_sources(settings, None)]
+        assert "fallback source 'old metadata source' skipped" in caplog.text
+    finally:
+        with db.session(settings) as session:
+            session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == "old metadata source"))

@@ -1146,3 +1146,131 @@ def test_celery_configuration_loads_once_for_threads_that_enqueue_at_once() -> N
 
     assert None in brokers_seen(Celery)  # the race this guards against, still in Celery
     assert brokers_seen(ThreadSafeCelery) == ["memory://"] * 4
+
+
+def test_settings_never_show_a_secret_in_repr_str_or_dumps(tmp_path) -> None:
+    from policybot.config import Settings
+
+    values = {
+        "DATABASE_URL": "postgresql://policybot:db-pass-4s3cr3t@db:5432/policybot",
+        "REDIS_URL": "redis://:redis-pass-4s3cr3t@redis:6379/0",
+        "POLICYBOT_CORPUS_DATABASE_URL": "postgresql://policybot:corpus-pass-4s3cr3t@db:5432/corpus",
+        "POLICYBOT_GENERATOR_API_KEY": "sk-generator-4s3cr3t",
+        "SLACK_BOT_TOKEN": "xoxb-bot-4s3cr3t",
+        "SLACK_SIGNING_SECRET": "signing-4s3cr3t",
+        "SLACK_APP_TOKEN": "xapp-app-4s3cr3t",
+        "POLICYBOT_CONSOLE_SECRET": "console-4s3cr3t-" + "x" * 32,
+        "POLICYBOT_CONSOLE_USERS": "ada:" + _PASSWORD_HASH,
+    }
+    settings = Settings(POLICYBOT_HOME=tmp_path, **values)
+    for shown in (repr(settings), str(settings), settings.model_dump_json(), str(settings.model_dump())):
+        assert "4s3cr3t" not in shown and _PASSWORD_HASH not in shown, shown
+    # The values are still there for the calls that need them.
+    assert settings.redis_url is not None and settings.redis_url.get_secret_value() == values["REDIS_URL"]
+    assert settings.console_accounts == {"ada": _PASSWORD_HASH}
+    # An empty value is unset, as before.
+    assert Settings(POLICYBOT_HOME=tmp_path, SLACK_BOT_TOKEN="", DATABASE_URL="").slack_bot_token is None
+
+
+# A valid scrypt hash (N=2, the smallest the parser takes): only its shape matters here.
+_PASSWORD_HASH = "scrypt$2$8$1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2g"
+
+
+def test_the_leak_check_names_a_logged_secret_and_one_in_a_log_file(tmp_path) -> None:
+    import logging
+
+    from leak_check import SecretLeakCheck
+
+    check = SecretLeakCheck(lambda: {"SLACK_BOT_TOKEN": "xoxb-leaked-value"})
+    logger = logging.getLogger("policybot.leak_check_test")
+    logger.addHandler(check)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug("calling Slack with %s", "a masked token ***")
+        assert check.leaks == []
+        logger.debug("calling Slack with %s", "xoxb-leaked-value")
+        try:
+            raise RuntimeError("token xoxb-leaked-value refused")
+        except RuntimeError:
+            logger.exception("Slack failed")  # only the traceback holds it
+    finally:
+        logger.removeHandler(check)
+    (tmp_path / "worker.log").write_text("INFO connected with xoxb-leaked-value\n")
+    (tmp_path / "notes.txt").write_text("xoxb-leaked-value")  # not a log file
+    check.check_files(tmp_path)
+    assert check.leaks == ["SLACK_BOT_TOKEN in a log record of 'policybot.leak_check_test'"] * 2 + [
+        f"SLACK_BOT_TOKEN in {tmp_path / 'worker.log'}"]
+    assert all("xoxb-leaked-value" not in leak for leak in check.leaks)
+
+
+def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, monkeypatch) -> None:
+    import stat
+    import subprocess
+
+    import redis
+    from slack_helpers import wait_until
+
+    from policybot.config import Settings
+
+    monkeypatch.delenv("POLICYBOT_REDIS_PORT", raising=False)
+    own = Settings(POLICYBOT_HOME=tmp_path / "home")
+    folder = own.home / "redis"
+    # A Redis of this home started by an older policybot, without a password, on the home's port.
+    folder.mkdir(parents=True)
+    port = services._free_port()
+    (folder / "port").write_text(f"{port}\n")
+    subprocess.run([services.find_redis_server(), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder),
+                    "--daemonize", "yes", "--pidfile", str(folder / "redis.pid"), "--logfile", str(folder / "redis.log")],
+                   check=True)
+    unprotected = f"redis://127.0.0.1:{port}/0"
+    try:
+        wait_until(lambda: services._redis_alive(unprotected), timeout=10, what="the old Redis", step=0.05)
+        old_pid = (folder / "redis.pid").read_text().strip()
+
+        url = services.redis_url(own)
+        password_file = folder / "password"
+        password = password_file.read_text().strip()
+        assert len(password) >= 32 and stat.S_IMODE(password_file.stat().st_mode) == 0o600
+        assert url == f"redis://:{password}@127.0.0.1:{port}/0" == services.configured_redis_url(own)
+        assert (folder / "redis.pid").read_text().strip() == old_pid  # given the password, not doubled
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis.from_url(unprotected).ping()
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis.from_url(f"redis://:wrong-{password}@127.0.0.1:{port}/0").ping()
+
+        # Started afresh, it is bound to loopback and persists append-only in the home, its password
+        # out of the process list; `services status` shows the URL without it.
+        assert services.stop_redis(own)
+        url = services.redis_url(own)
+        client = redis.Redis.from_url(url, decode_responses=True)
+        assert client.config_get("bind")["bind"] == "127.0.0.1"
+        assert client.config_get("appendonly")["appendonly"] == "yes"
+        assert Path(client.config_get("dir")["dir"]).resolve() == folder.resolve()
+        pid = (folder / "redis.pid").read_text().strip()
+        assert password not in Path(f"/proc/{pid}/cmdline").read_text()
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis.from_url(unprotected).ping()
+        shown = [status.url for status in services.services_status(own) if status.name == "redis"]
+        assert shown == [f"redis://:***@127.0.0.1:{port}/0"]
+    finally:
+        services.stop_redis(own)
+        try:  # the old one, had the test failed before giving it a password
+            redis.Redis.from_url(unprotected).shutdown(nosave=True)
+        except redis.RedisError:
+            pass
+
+
+def test_docker_composes_redis_wants_the_password_its_clients_use_and_persists_append_only() -> None:
+    import yaml
+
+    from conftest import REPO
+
+    compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    redis_service = compose["services"]["redis"]
+    command = redis_service["command"]
+    password = command[command.index("--requirepass") + 1]
+    assert password.startswith("${REDIS_PASSWORD:?")  # Compose refuses to start without one
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert redis_service["environment"]["REDISCLI_AUTH"] == password  # the health check signs in
+    for client in ("migrate", "bot", "worker"):
+        assert compose["services"][client]["environment"]["REDIS_URL"] == f"redis://:{password}@redis:6379/0"

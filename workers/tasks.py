@@ -313,6 +313,7 @@ def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type
     import httpx
 
     from ingestion.loaders import SUPPORTED_SUFFIXES
+    from policybot.config import secret_value
 
     info: dict[str, Any] = client.files_info(file=file_id)["file"]
     name = _safe_name(str(info.get("name") or info.get("title") or file_id))
@@ -327,7 +328,7 @@ def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
     partial = folder / f".{name}.part"
-    with httpx.stream("GET", url, headers={"Authorization": f"Bearer {settings.slack_bot_token}"},
+    with httpx.stream("GET", url, headers={"Authorization": f"Bearer {secret_value(settings.slack_bot_token)}"},
                       follow_redirects=True, timeout=60) as response:
         if response.status_code != 200:
             raise DownloadError(f"{name}: download failed with HTTP {response.status_code}")
