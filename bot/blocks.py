@@ -223,8 +223,10 @@ def feedback_actions(question_id: int) -> Block:
 # ------------------------------------------------------------------ messages
 
 
-def answer_message(view: AnswerView) -> dict[str, Any]:
-    """`chat.postMessage` arguments (text + blocks) for an answer."""
+def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
+    """`chat.postMessage` arguments (text + blocks) for an answer; `lead`: a context line
+    before it (a private answer says which question it answers)."""
+    head: list[Block] = [_context(lead)] if lead else []
     tail: list[Block] = [_context(action_line(view))]
     if view.citations:
         tail.append(_context("*Sources*"))
@@ -237,14 +239,25 @@ def answer_message(view: AnswerView) -> dict[str, Any]:
     tail.append(_context(f"ref `{view.reference}`"))
 
     sections = split_text(escape(view.text)) or ["_(no answer text)_"]
-    room = MAX_BLOCKS - len(tail)
+    room = MAX_BLOCKS - len(head) - len(tail)
     if len(sections) > room:
         sections = sections[: room]
         note = f"\n\n_(answer shortened; the full text is in the log under ref {view.reference})_"
         sections[-1] = _truncate(sections[-1], SECTION_LIMIT - len(note)) + note
-    blocks = [_section(text) for text in sections] + tail
+    blocks = head + [_section(text) for text in sections] + tail
     assert len(blocks) <= MAX_BLOCKS
     return {"text": notification_text(view.text) or "policybot answer", "blocks": blocks}
+
+
+def private_answer_lead(channel: str, question: str) -> str:
+    """What a private answer (bot/audience.py) answers: the asker's question and where they asked it."""
+    return f"🔒 Your question in <#{channel}>: {escape(_truncate(question, 500))}"
+
+
+def answered_privately_message() -> dict[str, Any]:
+    """The note in a shared thread whose answer went to the asker by DM: no policy text."""
+    return notice_message("🔒 I've sent you my answer in a direct message: company policies stay inside the "
+                          "organisation, and people from outside it can read this conversation.")
 
 
 def apology_message(reference: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot import blocks, state
 from bot.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
+from bot.audience import ChannelAudience
 from policybot import db, services
 from policybot.config import Settings
 
@@ -364,6 +365,7 @@ class Listeners:
     # For users.info before a question is taken: quick, without waiting out rate limits, so a
     # listener thread never stalls behind it (bot/app.py builds one); else the event's client.
     lookups: WebClient | None = None
+    audience: ChannelAudience = field(default_factory=ChannelAudience)  # who reads a channel (cached)
     told_unavailable: OutageReplies = field(init=False)
 
     def __post_init__(self) -> None:
@@ -373,8 +375,9 @@ class Listeners:
 
     def on_mention(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
         event = self._with_writer_team(body, event, client, me)
+        shared_externally = bool(body.get("is_ext_shared_channel"))
         self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me,
-                                      shared_externally=bool(body.get("is_ext_shared_channel"))), client)
+                                      shared_externally=shared_externally), client, shared_externally=shared_externally)
 
     def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
         if event.get("channel_type") == "im":  # other messages are ignored: no lookup for them
@@ -478,7 +481,8 @@ class Listeners:
 
     # -- decisions
 
-    def carry_out(self, decision: Decision, client: WebClient) -> None:
+    def carry_out(self, decision: Decision, client: WebClient, *, shared_externally: bool = False) -> None:
+        """`shared_externally`: the event said it came from a Slack Connect conversation."""
         incoming = decision.incoming
         if decision.kind == "ignore" or incoming is None:
             log.debug("ignored event: %s", decision.reason)
@@ -487,7 +491,7 @@ class Listeners:
             decision = self._unless_a_guest(decision, incoming, client)
         try:
             if decision.kind == "question":
-                self._question(incoming, client)
+                self._question(incoming, client, self._private_reason(incoming, client, shared_externally))
             elif decision.kind == "upload":
                 self._upload(incoming, client)
             else:
@@ -520,7 +524,15 @@ class Listeners:
             log.warning("%s: greeting %s", error, user_id)
             return False
 
-    def _question(self, incoming: Incoming, client: WebClient) -> None:
+    def _private_reason(self, incoming: Incoming, client: WebClient, shared_externally: bool) -> str | None:
+        """Why the answer must go to the asker alone (bot/audience.py); a DM with the bot (a `D`
+        conversation, also when it mentions the bot) is theirs already."""
+        if incoming.surface != "mention" or incoming.channel.startswith("D"):
+            return None
+        return self.audience.private_reason(self.lookups or client, self.settings, incoming.channel,
+                                            shared_externally=shared_externally)
+
+    def _question(self, incoming: Incoming, client: WebClient, private_reason: str | None = None) -> None:
         from policybot.answering import record_question
 
         settings = self.settings
@@ -537,6 +549,7 @@ class Listeners:
                 recorded = record_question(
                     session, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
                     thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id, parent_id=parent_id,
+                    private_reply=private_reason is not None,
                 )
                 state.link_question(session, claim.id, recorded.id)
             # Progress first, then enqueue: the worker removes what is already there.
@@ -546,7 +559,8 @@ class Listeners:
             self._could_not_take(incoming, client, error, recorded)
             return
         self._bookkeep(state.mark_enqueued, claim.id)
-        log.info("question %s (ref %s) queued from %s", recorded.id, recorded.reference, incoming.surface)
+        log.info("question %s (ref %s) queued from %s%s", recorded.id, recorded.reference, incoming.surface,
+                 f", to be answered privately: {incoming.channel} {private_reason}" if private_reason else "")
 
     def _bookkeep(self, step: Callable[..., None], claim_id: int, *args: str) -> None:
         """A note on a claim after the user's request went through: losing it must not

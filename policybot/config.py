@@ -118,6 +118,8 @@ class Settings(BaseSettings):
     answer_outsiders: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_OUTSIDERS")
     # Guests of the workspace (multi- and single-channel): not answered unless this is on.
     answer_guests: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_GUESTS")
+    # Answers in a channel with guests go to the asker by DM, as in Slack Connect channels (bot/audience.py).
+    private_with_guests: bool = Field(default=False, validation_alias="POLICYBOT_PRIVATE_WITH_GUESTS")
     # Other workspaces of our Enterprise Grid organisation, whose members count as ours (team IDs).
     member_team_ids: str = Field(default="", validation_alias="POLICYBOT_MEMBER_TEAMS")
     # Redis redelivers a task whose worker died this long after it was due: it must exceed the answer

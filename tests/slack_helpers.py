@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ class Stack:
     server: Any  # bot.http.BackgroundServer
     worker: Any  # workers.process.WorkerProcess (replaced by the kill test)
     log_dir: Path
+    worker_extra_env: dict[str, str] = field(default_factory=dict)  # for every worker this stack starts
 
     @property
     def events_url(self) -> str:
@@ -37,8 +38,9 @@ class Stack:
         from bot.demo import worker_env
 
         return worker_env(self.settings, self.fake, base=cli_env(self.settings.home),
-                          POLICYBOT_ADMINS=ADMIN, POLICYBOT_TEST_FAIL_MARKER=FAIL_MARKER,
-                          POLICYBOT_CELERY_VISIBILITY_TIMEOUT=str(TEST_VISIBILITY_TIMEOUT_S), **extra)
+                          **{"POLICYBOT_ADMINS": ADMIN, "POLICYBOT_TEST_FAIL_MARKER": FAIL_MARKER,
+                             "POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(TEST_VISIBILITY_TIMEOUT_S)}
+                          | self.worker_extra_env | extra)
 
     def start_worker(self, name: str, **extra_env: str):  # -> WorkerProcess
         from workers.process import WorkerProcess
@@ -77,6 +79,11 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from running_stack(settings, tmp_path_factory)
+
+
+def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_extra_env: str) -> Iterator[Stack]:  # type: ignore[no-untyped-def]
+    """The local Slack, the Bolt app serving HTTP in this process, and a worker process."""
     from bot.app import build_app
     from bot.demo import slack_settings
     from bot.fake_slack import FakeSlack
@@ -86,7 +93,7 @@ def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) 
     local = slack_settings(settings, fake, admin_user_ids=ADMIN)
     server = BackgroundServer(create_asgi_app(build_app(local))).start()
     log_dir = tmp_path_factory.mktemp("slack-workers")
-    built = Stack(fake, local, server, None, log_dir)
+    built = Stack(fake, local, server, None, log_dir, worker_extra_env)
     built.worker = built.start_worker("worker-main")
     try:
         built.worker.wait_ready(timeout=240)

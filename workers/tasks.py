@@ -131,6 +131,7 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
     from bot import blocks
     from bot.app import web_client
     from bot.askers import SLACK_USERS
+    from bot.audience import answer_place, note_private_answer
     from bot.listeners import clear_progress
     from policybot.answering import answer_question, get_question, mark_posted, question_lock
 
@@ -169,9 +170,10 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
                                 asker_names=tuple(name for asker in askers for name in SLACK_USERS.names(client, asker)))
                 row = get_question(settings, question_id)
                 assert row is not None
-            message = blocks.answer_message(blocks.AnswerView.from_row(row))
-            posted = poster.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
-                                             unfurl_links=False, unfurl_media=False, **message)
+            # Asked where outsiders read: to the asker alone, as decided when it arrived (bot/audience.py).
+            lead = blocks.private_answer_lead(row.channel, row.question) if row.private_reply else None
+            message = blocks.answer_message(blocks.AnswerView.from_row(row), lead)
+            posted = poster.chat_postMessage(**answer_place(row), unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
             retry = plan_retry(error, self.request.retries, waited_later, answered=row.status == "answered")
             if retry is not None:
@@ -183,6 +185,8 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             return _fail_question(settings, poster, row, error)
         mark_posted(settings, question_id, str(posted["ts"]))
+        if row.private_reply:
+            note_private_answer(poster, row)
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
         log.info("question %s (ref %s) answered in %s, ts %s", question_id, row.reference, row.channel, posted["ts"])
         return "posted"

@@ -1,0 +1,125 @@
+"""Who sees what the bot posts, end to end: signed events over HTTP to the Bolt app, a real
+Celery worker process, the test PostgreSQL and Redis, and the local Slack fake.
+
+The module's worker runs without POLICYBOT_ADMINS: who is an admin is the bot's decision,
+carried to the worker, never decided twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from slack_helpers import Stack, buttons, context_texts, question_for, running_stack, section_texts
+
+pytestmark = pytest.mark.timeout(300)
+
+PARENTAL = "How many weeks of parental leave do primary caregivers get?"
+
+
+@pytest.fixture(scope="module")
+def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from running_stack(settings, tmp_path_factory, POLICYBOT_ADMINS="")
+
+
+def _settle(seconds: float = 1.5) -> None:
+    """Give a would-be extra post time to show up before counting."""
+    time.sleep(seconds)
+
+
+def _private_answer(stack: Stack, event: dict, user: str = "UEMPLOYEE1"):  # type: ignore[no-untyped-def]
+    """The answer DMed to the asker for a question asked where outsiders read, once the thread
+    has its note; asserts that no policy text reached the channel."""
+    channel, ts = event["channel"], event["ts"]
+    [note] = stack.fake.wait_for_posts(channel, ts, timeout=90)
+    answer = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(user) if p.at <= note.at],
+                                 what="the answer in the asker's DM")[-1]
+    assert "direct message" in note["text"] and "16 weeks" not in note["text"]
+    [row] = question_for(stack.settings, channel, ts)
+    assert row.private_reply and row.status == "answered"
+    assert answer.response["channel"] == stack.fake.dm_channel(user) and answer.response["ts"] == row.answer_ts
+    assert answer.get("thread_ts") is None
+    return answer, row
+
+
+def test_an_answer_asked_where_outsiders_read_goes_to_the_asker_alone(stack) -> None:
+    """In a Slack Connect channel, the answer goes to the asker by DM (with its citations and
+    buttons), the thread gets a short note without policy text, and the 👀 is cleared. The
+    decision is Slack's (conversations.info), even when the event does not carry the flag;
+    it is cached; a lookup that fails counts as shared."""
+    stack.fake.add_channel("CEXTERNAL1", ext_shared=True)
+    event = stack.mention(PARENTAL, "CEXTERNAL1")
+    assert stack.deliver(event).status_code == 200  # is_ext_shared_channel: false in the envelope
+    answer, row = _private_answer(stack, event)
+    assert "16 weeks" in "\n".join(section_texts(answer))
+    assert any("leave-policy.md" in line for line in context_texts(answer))
+    assert any("CEXTERNAL1" in line and PARENTAL in line for line in context_texts(answer))
+    assert [b["value"] for b in buttons(answer)] == [str(row.id)] * 2
+    removed = stack.fake.wait_for(lambda: stack.fake.calls_to("reactions.remove", channel="CEXTERNAL1",
+                                                              timestamp=event["ts"]))
+    assert removed[0]["name"] == "eyes"
+    # A follow-up in the thread: the cached decision, no second lookup; still privately.
+    follow_up = stack.mention("and is it at full pay?", "CEXTERNAL1", thread_ts=event["ts"])
+    stack.deliver(follow_up)
+    stack.fake.wait_for_posts("CEXTERNAL1", event["ts"], count=2, timeout=90)
+    [child] = question_for(stack.settings, "CEXTERNAL1", follow_up["ts"])
+    assert child.private_reply
+    assert len(stack.fake.calls_to("conversations.info", channel="CEXTERNAL1")) == 1
+    # The envelope's flag alone is enough, whatever conversations.info would say.
+    flagged = stack.mention(PARENTAL, "CFLAGGED01") | {"user_team": stack.fake.team_id}
+    stack.fake.deliver(stack.events_url, stack.fake.event_body(flagged) | {"is_ext_shared_channel": True})
+    _private_answer(stack, flagged)
+    # Slack cannot say who reads the channel: answered privately all the same.
+    stack.fake.failures["conversations.info"] = "fatal_error"
+    try:
+        unknown = stack.mention(PARENTAL, "CUNKNOWN01")
+        stack.deliver(unknown)
+        _private_answer(stack, unknown)
+    finally:
+        del stack.fake.failures["conversations.info"]
+    # An ordinary channel of the workspace gets its answer in the thread, as always.
+    ours = stack.mention(PARENTAL, "CINTERNAL1")
+    stack.deliver(ours)
+    assert "16 weeks" in stack.fake.wait_for_posts("CINTERNAL1", ours["ts"], timeout=90)[0]["text"]
+    _settle()
+    assert not question_for(stack.settings, "CINTERNAL1", ours["ts"])[0].private_reply
+    for channel in ("CEXTERNAL1", "CFLAGGED01", "CUNKNOWN01"):
+        assert not any("16 weeks" in str(post.params) for post in stack.fake.posts(channel))
+
+
+def test_a_channel_with_guests_is_answered_privately_when_configured(stack, settings) -> None:
+    """POLICYBOT_PRIVATE_WITH_GUESTS: a channel that a guest of the workspace belongs to gets
+    private answers (guests from users.list, or users.info for someone newer); without the
+    setting, or without guests, answers stay in the thread."""
+    from bot.app import build_app
+    from bot.demo import slack_settings
+    from bot.http import BackgroundServer, create_asgi_app
+
+    stack.fake.add_user("UGUESTREAD", "Gwen Guest")["is_restricted"] = True
+    stack.fake.add_user("UMEMBER003", "Mia Member")
+    stack.fake.add_channel("CGUESTREAD", members=["UEMPLOYEE1", "UMEMBER003", "UGUESTREAD"])
+    stack.fake.add_channel("CNOGUESTS1", members=["UEMPLOYEE1", "UMEMBER003"])
+    default = stack.mention(PARENTAL, "CGUESTREAD")
+    stack.deliver(default)
+    assert "16 weeks" in stack.fake.wait_for_posts("CGUESTREAD", default["ts"], timeout=90)[0]["text"]
+
+    strict = slack_settings(settings, stack.fake, private_with_guests=True)
+    server = BackgroundServer(create_asgi_app(build_app(strict))).start()
+    try:
+        with_guests = stack.mention(PARENTAL, "CGUESTREAD")
+        stack.fake.deliver(server.url + "/slack/events", stack.fake.event_body(with_guests))
+        _private_answer(stack, with_guests)
+        stack.fake.add_user("UNEWGUEST1", "Nell New")["is_ultra_restricted"] = True  # after users.list was read
+        stack.fake.channels["CNOGUESTS1"]["members"].append("UNEWGUEST1")
+        joined = stack.mention(PARENTAL, "CNOGUESTS1")
+        stack.fake.deliver(server.url + "/slack/events", stack.fake.event_body(joined))
+        _private_answer(stack, joined)
+        stack.fake.add_channel("CNOGUESTS2", members=["UEMPLOYEE1", "UMEMBER003"])
+        members_only = stack.mention(PARENTAL, "CNOGUESTS2")
+        stack.fake.deliver(server.url + "/slack/events", stack.fake.event_body(members_only))
+        assert "16 weeks" in stack.fake.wait_for_posts("CNOGUESTS2", members_only["ts"], timeout=90)[0]["text"]
+    finally:
+        server.stop()
+    assert len(stack.fake.calls_to("users.list")) == 1
