@@ -137,3 +137,16 @@ def context_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
 
 def buttons(post) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     return [e for b in post["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def choose_upload(stack: Stack, offer, add: bool = True, user: str = ADMIN,  # type: ignore[no-untyped-def]
+                  url: str | None = None):  # -> httpx.Response
+    """Click "Add to knowledge base" (or "Don't add") on the bot's offer to add an admin's files."""
+    from bot import blocks
+
+    [button] = [b for b in buttons(offer) if b["action_id"] == (blocks.UPLOAD_ADD if add else blocks.UPLOAD_SKIP)]
+    response = stack.fake.click(url or stack.events_url, action_id=button["action_id"], value=button["value"],
+                                user=user, channel=offer["channel"], message=offer.response["message"],
+                                block_id=blocks.UPLOAD_BLOCK)
+    assert response.status_code == 200
+    return response

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from slack_helpers import Stack, buttons, context_texts, question_for, running_stack, section_texts
+from slack_helpers import ADMIN, Stack, buttons, choose_upload, context_texts, question_for, running_stack, section_texts
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -123,3 +123,70 @@ def test_a_channel_with_guests_is_answered_privately_when_configured(stack, sett
     finally:
         server.stop()
     assert len(stack.fake.calls_to("users.list")) == 1
+
+
+LOCKER_POLICY = b"""# Locker Policy
+
+## Lockers
+
+Lockers on the third floor of the Lisbon office are assigned by the facilities desk against a
+deposit of 20 euros, returned when the key is handed back.
+"""
+
+
+def _documents(settings, name: str) -> list:  # type: ignore[no-untyped-def]
+    from sqlalchemy import select
+
+    from policybot import db
+    from policybot.models import Document
+
+    with db.session(settings) as session:
+        return list(session.execute(select(Document.collection).where(Document.name == name)).scalars())
+
+
+def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> None:
+    """A file an admin DMs is not ingested until they confirm it, and the offer says where it
+    would go. With a question, the question is answered and the file not read. The first
+    confirmation queues it once; only admins can confirm; the worker, which has no
+    POLICYBOT_ADMINS here, ingests what the bot's admin confirmed and clears the 👀."""
+    channel = "DADMINFILE"
+    contract = stack.fake.add_file("vendor-contract.md", b"# Contract\n\nThe vendor pays for the team dinner.\n",
+                                   "text/markdown", user=ADMIN)
+    asked = stack.dm("Is this vendor contract OK under the gifts policy?", channel, user=ADMIN,
+                     subtype="file_share", files=[contract])
+    assert stack.deliver(asked).status_code == 200
+    offer, answer = stack.fake.wait_for_posts(channel, asked["ts"], count=2, timeout=90)  # the offer comes at once
+    [row] = question_for(stack.settings, channel, asked["ts"])
+    assert row.status == "answered" and buttons(answer)[0]["value"] == str(row.id)
+    assert "without reading vendor-contract.md" in offer["text"]
+    assert "collection `policies`" in offer["text"] and "no access list" in offer["text"]
+    choose_upload(stack, offer, add=False)
+    [skipped] = stack.fake.wait_for(lambda: stack.fake.calls_to("chat.update", channel=channel, ts=offer.response["ts"]))
+    assert "Not added" in skipped["text"] and not buttons(skipped)
+
+    lockers = stack.fake.add_file("locker-policy.md", LOCKER_POLICY, "text/markdown", user=ADMIN)
+    upload = stack.dm("", channel, user=ADMIN, subtype="file_share", files=[lockers])
+    assert stack.deliver(upload).status_code == 200
+    [offer] = stack.fake.wait_for_posts(channel, upload["ts"], timeout=30)
+    assert "Add locker-policy.md to the knowledge base?" in offer["text"]
+    choose_upload(stack, offer, user="UNOTADMIN1")
+    [refused] = stack.fake.wait_for(lambda: stack.fake.calls_to("chat.postEphemeral", channel=channel))
+    assert refused["user"] == "UNOTADMIN1" and "Only policybot admins" in refused["text"]
+    _settle()
+    assert not stack.fake.calls_to("files.info") and _documents(stack.settings, "locker-policy.md") == []
+
+    choose_upload(stack, offer)
+    choose_upload(stack, offer)  # a double click
+    result = stack.fake.wait_for_posts(channel, upload["ts"], count=2, timeout=120)[1]
+    assert "locker-policy.md: added" in result["text"] and "collection policies" in result["text"]
+    [confirmed] = stack.fake.calls_to("chat.update", channel=channel, ts=offer.response["ts"])
+    assert "confirmed" in confirmed["text"] and "collection `policies`" in confirmed["text"]
+    removed = stack.fake.wait_for(lambda: stack.fake.calls_to("reactions.remove", channel=channel, timestamp=upload["ts"]))
+    assert [c["name"] for c in stack.fake.calls_to("reactions.add", channel=channel, timestamp=upload["ts"])] == ["eyes"]
+    assert removed[0]["name"] == "eyes"
+    _settle()
+    assert len(stack.fake.posts(channel, upload["ts"])) == 2
+    assert [c["file"] for c in stack.fake.calls_to("files.info")] == [lockers["id"]]
+    assert _documents(stack.settings, "locker-policy.md") == ["policies"]
+    assert _documents(stack.settings, "vendor-contract.md") == []
+

@@ -351,8 +351,9 @@ def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type
 @celery_app.task(bind=True, name="policybot.ingest_files", max_retries=2,
                  soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S)
 def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str,  # type: ignore[no-untyped-def]
-                     user: str) -> str:
-    """Ingest files an admin sent the bot in a DM, then say in the DM what happened."""
+                     user: str, collection: str | None = None) -> str:
+    """Ingest files an admin sent the bot in a DM and confirmed, into the collection the offer
+    named, then say in the DM what happened; the 👀 goes whatever the outcome."""
     from bot import blocks, state
     from bot.app import web_client
     from bot.listeners import clear_progress
@@ -363,32 +364,35 @@ def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str,
     if claim is not None and claim.reply_ts:
         return "already replied"
     client = web_client(settings)
-    if user not in settings.admins:  # checked by the listener too; the worker does not trust the queue
-        client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_refused_message())
-        return "refused"
-    if too_often:
+    # Who may add documents is the bot's decision (POLICYBOT_ADMINS there), recorded with the
+    # message when an admin confirmed it: the worker does not decide again, nor trust the queue alone.
+    if claim is None or not claim.confirmed_by:
+        message, outcome = blocks.upload_refused_message(), "refused"
+    elif too_often:
         _log_given_up(self, f"upload {claim_id}")
-        lines, ok = [f"ingestion failed: {DeliveredTooOften()}"], False
+        message, outcome = blocks.upload_result_message([f"ingestion failed: {DeliveredTooOften()}"], False), "failed"
     else:
         try:
-            lines, ok = _ingest_uploads(client, settings, file_ids)
+            lines, ok = _ingest_uploads(client, settings, file_ids, collection or settings.default_collection)
         except Exception as error:
             if self.request.retries < self.max_retries:
                 raise self.retry(exc=error, countdown=RETRY_COUNTDOWNS_S[self.request.retries]) from None
             log.error("ingesting upload %s failed: %s", claim_id, describe_error(error), exc_info=True)
             lines, ok = [f"ingestion failed: {describe_error(error)}"], False
-    posted = client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_result_message(lines, ok))
-    state.set_reply_ts(settings, claim_id, str(posted["ts"]))
-    message_ts = claim.message_ts if claim is not None else None
-    clear_progress(client, "assistant" if state.is_assistant_thread(settings, channel, thread_ts) else "dm",
-                   channel, thread_ts, message_ts)
-    return "ingested" if ok else "failed"
+        message, outcome = blocks.upload_result_message(lines, ok), "ingested" if ok else "failed"
+    try:
+        posted = client.chat_postMessage(channel=channel, thread_ts=thread_ts, **message)
+        if claim is not None:
+            state.set_reply_ts(settings, claim_id, str(posted["ts"]))
+    finally:
+        clear_progress(client, "assistant" if state.is_assistant_thread(settings, channel, thread_ts) else "dm",
+                       channel, thread_ts, claim.message_ts if claim is not None else None)
+    return outcome
 
 
-def _ingest_uploads(client, settings, file_ids: Sequence[str]) -> tuple[list[str], bool]:  # type: ignore[no-untyped-def]
+def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) -> tuple[list[str], bool]:  # type: ignore[no-untyped-def]
     from ingestion.ingest import ingest_paths
 
-    collection = settings.default_collection
     folder = settings.home / "uploads" / collection
     paths: list[Path] = []
     lines: list[str] = []
