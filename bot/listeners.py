@@ -494,8 +494,10 @@ class Listeners:
         if decision.kind == "ignore" or incoming is None:
             log.debug("ignored event: %s", decision.reason)
             return
-        if decision.kind == "question" and not self.settings.answer_guests:
-            decision = self._as_slack_knows_the_writer(decision, incoming, client)
+        decision = self._as_slack_knows_the_writer(decision, incoming, client)
+        if decision.kind == "ignore":
+            log.debug("ignored event: %s", decision.reason)
+            return
         try:
             if decision.kind == "question":
                 self._question(incoming, client, self._private_reason(incoming, client, shared_externally),
@@ -518,7 +520,7 @@ class Listeners:
         now, a question is met with "ask again" rather than answered unchecked; anything else
         goes on as decided."""
         checks_guest = decision.kind == "question" and not self.settings.answer_guests
-        if not checks_guest:
+        if not (checks_guest or self.settings.ignore_bots):
             return decision
         try:
             user = self._slack_user(client, incoming.user) or {}
@@ -527,6 +529,8 @@ class Listeners:
                 return decision
             log.warning("%s: asking %s to ask again", error, incoming.user)
             return Decision("unverified", incoming, reason=str(error))
+        if self.settings.ignore_bots and user.get("is_bot"):
+            return Decision("ignore", reason=f"{incoming.user} is a bot user (users.info; POLICYBOT_IGNORE_BOTS)")
         if checks_guest and is_guest(user):
             return Decision("outsider", incoming, reason="a guest of the workspace")
         return decision

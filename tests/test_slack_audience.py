@@ -190,3 +190,21 @@ def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> 
     assert _documents(stack.settings, "locker-policy.md") == ["policies"]
     assert _documents(stack.settings, "vendor-contract.md") == []
 
+
+def test_a_bot_user_posting_as_a_user_is_not_answered(stack) -> None:
+    """A bot user's post without a `bot_id` (a script with a bot user's token) is a bot's all
+    the same, as users.info says (`is_bot`): no answer, no notice, nothing recorded."""
+    stack.fake.add_user("UDEPLOYBOT", "Deploy Bot")["is_bot"] = True
+    from_the_bot = [stack.mention(PARENTAL, "CBOTUSER01", user="UDEPLOYBOT"),
+                    stack.dm("thanks!", "DBOTUSER01", user="UDEPLOYBOT")]
+    for event in from_the_bot:
+        assert stack.deliver(event).status_code == 200
+    person = stack.mention(PARENTAL, "CBOTUSER01")
+    stack.deliver(person)
+    assert "16 weeks" in stack.fake.wait_for_posts("CBOTUSER01", person["ts"], timeout=90)[0]["text"]
+    _settle()
+    for event in from_the_bot:
+        assert stack.fake.posts(event["channel"], event["ts"]) == []
+        assert question_for(stack.settings, event["channel"], event["ts"]) == []
+    assert len(stack.fake.calls_to("users.info", user="UDEPLOYBOT")) == 1  # the bot's lookup, cached
+    assert not stack.fake.calls_to("reactions.add", channel="DBOTUSER01")
