@@ -102,7 +102,8 @@ class Settings(BaseSettings):
     # base): by default "policybot_corpus" beside the policybot database, on the same server.
     corpus_database_url: str | None = Field(default=None, validation_alias="POLICYBOT_CORPUS_DATABASE_URL", repr=False)
 
-    # Optional generator: any OpenAI-compatible endpoint; unset means extractive answers.
+    # Optional generator: any OpenAI-compatible endpoint; unset means extractive answers. It receives
+    # the question unredacted and the kept evidence, restricted documents the asker may see included.
     generator_url: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_URL")
     generator_model: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_MODEL")
     generator_api_key: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_API_KEY", repr=False)
