@@ -7,6 +7,7 @@ carried to the worker, never decided twice.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 
@@ -163,6 +164,15 @@ def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> 
     choose_upload(stack, offer, add=False)
     [skipped] = stack.fake.wait_for(lambda: stack.fake.calls_to("chat.update", channel=channel, ts=offer.response["ts"]))
     assert "Not added" in skipped["text"] and not buttons(skipped)
+    # A task for files nobody confirmed (a stale or forged queue message) is refused, and the 👀 goes.
+    from workers.tasks import ingest_file_task
+
+    ingest_file_task.delay(json.loads(buttons(offer)[0]["value"])["claim"], [contract["id"]], channel, asked["ts"],
+                           ADMIN, collection="policies")
+    refusal = stack.fake.wait_for_posts(channel, asked["ts"], count=3, timeout=60)[2]
+    assert "Only policybot admins" in refusal["text"]
+    stack.fake.wait_for(lambda: len(stack.fake.calls_to("reactions.remove", channel=channel, timestamp=asked["ts"])) == 2,
+                        what="the 👀 cleared after the answer and after the refusal")
 
     lockers = stack.fake.add_file("locker-policy.md", LOCKER_POLICY, "text/markdown", user=ADMIN)
     upload = stack.dm("", channel, user=ADMIN, subtype="file_share", files=[lockers])

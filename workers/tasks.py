@@ -353,7 +353,8 @@ def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type
 def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str,  # type: ignore[no-untyped-def]
                      user: str, collection: str | None = None) -> str:
     """Ingest files an admin sent the bot in a DM and confirmed, into the collection the offer
-    named, then say in the DM what happened; the 👀 goes whatever the outcome."""
+    named, then say in the DM what happened; the 👀 goes whatever the outcome. `user`: who
+    confirmed, as the bot saw it (the claim's record of it is what counts)."""
     from bot import blocks, state
     from bot.app import web_client
     from bot.listeners import clear_progress
@@ -372,6 +373,7 @@ def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str,
         _log_given_up(self, f"upload {claim_id}")
         message, outcome = blocks.upload_result_message([f"ingestion failed: {DeliveredTooOften()}"], False), "failed"
     else:
+        log.info("ingesting upload %s, confirmed by admin %s", claim_id, claim.confirmed_by)
         try:
             lines, ok = _ingest_uploads(client, settings, file_ids, collection or settings.default_collection)
         except Exception as error:
