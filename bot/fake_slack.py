@@ -3,8 +3,10 @@
 Real HTTP on a free local port, so the Bolt app and the Celery workers talk to it exactly as
 they talk to slack.com (point SLACK_API_URL at `FakeSlack.api_url`). It checks the bot
 token, enforces the Block Kit limits Slack enforces (50 blocks, 3,000 characters per
-section), answers `chat.postMessage` with a fresh `ts`, and serves uploaded files at their
-`url_private` (bot token required). Used by `policybot demo` and by the tests.
+section), answers `chat.postMessage` with a fresh `ts` (to a user ID: in the app's DM with
+them), describes users (`users.info`, `users.list`) and conversations (`conversations.info`,
+`conversations.members`: Slack Connect or with guests, per channel), and serves uploaded
+files at their `url_private` (bot token required). Used by `policybot demo` and by the tests.
 """
 
 from __future__ import annotations
