@@ -68,7 +68,7 @@ class ChannelAudience:
             expires = now + (SHARED_TTL_S if reason else UNSHARED_TTL_S)
         except Exception as error:  # whatever failed, nobody can say who reads the channel
             why = error.response.get("error") if isinstance(error, SlackApiError) else type(error).__name__
-            hint = "; add the channels:read and groups:read scopes" if why == "missing_scope" else ""
+            hint = "; add the channels:read, groups:read and mpim:read scopes" if why == "missing_scope" else ""
             log.warning("could not tell who reads %s (%s): answering there privately%s", channel, why, hint)
             reason, expires = f"could not tell who reads it ({why})", now + FAILURE_TTL_S
         self._remember(channel, reason, expires)

@@ -172,13 +172,13 @@ class FakeSlack:
 
     # -------------------------------------------------------------- events API side
 
-    def add_user(self, user_id: str, real_name: str, display_name: str = "") -> dict[str, Any]:
-        """A workspace member, as users.info describes one."""
+    def add_user(self, user_id: str, real_name: str, display_name: str = "", *, is_bot: bool = False) -> dict[str, Any]:
+        """A workspace member (or a bot user, `is_bot`), as users.info describes one."""
         first, _, last = real_name.partition(" ")
         handle = (display_name or real_name).lower().replace(" ", ".")
         self.users[user_id] = {"id": user_id, "team_id": self.team_id, "name": handle, "real_name": real_name,
-                               "profile": {"real_name": real_name, "display_name": display_name,
-                                           "first_name": first, "last_name": last}}
+                               "is_bot": is_bot, "profile": {"real_name": real_name, "display_name": display_name,
+                                                             "first_name": first, "last_name": last}}
         return self.users[user_id]
 
     def add_channel(self, channel_id: str, *, ext_shared: bool = False, members: Iterable[str] = ()) -> dict[str, Any]:

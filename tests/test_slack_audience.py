@@ -204,7 +204,7 @@ def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> 
 def test_a_bot_user_posting_as_a_user_is_not_answered(stack) -> None:
     """A bot user's post without a `bot_id` (a script with a bot user's token) is a bot's all
     the same, as users.info says (`is_bot`): no answer, no notice, nothing recorded."""
-    stack.fake.add_user("UDEPLOYBOT", "Deploy Bot")["is_bot"] = True
+    stack.fake.add_user("UDEPLOYBOT", "Deploy Bot", is_bot=True)
     from_the_bot = [stack.mention(PARENTAL, "CBOTUSER01", user="UDEPLOYBOT"),
                     stack.dm("thanks!", "DBOTUSER01", user="UDEPLOYBOT")]
     for event in from_the_bot:
