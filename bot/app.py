@@ -109,6 +109,12 @@ def register(app: App, listeners: Listeners) -> None:
         ack()
         listeners.on_feedback(body, client)
 
+    @app.action(blocks.UPLOAD_ADD)
+    @app.action(blocks.UPLOAD_SKIP)
+    def upload_choice(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        ack()
+        listeners.on_upload_choice(body, client)
+
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> None:
         event = body.get("event") or {}

@@ -22,6 +22,9 @@ FALLBACK_TEXT_LIMIT = 3000  # the notification text; Slack allows more but shows
 FEEDBACK_UP = "feedback_up"
 FEEDBACK_DOWN = "feedback_down"
 FEEDBACK_BLOCK = "feedback"
+UPLOAD_ADD = "upload_add"
+UPLOAD_SKIP = "upload_skip"
+UPLOAD_BLOCK = "upload"
 
 ACTION_EMOJI = {"correct": "✅", "ambiguous": "🔎", "incorrect": "↪️", "abstain": "🤷"}
 
@@ -223,8 +226,10 @@ def feedback_actions(question_id: int) -> Block:
 # ------------------------------------------------------------------ messages
 
 
-def answer_message(view: AnswerView) -> dict[str, Any]:
-    """`chat.postMessage` arguments (text + blocks) for an answer."""
+def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
+    """`chat.postMessage` arguments (text + blocks) for an answer; `lead`: a context line
+    before it (a private answer says which question it answers)."""
+    head: list[Block] = [_context(lead)] if lead else []
     tail: list[Block] = [_context(action_line(view))]
     if view.citations:
         tail.append(_context("*Sources*"))
@@ -237,14 +242,25 @@ def answer_message(view: AnswerView) -> dict[str, Any]:
     tail.append(_context(f"ref `{view.reference}`"))
 
     sections = split_text(escape(view.text)) or ["_(no answer text)_"]
-    room = MAX_BLOCKS - len(tail)
+    room = MAX_BLOCKS - len(head) - len(tail)
     if len(sections) > room:
         sections = sections[: room]
         note = f"\n\n_(answer shortened; the full text is in the log under ref {view.reference})_"
         sections[-1] = _truncate(sections[-1], SECTION_LIMIT - len(note)) + note
-    blocks = [_section(text) for text in sections] + tail
+    blocks = head + [_section(text) for text in sections] + tail
     assert len(blocks) <= MAX_BLOCKS
     return {"text": notification_text(view.text) or "policybot answer", "blocks": blocks}
+
+
+def private_answer_lead(channel: str, question: str) -> str:
+    """What a private answer (bot/audience.py) answers: the asker's question and where they asked it."""
+    return f"🔒 Your question in <#{channel}>: {escape(_truncate(question, 500))}"
+
+
+def answered_privately_message() -> dict[str, Any]:
+    """The note in a shared thread whose answer went to the asker by DM: no policy text."""
+    return notice_message("🔒 I've sent you my answer in a direct message: company policies stay inside the "
+                          "organisation, and people from outside it can read this conversation.")
 
 
 def apology_message(reference: str) -> dict[str, Any]:
@@ -314,9 +330,37 @@ def admin_only_message() -> dict[str, Any]:
     return notice_message("Usage statistics are available to policybot admins only.")
 
 
-def upload_received_message(names: Sequence[str]) -> dict[str, Any]:
+def upload_where(collection: str) -> str:
+    """Where a file an admin sends goes, said before they confirm and when they do."""
+    return (f"collection `{collection}`, with no access list: every member's answers can quote it "
+            "(`policybot docs access NAME --channels C1,C2` limits it to channels later)")
+
+
+def upload_offer_message(names: Sequence[str], collection: str, choice: str, *, asked: bool) -> dict[str, Any]:
+    """An admin's DM carried files: they become policy documents only if the admin says so.
+    `choice`: the buttons' value (bot/listeners.py reads it back); `asked`: the message also
+    asked a question, answered without reading the files."""
     listed = ", ".join(names)
-    return notice_message(f"Got it: adding {listed} to the knowledge base. I will reply here when it is searchable.")
+    text = (("I answer your question from the policies only, without reading " + listed + ". "
+             if asked else "") + f"Add {listed} to the knowledge base? It would go into {upload_where(collection)}. "
+            "Nothing is read until you choose.")
+    actions = {"type": "actions", "block_id": UPLOAD_BLOCK, "elements": [
+        {"type": "button", "action_id": UPLOAD_ADD, "value": choice, "style": "primary",
+         "text": {"type": "plain_text", "text": "Add to knowledge base", "emoji": True}},
+        {"type": "button", "action_id": UPLOAD_SKIP, "value": choice,
+         "text": {"type": "plain_text", "text": "Don't add", "emoji": True}},
+    ]}
+    return {"text": notification_text(text), "blocks": [_section(escape(text)), actions]}
+
+
+def upload_chosen_message(admin: str, collection: str | None) -> dict[str, Any]:
+    """The offer once an admin chose (its buttons gone); `collection` None: not added."""
+    if collection is None:
+        text = f"Not added to the knowledge base (<@{admin}> chose so)."
+    else:
+        text = (f"<@{admin}> confirmed: adding to {escape(upload_where(collection))}. "
+                "I will reply here when it is searchable.")
+    return {"text": text, "blocks": [_section(text)]}
 
 
 def upload_result_message(lines: Sequence[str], ok: bool) -> dict[str, Any]:

@@ -3,8 +3,10 @@
 Real HTTP on a free local port, so the Bolt app and the Celery workers talk to it exactly as
 they talk to slack.com (point SLACK_API_URL at `FakeSlack.api_url`). It checks the bot
 token, enforces the Block Kit limits Slack enforces (50 blocks, 3,000 characters per
-section), answers `chat.postMessage` with a fresh `ts`, and serves uploaded files at their
-`url_private` (bot token required). Used by `policybot demo` and by the tests.
+section), answers `chat.postMessage` with a fresh `ts` (to a user ID: in the app's DM with
+them), describes users (`users.info`, `users.list`) and conversations (`conversations.info`,
+`conversations.members`: Slack Connect or with guests, per channel), and serves uploaded
+files at their `url_private` (bot token required). Used by `policybot demo` and by the tests.
 """
 
 from __future__ import annotations
@@ -110,6 +112,9 @@ class FakeSlack:
         self.calls: list[Call] = []
         self.files: dict[str, StoredFile] = {}
         self.users: dict[str, dict[str, Any]] = {}  # users.info answers; add_user() fills it
+        # conversations.info / conversations.members answers; add_channel() fills it. A channel
+        # not in it is an ordinary channel of the workspace, with no members listed.
+        self.channels: dict[str, dict[str, Any]] = {}
         self.failures: dict[str, str] = {}  # method -> error to answer with (simulate Slack problems)
         # method -> how many of its next calls get HTTP 429 "ratelimited" with Retry-After: 1
         self.rate_limited: dict[str, int] = {}
@@ -167,14 +172,21 @@ class FakeSlack:
 
     # -------------------------------------------------------------- events API side
 
-    def add_user(self, user_id: str, real_name: str, display_name: str = "") -> dict[str, Any]:
-        """A workspace member, as users.info describes one."""
+    def add_user(self, user_id: str, real_name: str, display_name: str = "", *, is_bot: bool = False) -> dict[str, Any]:
+        """A workspace member (or a bot user, `is_bot`), as users.info describes one."""
         first, _, last = real_name.partition(" ")
         handle = (display_name or real_name).lower().replace(" ", ".")
         self.users[user_id] = {"id": user_id, "team_id": self.team_id, "name": handle, "real_name": real_name,
-                               "profile": {"real_name": real_name, "display_name": display_name,
-                                           "first_name": first, "last_name": last}}
+                               "is_bot": is_bot, "profile": {"real_name": real_name, "display_name": display_name,
+                                                             "first_name": first, "last_name": last}}
         return self.users[user_id]
+
+    def add_channel(self, channel_id: str, *, ext_shared: bool = False, members: Iterable[str] = ()) -> dict[str, Any]:
+        """A conversation as conversations.info describes one (Slack Connect when `ext_shared`),
+        with its members for conversations.members (a guest is a user with `is_restricted`)."""
+        self.channels[channel_id] = {"id": channel_id, "is_channel": True, "is_ext_shared": ext_shared,
+                                     "is_shared": ext_shared, "members": list(members)}
+        return self.channels[channel_id]
 
     def event_body(self, event: Mapping[str, Any], event_id: str | None = None) -> dict[str, Any]:
         """The `event_callback` envelope Slack wraps every event in."""
@@ -215,7 +227,7 @@ class FakeSlack:
         return httpx.post(url, content=raw, headers=headers, timeout=timeout)
 
     def click(self, url: str, *, action_id: str, value: str, user: str, channel: str, message: Mapping[str, Any],
-              timeout: float = 10.0):  # -> httpx.Response
+              block_id: str = "feedback", timeout: float = 10.0):  # -> httpx.Response
         """A `block_actions` interaction (a button click), form-encoded and signed like Slack's."""
         import httpx
         from urllib.parse import urlencode
@@ -231,7 +243,7 @@ class FakeSlack:
             "channel": {"id": channel},
             "message": dict(message),
             "response_url": f"{self.base_url}/response/{next(self._ids)}",
-            "actions": [{"type": "button", "action_id": action_id, "block_id": "feedback", "value": value,
+            "actions": [{"type": "button", "action_id": action_id, "block_id": block_id, "value": value,
                          "action_ts": str(time.time())}],
         }
         raw = urlencode({"payload": json.dumps(payload)})
@@ -312,6 +324,8 @@ class FakeSlack:
         ts = self.new_ts()
         if ephemeral:
             return {"ok": True, "message_ts": ts}
+        if str(channel).startswith(("U", "W")):  # a user ID: the app's DM with them, as Slack does
+            channel = self.dm_channel(str(channel))
         message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "text": params.get("text", ""),
                    "ts": ts, "blocks": params.get("blocks") or []}
         if params.get("thread_ts"):
@@ -349,6 +363,28 @@ class FakeSlack:
         if user is None:
             return {"ok": False, "error": "user_not_found"}
         return {"ok": True, "user": user}
+
+    def dm_channel(self, user_id: str) -> str:
+        """The ID of the app's DM with a user (where chat.postMessage to a user ID goes)."""
+        return "D" + user_id[1:]
+
+    def _api_conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        known = self.channels.get(channel)
+        if known is None:
+            known = {"id": channel, "is_im": channel.startswith("D"), "is_channel": channel.startswith("C"),
+                     "is_ext_shared": False, "is_shared": False}
+        return {"ok": True, "channel": {key: value for key, value in known.items() if key != "members"}}
+
+    def _api_conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = self.channels.get(str(params.get("channel") or ""))
+        return {"ok": True, "members": list(channel["members"]) if channel else [],
+                "response_metadata": {"next_cursor": ""}}
+
+    def _api_users_list(self, _: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "members": list(self.users.values()), "response_metadata": {"next_cursor": ""}}
 
     def _api_files_info(self, params: dict[str, Any]) -> dict[str, Any]:
         file = self.files.get(str(params.get("file")))

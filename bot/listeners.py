@@ -9,13 +9,14 @@ view's status), enqueue a Celery task holding plain IDs. The answer is posted by
 from __future__ import annotations
 
 import html
+import json
 import logging
 import re
 import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import redis
@@ -27,11 +28,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot import blocks, state
 from bot.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
+from bot.audience import ChannelAudience
 from policybot import db, services
 from policybot.config import Settings
 
 if TYPE_CHECKING:
     from policybot.answering import RecordedQuestion
+    from policybot.models import SlackMessage
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,7 @@ class Decision:
     incoming: Incoming | None = None
     reason: str = ""
     days: int = 7  # for stats
+    offer_upload: bool = False  # a question from an admin with files: also ask whether to add them
 
 
 @dataclass(frozen=True)
@@ -241,17 +245,19 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
     if outside:
         return Decision("outsider", incoming, reason=f"a member of another organisation (team {outside})")
     is_admin = incoming.user in settings.admins
-    # Someone else's file with a question ("How long do I keep this receipt?" and a screenshot):
-    # the question is answered, the file is not read. With anything else ("please add this")
-    # it is an upload they may not make.
-    if incoming.files and (is_admin or not _asks_something(incoming.text)):
+    # A file with a question ("How long do I keep this receipt?" and a screenshot, "Is this
+    # contract OK under the gifts policy?"): the question is answered, the file is not read. With
+    # anything else ("please add this") it is an upload, which only an admin may make. Either
+    # way an admin's file becomes a policy document only once they confirm it (a button).
+    if incoming.files and not _asks_something(incoming.text):
         return Decision("upload" if is_admin else "upload_refused", incoming)
     command = STATS_COMMAND.match(incoming.text)
     if command:
         if not is_admin:
             return Decision("stats_refused", incoming)
         return Decision("stats", incoming, days=int(command.group(1) or 7) or 7)
-    return _question_or_notice(incoming, settings)
+    decision = _question_or_notice(incoming, settings)
+    return replace(decision, offer_upload=bool(incoming.files) and is_admin and decision.kind == "question")
 
 
 # ----------------------------------------------------------------- act
@@ -260,7 +266,8 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
 class Enqueuer(Protocol):
     def answer(self, question_id: int) -> None: ...
 
-    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str) -> None: ...
+    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str,
+               collection: str) -> None: ...
 
 
 class CeleryEnqueuer:
@@ -271,10 +278,11 @@ class CeleryEnqueuer:
 
         answer_question_task.delay(question_id)
 
-    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str) -> None:
+    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str,
+               collection: str) -> None:
         from workers.tasks import ingest_file_task
 
-        ingest_file_task.delay(claim_id, list(file_ids), channel, thread_ts, user)
+        ingest_file_task.delay(claim_id, list(file_ids), channel, thread_ts, user, collection=collection)
 
 
 def show_progress(client: WebClient, surface: str, channel: str, thread_ts: str, message_ts: str) -> None:
@@ -364,6 +372,7 @@ class Listeners:
     # For users.info before a question is taken: quick, without waiting out rate limits, so a
     # listener thread never stalls behind it (bot/app.py builds one); else the event's client.
     lookups: WebClient | None = None
+    audience: ChannelAudience = field(default_factory=ChannelAudience)  # who reads a channel (cached)
     told_unavailable: OutageReplies = field(init=False)
 
     def __post_init__(self) -> None:
@@ -373,8 +382,9 @@ class Listeners:
 
     def on_mention(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
         event = self._with_writer_team(body, event, client, me)
+        shared_externally = bool(body.get("is_ext_shared_channel"))
         self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me,
-                                      shared_externally=bool(body.get("is_ext_shared_channel"))), client)
+                                      shared_externally=shared_externally), client, shared_externally=shared_externally)
 
     def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
         if event.get("channel_type") == "im":  # other messages are ignored: no lookup for them
@@ -478,16 +488,20 @@ class Listeners:
 
     # -- decisions
 
-    def carry_out(self, decision: Decision, client: WebClient) -> None:
+    def carry_out(self, decision: Decision, client: WebClient, *, shared_externally: bool = False) -> None:
+        """`shared_externally`: the event said it came from a Slack Connect conversation."""
         incoming = decision.incoming
         if decision.kind == "ignore" or incoming is None:
             log.debug("ignored event: %s", decision.reason)
             return
-        if decision.kind == "question" and not self.settings.answer_guests:
-            decision = self._unless_a_guest(decision, incoming, client)
+        decision = self._as_slack_knows_the_writer(decision, incoming, client)
+        if decision.kind == "ignore":
+            log.debug("ignored event: %s", decision.reason)
+            return
         try:
             if decision.kind == "question":
-                self._question(incoming, client)
+                self._question(incoming, client, self._private_reason(incoming, client, shared_externally),
+                               offer_upload=decision.offer_upload)
             elif decision.kind == "upload":
                 self._upload(incoming, client)
             else:
@@ -499,15 +513,27 @@ class Listeners:
         """users.info through the quick lookup client (cached; may raise SlackUnavailable)."""
         return SLACK_USERS.get(self.lookups or client, user_id)
 
-    def _unless_a_guest(self, decision: Decision, incoming: Incoming, client: WebClient) -> Decision:
-        """Guests of the workspace get the members-only notice. When Slack does not say just
-        now, the asker is told to ask again rather than answered unchecked."""
+    def _as_slack_knows_the_writer(self, decision: Decision, incoming: Incoming, client: WebClient) -> Decision:
+        """users.info on the writer: a bot user posting as a user (no `bot_id` in the event) is
+        a bot all the same (POLICYBOT_IGNORE_BOTS: no reply, so two bots never talk in a loop),
+        and a guest of the workspace gets the members-only notice. When Slack does not say just
+        now, a question is met with "ask again" rather than answered unchecked; anything else
+        goes on as decided."""
+        checks_guest = decision.kind == "question" and not self.settings.answer_guests
+        if not (checks_guest or self.settings.ignore_bots):
+            return decision
         try:
-            guest = is_guest(self._slack_user(client, incoming.user) or {})
+            user = self._slack_user(client, incoming.user) or {}
         except SlackUnavailable as error:
+            if not checks_guest:
+                return decision
             log.warning("%s: asking %s to ask again", error, incoming.user)
             return Decision("unverified", incoming, reason=str(error))
-        return Decision("outsider", incoming, reason="a guest of the workspace") if guest else decision
+        if self.settings.ignore_bots and user.get("is_bot"):
+            return Decision("ignore", reason=f"{incoming.user} is a bot user (users.info; POLICYBOT_IGNORE_BOTS)")
+        if checks_guest and is_guest(user):
+            return Decision("outsider", incoming, reason="a guest of the workspace")
+        return decision
 
     def _greets_a_guest(self, client: WebClient, user_id: str | None) -> bool:
         """Whether a greeting would go to a guest, who gets the members-only notice instead.
@@ -520,7 +546,16 @@ class Listeners:
             log.warning("%s: greeting %s", error, user_id)
             return False
 
-    def _question(self, incoming: Incoming, client: WebClient) -> None:
+    def _private_reason(self, incoming: Incoming, client: WebClient, shared_externally: bool) -> str | None:
+        """Why the answer must go to the asker alone (bot/audience.py); a DM with the bot (a `D`
+        conversation, also when it mentions the bot) is theirs already."""
+        if incoming.surface != "mention" or incoming.channel.startswith("D"):
+            return None
+        return self.audience.private_reason(self.lookups or client, self.settings, incoming.channel,
+                                            shared_externally=shared_externally)
+
+    def _question(self, incoming: Incoming, client: WebClient, private_reason: str | None = None, *,
+                  offer_upload: bool = False) -> None:
         from policybot.answering import record_question
 
         settings = self.settings
@@ -537,6 +572,7 @@ class Listeners:
                 recorded = record_question(
                     session, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
                     thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id, parent_id=parent_id,
+                    private_reply=private_reason is not None,
                 )
                 state.link_question(session, claim.id, recorded.id)
             # Progress first, then enqueue: the worker removes what is already there.
@@ -546,7 +582,13 @@ class Listeners:
             self._could_not_take(incoming, client, error, recorded)
             return
         self._bookkeep(state.mark_enqueued, claim.id)
-        log.info("question %s (ref %s) queued from %s", recorded.id, recorded.reference, incoming.surface)
+        log.info("question %s (ref %s) queued from %s%s", recorded.id, recorded.reference, incoming.surface,
+                 f", to be answered privately: {incoming.channel} {private_reason}" if private_reason else "")
+        if offer_upload:
+            try:
+                self._offer_upload(incoming, client, claim.id, asked=True)
+            except SlackApiError as error:  # the question is on its way; the admin can send the file again
+                log.warning("could not offer to add the files in %s: %s", incoming.channel, error.response.get("error"))
 
     def _bookkeep(self, step: Callable[..., None], claim_id: int, *args: str) -> None:
         """A note on a claim after the user's request went through: losing it must not
@@ -578,29 +620,68 @@ class Listeners:
             log.error("could not say so in %s: %s", incoming.channel, slack_error.response.get("error"))
 
     def _upload(self, incoming: Incoming, client: WebClient) -> None:
-        settings = self.settings
-        with db.session(settings) as session:
+        with db.session(self.settings) as session:
             claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "upload")
         if claim.handled_elsewhere:
             return
-        file_ids = [str(f["id"]) for f in incoming.files if f.get("id")]
-        names = [str(f.get("name") or f.get("title") or f.get("id")) for f in incoming.files if f.get("id")]
-        if not file_ids:
+        self._offer_upload(incoming, client, claim.id, asked=False)
+        self._bookkeep(state.mark_enqueued, claim.id)  # offered: a retried delivery does not offer again
+
+    def _offer_upload(self, incoming: Incoming, client: WebClient, claim_id: int, *, asked: bool) -> None:
+        """Ask the admin whether the message's files become policy documents, saying where they
+        would go; nothing is fetched until they confirm (on_upload_choice)."""
+        files = [f for f in incoming.files if f.get("id")]
+        if not files:
             return
+        collection = self.settings.default_collection
+        choice = json.dumps({"claim": claim_id, "files": [str(f["id"]) for f in files], "collection": collection})
+        names = [str(f.get("name") or f.get("title") or f["id"]) for f in files]
+        client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
+                                **blocks.upload_offer_message(names, collection, choice, asked=asked))
+
+    def on_upload_choice(self, body: Mapping[str, Any], client: WebClient) -> None:
+        """Called after ack(): an admin's answer to upload_offer_message. The first confirmation
+        of a message queues its files, with the collection the offer named; the worker ingests
+        only confirmed files, and does not check admins itself (the bot decided)."""
+        action = (body.get("actions") or [{}])[0]
+        user = str((body.get("user") or {}).get("id") or "")
+        channel = str((body.get("channel") or {}).get("id") or "")
+        message = body.get("message") or {}
         try:
-            posted = client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
-                                             **blocks.upload_received_message(names))
-        except SlackApiError as error:  # the upload is claimed: it must still be queued, or it is lost
-            log.warning("could not confirm the upload in %s: %s", incoming.channel, error.response.get("error"))
-            posted = {}
-        show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
-        try:
-            self.enqueuer.ingest(claim.id, file_ids, incoming.channel, incoming.thread_ts, incoming.user)
-        except Exception as error:  # the queue is down
-            self._could_not_take(incoming, client, error, taking="uploads")
+            choice = json.loads(str(action.get("value") or ""))
+            claim_id, file_ids, collection = int(choice["claim"]), [str(f) for f in choice["files"]], str(choice["collection"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("upload choice without a readable value in %s", channel)
             return
-        self._bookkeep(state.mark_enqueued, claim.id)
-        log.info("upload of %d file(s) by admin %s queued (ack ts %s)", len(file_ids), incoming.user, posted.get("ts"))
+        if user not in self.settings.admins:
+            client.chat_postEphemeral(channel=channel, user=user, **blocks.upload_refused_message())
+            return
+        if action.get("action_id") != blocks.UPLOAD_ADD:
+            client.chat_update(channel=channel, ts=str(message.get("ts") or ""), **blocks.upload_chosen_message(user, None))
+            return
+        thread_ts = str(message.get("thread_ts") or message.get("ts") or "")
+        surface: Surface = "assistant" if self._in_assistant_thread(channel, thread_ts) else "dm"
+        claim: SlackMessage | None = None
+        try:
+            claim = state.confirm_upload(self.settings, claim_id, channel, user)
+            if claim is None:
+                log.info("upload %s in %s was confirmed already", claim_id, channel)
+                return
+            show_progress(client, surface, channel, thread_ts, claim.message_ts)
+            self.enqueuer.ingest(claim_id, file_ids, channel, thread_ts, user, collection)
+        except Exception as error:  # the database or the queue is down: say so; the buttons stay for a later try
+            if claim is not None:
+                try:
+                    state.confirm_upload(self.settings, claim_id, channel, None)
+                except SQLAlchemyError as second:
+                    log.error("could not take back the confirmation of upload %s: %s", claim_id, type(second).__name__)
+            message_ts = claim.message_ts if claim is not None else thread_ts
+            self._could_not_take(Incoming(None, surface, channel, user, message_ts, thread_ts, False, ""), client, error,
+                                 taking="uploads")
+            return
+        client.chat_update(channel=channel, ts=str(message.get("ts") or ""),
+                           **blocks.upload_chosen_message(user, collection))
+        log.info("upload of %d file(s) confirmed by admin %s, queued for collection %s", len(file_ids), user, collection)
 
     def _notice(self, decision: Decision, incoming: Incoming, client: WebClient) -> None:
         settings = self.settings

@@ -140,6 +140,18 @@ def set_requeued(session: Session, claim_id: int) -> None:
                     .values(requeues=SlackMessage.requeues + 1, enqueued_at=func.now()))
 
 
+def confirm_upload(settings: Settings, claim_id: int, channel: str, admin: str | None) -> SlackMessage | None:
+    """Record that `admin` confirmed the files of a claimed message as policy documents (None:
+    take a confirmation back, its upload could not be queued). The claim, or None when it is not
+    in `channel` or was confirmed already (a second click): the first confirmation wins."""
+    with db.session(settings) as session:
+        confirmed = SlackMessage.confirmed_by.is_(None) if admin else SlackMessage.confirmed_by.is_not(None)
+        return session.execute(
+            update(SlackMessage).where(SlackMessage.id == claim_id, SlackMessage.channel == channel, confirmed)
+            .values(confirmed_by=admin).returning(SlackMessage)
+        ).scalar_one_or_none()
+
+
 def set_reply_ts(settings: Settings, claim_id: int, reply_ts: str) -> None:
     with db.session(settings) as session:
         session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(reply_ts=reply_ts))

@@ -51,7 +51,7 @@ def could_be_reference(text: str) -> bool:
 # As text, compiled once: SQLAlchemy never caches its PostgreSQL INSERT construct
 # (`inherit_cache = False`), and the Slack listener runs this on every event.
 _QUESTION_COLUMNS = ("question", "surface", "asker", "channel", "thread_ts", "message_ts", "event_id", "parent_id",
-                     "reference", "status")
+                     "reference", "status", "private_reply")
 _INSERT_QUESTION_ONCE = text(
     f"INSERT INTO questions ({', '.join(_QUESTION_COLUMNS)}) VALUES ({', '.join(':' + c for c in _QUESTION_COLUMNS)}) "
     "ON CONFLICT (event_id) DO NOTHING RETURNING id, reference"
@@ -69,12 +69,15 @@ def record_question(
     message_ts: str | None = None,
     event_id: str | None = None,
     parent_id: int | None = None,
+    private_reply: bool = False,
 ) -> RecordedQuestion:
     """Insert a pending question in the caller's transaction (the Slack listener claims the
-    message in the same one); a second insert with the same Slack event_id is a no-op."""
+    message in the same one); a second insert with the same Slack event_id is a no-op.
+    `private_reply`: the answer goes to the asker alone (bot/audience.py)."""
     values = dict(
         question=question, surface=surface, asker=asker, channel=channel, thread_ts=thread_ts,
         message_ts=message_ts, event_id=event_id, parent_id=parent_id, reference=new_reference(), status="pending",
+        private_reply=private_reply,
     )
     if event_id is None:
         row = Question(**values)

@@ -136,7 +136,8 @@ class Settings(BaseSettings):
     # base): by default "policybot_corpus" beside the policybot database, on the same server.
     corpus_database_url: SecretStr | None = Field(default=None, validation_alias="POLICYBOT_CORPUS_DATABASE_URL")
 
-    # Optional generator: any OpenAI-compatible endpoint; unset means extractive answers.
+    # Optional generator: any OpenAI-compatible endpoint; unset means extractive answers. It receives
+    # the question unredacted and the kept evidence, restricted documents the asker may see included.
     generator_url: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_URL")
     generator_model: str | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_MODEL")
     generator_api_key: SecretStr | None = Field(default=None, validation_alias="POLICYBOT_GENERATOR_API_KEY")
@@ -152,6 +153,8 @@ class Settings(BaseSettings):
     answer_outsiders: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_OUTSIDERS")
     # Guests of the workspace (multi- and single-channel): not answered unless this is on.
     answer_guests: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_GUESTS")
+    # Answers in a channel with guests go to the asker by DM, as in Slack Connect channels (bot/audience.py).
+    private_with_guests: bool = Field(default=False, validation_alias="POLICYBOT_PRIVATE_WITH_GUESTS")
     # Other workspaces of our Enterprise Grid organisation, whose members count as ours (team IDs).
     member_team_ids: str = Field(default="", validation_alias="POLICYBOT_MEMBER_TEAMS")
     # Redis redelivers a task whose worker died this long after it was due: it must exceed the answer

@@ -109,6 +109,9 @@ class Question(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     answer_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # Asked where people outside the organisation read (bot/audience.py): the answer goes to
+    # the asker by DM, never into the channel. Decided once, when the question arrived (0007).
+    private_reply: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
@@ -189,6 +192,8 @@ class SlackMessage(Base):
     # Times the sweep queued the question again after the queue lost it (bot/recovery.py).
     requeues: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
     reply_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)  # our reply, for uploads and notices
+    # The admin who confirmed that the message's files become policy documents (0007).
+    confirmed_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ class Stack:
     server: Any  # bot.http.BackgroundServer
     worker: Any  # workers.process.WorkerProcess (replaced by the kill test)
     log_dir: Path
+    worker_extra_env: dict[str, str] = field(default_factory=dict)  # for every worker this stack starts
 
     @property
     def events_url(self) -> str:
@@ -37,8 +38,9 @@ class Stack:
         from bot.demo import worker_env
 
         return worker_env(self.settings, self.fake, base=cli_env(self.settings.home),
-                          POLICYBOT_ADMINS=ADMIN, POLICYBOT_TEST_FAIL_MARKER=FAIL_MARKER,
-                          POLICYBOT_CELERY_VISIBILITY_TIMEOUT=str(TEST_VISIBILITY_TIMEOUT_S), **extra)
+                          **{"POLICYBOT_ADMINS": ADMIN, "POLICYBOT_TEST_FAIL_MARKER": FAIL_MARKER,
+                             "POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(TEST_VISIBILITY_TIMEOUT_S)}
+                          | self.worker_extra_env | extra)
 
     def start_worker(self, name: str, **extra_env: str):  # -> WorkerProcess
         from workers.process import WorkerProcess
@@ -77,6 +79,11 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    yield from running_stack(settings, tmp_path_factory)
+
+
+def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_extra_env: str) -> Iterator[Stack]:  # type: ignore[no-untyped-def]
+    """The local Slack, the Bolt app serving HTTP in this process, and a worker process."""
     from bot.app import build_app
     from bot.demo import slack_settings
     from bot.fake_slack import FakeSlack
@@ -86,7 +93,7 @@ def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) 
     local = slack_settings(settings, fake, admin_user_ids=ADMIN)
     server = BackgroundServer(create_asgi_app(build_app(local))).start()
     log_dir = tmp_path_factory.mktemp("slack-workers")
-    built = Stack(fake, local, server, None, log_dir)
+    built = Stack(fake, local, server, None, log_dir, worker_extra_env)
     built.worker = built.start_worker("worker-main")
     try:
         built.worker.wait_ready(timeout=240)
@@ -130,3 +137,16 @@ def context_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
 
 def buttons(post) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     return [e for b in post["blocks"] if b["type"] == "actions" for e in b["elements"]]
+
+
+def choose_upload(stack: Stack, offer, add: bool = True, user: str = ADMIN,  # type: ignore[no-untyped-def]
+                  url: str | None = None):  # -> httpx.Response
+    """Click "Add to knowledge base" (or "Don't add") on the bot's offer to add an admin's files."""
+    from bot import blocks
+
+    [button] = [b for b in buttons(offer) if b["action_id"] == (blocks.UPLOAD_ADD if add else blocks.UPLOAD_SKIP)]
+    response = stack.fake.click(url or stack.events_url, action_id=button["action_id"], value=button["value"],
+                                user=user, channel=offer["channel"], message=offer.response["message"],
+                                block_id=blocks.UPLOAD_BLOCK)
+    assert response.status_code == 200
+    return response

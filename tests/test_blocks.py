@@ -95,6 +95,12 @@ def test_enormous_answer_and_many_citations_stay_within_50_blocks() -> None:
     listed = " ".join(e["text"] for b in message["blocks"] if b["type"] == "context" for e in b["elements"])
     assert all(f"[{n}]" in listed for n in range(1, 31))
     assert len(message["text"]) <= blocks.FALLBACK_TEXT_LIMIT
+    # A private answer is headed by its question (escaped, shortened): still within the limits.
+    lead = blocks.private_answer_lead("CSHARED01", "<!channel> per diem in Paris? " * 100)
+    private = blocks.answer_message(view(text, [source(n) for n in range(1, 31)]), lead)
+    assert len(private["blocks"]) <= blocks.MAX_BLOCKS and block_problems(private["blocks"]) == []
+    first = private["blocks"][0]["elements"][0]["text"]
+    assert first.startswith("🔒 Your question in <#CSHARED01>: &lt;!channel&gt;") and len(first) < 700
 
 
 def test_answer_text_is_escaped_for_mrkdwn() -> None:
@@ -230,10 +236,14 @@ def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
               "files": [{"id": "F1", "name": "a.md"}]}
     assert decide_message(upload | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
     assert decide_message(upload | {"user": "UNOBODY"}, "Ev1", slack_settings, ME).kind == "upload_refused"
-    # Someone's screenshot with a question: the question is answered (the file is not read).
+    # Someone's screenshot with a question: the question is answered (the file is not read);
+    # an admin's contract with a question too, and the admin is offered to add the file.
     asked = upload | {"user": "UNOBODY", "text": "How long do I keep this receipt?"}
-    assert decide_message(asked, "Ev1", slack_settings, ME).kind == "question"
-    assert decide_message(asked | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
+    decision = decide_message(asked, "Ev1", slack_settings, ME)
+    assert decision.kind == "question" and not decision.offer_upload
+    decision = decide_message(asked | {"user": "UADMIN0002", "text": "Is this vendor contract OK under the gifts policy?"},
+                              "Ev1", slack_settings, ME)
+    assert decision.kind == "question" and decision.offer_upload
     for text, kind in (("please add this", "upload_refused"), ("Have a look and add it", "upload_refused"),
                        ("I need to know how long to keep this receipt", "question")):
         assert decide_message(upload | {"user": "UNOBODY", "text": text}, "Ev1", slack_settings, ME).kind == kind, text

@@ -97,3 +97,24 @@ def test_unreachable_generator_falls_back_to_extractive():
 
 def test_no_generator_configured():
     assert openai_generator(Settings()) is None
+
+
+def test_the_generator_sees_only_evidence_the_asker_may_see(chat_server, settings, ingested_samples, tmp_path):
+    """A document with an access list reaches the generator only for a question asked in one of
+    its channels: evidence is chosen (retrieval honours access lists) before generation."""
+    from ingestion.ingest import ingest_paths
+    from policybot.runtime import Runtime, cosine_evaluator
+
+    path = tmp_path / "board-offsite.md"
+    path.write_text("# Board Offsite\n\n## Budget\n\nThe board offsite budget is 90,000 dollars per quarter.\n")
+    ingest_paths(settings, [path], collection="restricted", access_channels=["C0BOARD"])
+    generating = settings.model_copy(update={"generator_url": chat_server["url"], "generator_model": "tiny"})
+    runtime = Runtime(generating, cosine_evaluator(generating))
+    question = "What is the board offsite budget per quarter?"
+    sent: dict[str | None, str] = {}
+    for channel in ("C0BOARD", "C0OTHER", None):
+        chat_server["requests"].clear()
+        runtime.pipeline(channel).answer(question, AskContext(channel=channel))
+        sent[channel] = " ".join(r["body"]["messages"][1]["content"] for r in chat_server["requests"])
+    assert "90,000 dollars" in sent["C0BOARD"]  # the generator is asked, and sees what the board may see
+    assert "90,000" not in sent["C0OTHER"] and "90,000" not in sent[None]

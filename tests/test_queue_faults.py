@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from conftest import cli_env
-from slack_helpers import ADMIN, question_for, stack, wait_until  # noqa: F401
+from slack_helpers import ADMIN, choose_upload, question_for, stack, wait_until  # noqa: F401
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -209,6 +209,7 @@ def test_an_upload_whose_worker_keeps_dying_gets_the_failure_reply_after_three_d
     file = stack.fake.add_file("bulky-handbook.md", _bulky_markdown(2000), "text/markdown", user=ADMIN)
     upload = stack.dm("", channel, user=ADMIN, subtype="file_share", files=[file])
     assert stack.deliver(upload).status_code == 200
+    choose_upload(stack, stack.fake.wait_for_posts(channel, upload["ts"], timeout=30)[0])
     for death in range(1, DELIVERIES + 1):
         stack.fake.wait_for(lambda: len(stack.fake.calls_to("files.info", file=file["id"])) == death,
                             timeout=300, what=f"delivery {death}")
@@ -216,7 +217,7 @@ def test_an_upload_whose_worker_keeps_dying_gets_the_failure_reply_after_three_d
 
     posts = stack.fake.wait_for_posts(channel, upload["ts"], count=2, timeout=300)
     time.sleep(2)
-    assert "bulky-handbook.md" in posts[0]["text"]  # "got it"
+    assert "bulky-handbook.md" in posts[0]["text"]  # "add it?"
     assert "could not be ingested" in posts[1]["text"] and "not tried again" in posts[1]["text"]
     assert len(stack.fake.calls_to("files.info", file=file["id"])) == DELIVERIES
     assert len(stack.fake.posts(channel, upload["ts"])) == 2

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import select
 
-from slack_helpers import ADMIN, FAIL_MARKER, buttons, context_texts, question_for, section_texts, stack, wait_until  # noqa: F401
+from slack_helpers import (  # noqa: F401
+    ADMIN, FAIL_MARKER, buttons, choose_upload, context_texts, question_for, section_texts, stack, wait_until)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -218,7 +219,11 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
         assert stack.fake.deliver(stack.events_url, body).status_code == 200
     [notice] = stack.fake.wait_for_posts(channel, outsider["ts"], timeout=30)
     assert "for its own members only" in notice["text"]
-    assert "16 weeks" in "\n".join(section_texts(_answer_post(stack, channel, member["ts"])))
+    # Our member is answered by DM, the thread gets a note without policy text (docs/audience.md).
+    assert "direct message" in _answer_post(stack, channel, member["ts"])["text"]
+    [answered] = question_for(stack.settings, channel, member["ts"])
+    [answer] = [post for post in stack.fake.posts(member["user"]) if post.response["ts"] == answered.answer_ts]
+    assert "16 weeks" in "\n".join(section_texts(answer))
     _settle()
     assert question_for(stack.settings, channel, outsider["ts"]) == []
     assert len(stack.fake.posts(channel, outsider["ts"])) == 1
@@ -598,10 +603,11 @@ def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, 
         assert stack.fake.calls_to("reactions.remove", channel=channel)  # no 👀 left promising an answer
         _settle()
         assert len(stack.fake.posts(channel, event["ts"])) == 1
-        # An admin's upload: "got it", then the same plain reply instead of silence.
+        # An admin's upload: the offer to add it, then on confirming the same plain reply instead of silence.
         file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
         upload = stack.dm("", "DQUEUEDOWN", user=ADMIN, subtype="file_share", files=[file])
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(upload)).status_code == 200
+        choose_upload(stack, stack.fake.wait_for_posts("DQUEUEDOWN", upload["ts"], timeout=60)[0], url=url + "/slack/events")
         posts = stack.fake.wait_for_posts("DQUEUEDOWN", upload["ts"], count=2, timeout=60)
         assert "can't take uploads right now" in posts[1]["text"]
     log = log_path.read_text()
@@ -827,8 +833,10 @@ def test_admin_upload_is_ingested_then_answerable(stack) -> None:
     file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
     upload = stack.dm("", channel, user=ADMIN, subtype="file_share", files=[file])
     assert stack.deliver(upload).status_code == 200
+    offer = stack.fake.wait_for_posts(channel, upload["ts"])[0]
+    assert "bike-parking.md" in offer["text"]  # "add it?"
+    choose_upload(stack, offer)
     posts = stack.fake.wait_for_posts(channel, upload["ts"], count=2, timeout=90)
-    assert "bike-parking.md" in posts[0]["text"]  # "got it"
     assert "bike-parking.md: added" in posts[1]["text"]
     assert stack.fake.calls_to("files.info", file=file["id"])
 

@@ -131,6 +131,7 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
     from bot import blocks
     from bot.app import web_client
     from bot.askers import SLACK_USERS
+    from bot.audience import answer_place, note_private_answer
     from bot.listeners import clear_progress
     from policybot.answering import answer_question, get_question, mark_posted, question_lock
 
@@ -169,9 +170,10 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
                                 asker_names=tuple(name for asker in askers for name in SLACK_USERS.names(client, asker)))
                 row = get_question(settings, question_id)
                 assert row is not None
-            message = blocks.answer_message(blocks.AnswerView.from_row(row))
-            posted = poster.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts,
-                                             unfurl_links=False, unfurl_media=False, **message)
+            # Asked where outsiders read: to the asker alone, as decided when it arrived (bot/audience.py).
+            lead = blocks.private_answer_lead(row.channel, row.question) if row.private_reply else None
+            message = blocks.answer_message(blocks.AnswerView.from_row(row), lead)
+            posted = poster.chat_postMessage(**answer_place(row), unfurl_links=False, unfurl_media=False, **message)
         except Exception as error:
             retry = plan_retry(error, self.request.retries, waited_later, answered=row.status == "answered")
             if retry is not None:
@@ -183,6 +185,8 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             return _fail_question(settings, poster, row, error)
         mark_posted(settings, question_id, str(posted["ts"]))
+        if row.private_reply:
+            note_private_answer(poster, row)
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
         log.info("question %s (ref %s) answered in %s, ts %s", question_id, row.reference, row.channel, posted["ts"])
         return "posted"
@@ -348,8 +352,10 @@ def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type
 @celery_app.task(bind=True, name="policybot.ingest_files", max_retries=2,
                  soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S)
 def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str,  # type: ignore[no-untyped-def]
-                     user: str) -> str:
-    """Ingest files an admin sent the bot in a DM, then say in the DM what happened."""
+                     user: str, collection: str | None = None) -> str:
+    """Ingest files an admin sent the bot in a DM and confirmed, into the collection the offer
+    named, then say in the DM what happened; the 👀 goes whatever the outcome. `user`: who
+    confirmed, as the bot saw it (the claim's record of it is what counts)."""
     from bot import blocks, state
     from bot.app import web_client
     from bot.listeners import clear_progress
@@ -360,32 +366,36 @@ def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str,
     if claim is not None and claim.reply_ts:
         return "already replied"
     client = web_client(settings)
-    if user not in settings.admins:  # checked by the listener too; the worker does not trust the queue
-        client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_refused_message())
-        return "refused"
-    if too_often:
+    # Who may add documents is the bot's decision (POLICYBOT_ADMINS there), recorded with the
+    # message when an admin confirmed it: the worker does not decide again, nor trust the queue alone.
+    if claim is None or not claim.confirmed_by:
+        message, outcome = blocks.upload_refused_message(), "refused"
+    elif too_often:
         _log_given_up(self, f"upload {claim_id}")
-        lines, ok = [f"ingestion failed: {DeliveredTooOften()}"], False
+        message, outcome = blocks.upload_result_message([f"ingestion failed: {DeliveredTooOften()}"], False), "failed"
     else:
+        log.info("ingesting upload %s, confirmed by admin %s", claim_id, claim.confirmed_by)
         try:
-            lines, ok = _ingest_uploads(client, settings, file_ids)
+            lines, ok = _ingest_uploads(client, settings, file_ids, collection or settings.default_collection)
         except Exception as error:
             if self.request.retries < self.max_retries:
                 raise self.retry(exc=error, countdown=RETRY_COUNTDOWNS_S[self.request.retries]) from None
             log.error("ingesting upload %s failed: %s", claim_id, describe_error(error), exc_info=True)
             lines, ok = [f"ingestion failed: {describe_error(error)}"], False
-    posted = client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.upload_result_message(lines, ok))
-    state.set_reply_ts(settings, claim_id, str(posted["ts"]))
-    message_ts = claim.message_ts if claim is not None else None
-    clear_progress(client, "assistant" if state.is_assistant_thread(settings, channel, thread_ts) else "dm",
-                   channel, thread_ts, message_ts)
-    return "ingested" if ok else "failed"
+        message, outcome = blocks.upload_result_message(lines, ok), "ingested" if ok else "failed"
+    try:
+        posted = client.chat_postMessage(channel=channel, thread_ts=thread_ts, **message)
+        if claim is not None:
+            state.set_reply_ts(settings, claim_id, str(posted["ts"]))
+    finally:
+        clear_progress(client, "assistant" if state.is_assistant_thread(settings, channel, thread_ts) else "dm",
+                       channel, thread_ts, claim.message_ts if claim is not None else None)
+    return outcome
 
 
-def _ingest_uploads(client, settings, file_ids: Sequence[str]) -> tuple[list[str], bool]:  # type: ignore[no-untyped-def]
+def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) -> tuple[list[str], bool]:  # type: ignore[no-untyped-def]
     from ingestion.ingest import ingest_paths
 
-    collection = settings.default_collection
     folder = settings.home / "uploads" / collection
     paths: list[Path] = []
     lines: list[str] = []
