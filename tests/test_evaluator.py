@@ -310,7 +310,7 @@ def test_tiny_training_learns_and_saves_a_versioned_folder(trained):
     assert result.evaluator.auc > 0.6, result.evaluator  # held-out pairs, no similarity prior
     assert result.evaluator.score_std > 1e-3  # not collapsed to a constant
     # Cosine on the same held-out pairs (all of them, or what the budget left time to score on a busy machine).
-    assert 0.0 <= result.cosine.auc <= 1.0 and result.cosine.n_pairs == result.evaluator.n_pairs <= result.n_val_pairs
+    assert result.cosine.auc > 0.5 and result.cosine.n_pairs == result.evaluator.n_pairs <= result.n_val_pairs
     t = result.thresholds
     assert -1.0 <= t["lower"] <= t["upper"] <= 1.0 and t["strip"] <= t["upper"]
     assert result.n_train_pairs > 0 and result.n_val_pairs > 0
