@@ -4,4 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --tests
-exec .venv/bin/python -m pytest "$@"
+# Two pytest processes, one test file each at a time: much of the suite waits on worker
+# processes, Slack round trips and retries, so two overlap on 2 cores. Each process starts
+# its own PostgreSQL and Redis (tests/conftest.py). POLICYBOT_TEST_PROCESSES=0 runs in one.
+exec .venv/bin/python -m pytest -n "${POLICYBOT_TEST_PROCESSES:-2}" --dist loadfile "$@"
