@@ -1,0 +1,183 @@
+"""Replies on the policy-qa corpus (issue #25, section 3): short, on point, the answer first.
+
+    .venv/bin/python -m bench.replies --split dev|test [--per-org N] [--home DIR] [--trained] [--dump FILE]
+
+Every kb and fallback question of the split's organisations (or an even spread of N per
+organisation) is asked through the product's pipeline (crag.pipeline.CragPipeline, as
+policybot/runtime.py builds it) over that organisation's own documents: its knowledge base as
+the knowledge base, its fallback documents as an allow-listed collection source. The judge is
+cosine similarity with the product's default thresholds, or with --trained the evaluator active
+in the home. Documents are ingested once per home (policybot/corpus_supervision.py).
+
+Prints per split:
+- off-section lines: of the cited lines of right replies, the share whose citation is outside the
+  question's labelled document and section (target at most 10%); also over every answered reply;
+- median words of answered kb replies (citation markers not counted; target at most 60);
+- answer first: of the right replies, the share whose first line holds every key phrase
+  (target at least 90%).
+A reply is right when it holds every key phrase and cites the labelled document (kb questions
+from the knowledge base, fallback questions from the fallback source). Tune on dev only; the
+test organisations are for the final figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from bench.corpus_routing import _every_nth
+from bench.quality import REPO
+
+PORTAL_NAME = "portal"
+_MARKER = re.compile(r"\s*\[(\d+)\]\s*$")
+_ANY_MARKER = re.compile(r"\[\d+\]")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One question's reply, judged against its labels."""
+
+    id: str
+    label: str
+    found: bool
+    right: bool
+    first_line_right: bool
+    words: int
+    lines: int  # cited lines in the reply
+    off_lines: int  # cited lines whose citation is outside the labelled document and section
+
+
+def reply_words(text: str) -> int:
+    """Words an employee reads: citation markers are not words."""
+    return len(_ANY_MARKER.sub(" ", text).split())
+
+
+def judge(record, text: str, found: bool, citations) -> Judged:  # type: ignore[no-untyped-def]
+    """record: a corpus question's record; citations: crag.types.Citation of the reply."""
+    from ingestion.chunking import HEADING_SEPARATOR
+    from policybot.corpus import normalise, section_matches
+
+    origin = "kb" if record.label == "kb" else "fallback"
+    gold_document = Path(record.document or "").name
+
+    def on_gold(citation) -> bool:  # type: ignore[no-untyped-def]
+        if citation.origin != origin or citation.document != gold_document:
+            return False
+        return not record.section or section_matches(record.section, citation.section.split(HEADING_SEPARATOR))
+
+    by_number = {c.n: c for c in citations}
+    phrases = [normalise(p) for p in record.phrases]
+    right = found and all(p in normalise(text) for p in phrases) and any(on_gold(c) for c in citations)
+    first_line = text.strip().split("\n")[0]
+    lines = off = 0
+    if found:
+        for line in text.splitlines():
+            marker = _MARKER.search(line)
+            if marker and int(marker.group(1)) in by_number:
+                lines += 1
+                off += not on_gold(by_number[int(marker.group(1))])
+    return Judged(record.id, record.label, found, right, right and all(p in normalise(first_line) for p in phrases),
+                  reply_words(text) if found else 0, lines, off)
+
+
+def figures(results: list[Judged]) -> dict[str, float | int]:
+    right = [r for r in results if r.right]
+    answered = [r for r in results if r.found]
+    kb_words = [r.words for r in answered if r.label == "kb"]
+    return {
+        "questions": len(results),
+        "answered": len(answered),
+        "right": len(right),
+        "off_section_right": sum(r.off_lines for r in right) / max(1, sum(r.lines for r in right)),
+        "off_section_answered": sum(r.off_lines for r in answered) / max(1, sum(r.lines for r in answered)),
+        "median_words_kb": statistics.median(kb_words) if kb_words else 0,
+        "kb_answered": len(kb_words),
+        "answer_first": sum(r.first_line_right for r in right) / max(1, len(right)),
+    }
+
+
+def summary(split: str, evaluator: str, f: dict[str, float | int]) -> str:
+    return "\n".join([
+        f"Replies on the policy-qa {split} organisations, {evaluator}: {f['questions']} kb and fallback questions, "
+        f"{f['answered']} answered, {f['right']} right.",
+        f"- cited lines outside the labelled document and section: {f['off_section_right']:.1%} of right replies' "
+        f"lines (target <= 10%); {f['off_section_answered']:.1%} of every answered reply's lines",
+        f"- median words of a kb reply: {f['median_words_kb']:g} over {f['kb_answered']} answered kb questions "
+        f"(target <= 60)",
+        f"- right replies whose first line holds the key phrases: {f['answer_first']:.1%} of {f['right']} "
+        f"(target >= 90%)",
+    ])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", choices=("dev", "test"), required=True,
+                        help="dev to tune on; test once, for the reported figures")
+    parser.add_argument("--per-org", type=int, default=0,
+                        help="ask only this many kb and fallback questions per organisation (an even spread; 0: all)")
+    parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME to run in")
+    parser.add_argument("--trained", action="store_true", help="judge with the home's active evaluator, not cosine")
+    parser.add_argument("--dump", type=Path, help="write every reply and its judgement as JSONL")
+    args = parser.parse_args(argv)
+
+    os.environ["POLICYBOT_HOME"] = str(args.home.resolve())
+    os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from crag.pipeline import CragPipeline
+    from crag.redaction import document_vocabulary
+    from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
+    from policybot.config import get_settings
+    from policybot.corpus_supervision import (
+        as_asked, corpus_path, corpus_settings, ingest_corpus, kb_collection, load_checked_corpus,
+        portal_collection, stored_chunks,
+    )
+    from policybot.runtime import cosine_evaluator, load_active_evaluator, pipeline_config
+
+    settings = get_settings()
+    loaded = load_active_evaluator(settings) if args.trained else cosine_evaluator(settings)
+    path = corpus_path(settings.model_copy(update={"corpus": ""}))
+    assert path is not None
+    organisations = load_checked_corpus(path, (args.split,)).in_split(args.split)
+    qa = corpus_settings(settings)
+    ingest_corpus(qa, organisations)
+    chunks = stored_chunks(qa, [c for org in organisations for c in (kb_collection(org), portal_collection(org))])
+    base_config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
+
+    results: list[Judged] = []
+    dumped: list[str] = []
+    for org in organisations:
+        texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in chunks[name]]
+        portal = CollectionFallbackSource(PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback",
+                                                                      source_name=PORTAL_NAME))
+        kb_retriever = ChunkRetriever(qa, [kb_collection(org)])
+        pipeline = CragPipeline(lambda _context: kb_retriever, loaded.evaluator, [portal],
+                                replace(base_config, vocabulary=document_vocabulary(texts)))
+        questions = _every_nth([q for q in org.questions if q.label in ("kb", "fallback")], args.per_org)
+        for question in questions:
+            answer = pipeline.answer(as_asked(question))
+            judged = judge(question.record, answer.text, answer.found, answer.citations)
+            results.append(judged)
+            if args.dump:
+                dumped.append(json.dumps({**judged.__dict__, "question": question.record.question,
+                                          "section": question.record.section, "document": question.record.document,
+                                          "phrases": list(question.record.phrases), "action": answer.action.value,
+                                          "reply": answer.text,
+                                          "citations": [[c.n, c.document, c.section] for c in answer.citations]},
+                                         ensure_ascii=False))
+        print(f"{org.id}: {len(questions)} questions asked", file=sys.stderr, flush=True)
+
+    print(summary(args.split, loaded.description, figures(results)))
+    if args.dump:
+        args.dump.write_text("".join(line + "\n" for line in dumped), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
