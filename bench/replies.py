@@ -23,6 +23,7 @@ test organisations are for the final figures.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -30,9 +31,15 @@ import statistics
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.corpus_routing import _every_nth
 from bench.quality import REPO
+
+if TYPE_CHECKING:
+    from crag.compose import ReplyShape
+    from crag.types import Answer
+    from policybot.corpus import QuestionRecord
 
 PORTAL_NAME = "portal"
 _MARKER = re.compile(r"\s*\[(\d+)\]\s*$")
@@ -115,6 +122,47 @@ def summary(split: str, evaluator: str, f: dict[str, float | int]) -> str:
     ])
 
 
+def recompose(replies: list[tuple[QuestionRecord, str, Answer]], shape: ReplyShape, floor: float) -> list[Judged]:
+    """Every reply composed again from the strips the pipeline kept, under another shape."""
+    from crag.compose import compose_extractive
+    from crag.pipeline import document_order
+
+    judged = []
+    for record, asked, answer in replies:
+        if answer.found and answer.strips:
+            text, citations = compose_extractive(asked, document_order(answer.strips), shape, floor=floor)
+            judged.append(judge(record, text, True, citations))
+        else:
+            judged.append(judge(record, answer.text, answer.found, answer.citations))
+    return judged
+
+
+def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str:
+    """The grid of reply shapes on these replies; the best is the one with the most right replies
+    led by their key phrases among those within the issue's bounds (at most 60 words, at most 10%
+    off-section lines), fewer words breaking ties."""
+    from crag.compose import ReplyShape
+
+    rows = []
+    for lead, follow, other, following, on_topic in itertools.product(
+            (0.0, 0.3, 0.6, 1.0), (0.25, 0.5, 0.75, 1.01), (0.5, 0.75, 0.9, 1.01), (0, 1, 2), (False, True)):
+        if other < follow:
+            continue  # another section never follows more easily than the lead's own
+        shape = ReplyShape(lead, follow, other, following, on_topic)
+        f = figures(recompose(replies, shape, floor))
+        within = f["median_words_kb"] <= 60 and f["off_section_right"] <= 0.10
+        rows.append((within, round(f["answer_first"] * f["right"]), -f["median_words_kb"], shape, f))
+    rows.sort(key=lambda row: row[:3], reverse=True)
+    lines = ["", "Reply shapes on these replies, best first (within bounds, right replies led by the key phrases, "
+                 "fewer words):", "| lead | follow | other | lines | on topic | right | led | off-section | median words |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for within, led, _, shape, f in rows[:15]:
+        lines.append(f"| {shape.lead_share:g} | {shape.follow_share:g} | {shape.other_share:g} | {shape.max_following} | "
+                     f"{shape.on_topic_only} | {f['right']} | {led} ({f['answer_first']:.1%}) | "
+                     f"{f['off_section_right']:.1%} | {f['median_words_kb']:g}{'' if within else ' (out of bounds)'} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=("dev", "test"), required=True,
@@ -124,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME to run in")
     parser.add_argument("--trained", action="store_true", help="judge with the home's active evaluator, not cosine")
     parser.add_argument("--dump", type=Path, help="write every reply and its judgement as JSONL")
+    parser.add_argument("--tune", action="store_true",
+                        help="also recompose every reply under a grid of reply shapes (crag.compose.ReplyShape) "
+                             "and print the best; dev only")
     args = parser.parse_args(argv)
 
     os.environ["POLICYBOT_HOME"] = str(args.home.resolve())
@@ -150,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
     chunks = stored_chunks(qa, [c for org in organisations for c in (kb_collection(org), portal_collection(org))])
     base_config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
 
+    if args.tune and args.split != "dev":
+        parser.error("--tune tunes on the dev split only")
     results: list[Judged] = []
     dumped: list[str] = []
+    replies: list[tuple[QuestionRecord, str, Answer]] = []
     for org in organisations:
         texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in chunks[name]]
         portal = CollectionFallbackSource(PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback",
@@ -164,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             answer = pipeline.answer(as_asked(question))
             judged = judge(question.record, answer.text, answer.found, answer.citations)
             results.append(judged)
+            replies.append((question.record, as_asked(question), answer))
             if args.dump:
                 dumped.append(json.dumps({**judged.__dict__, "question": question.record.question,
                                           "section": question.record.section, "document": question.record.document,
@@ -174,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{org.id}: {len(questions)} questions asked", file=sys.stderr, flush=True)
 
     print(summary(args.split, loaded.description, figures(results)))
+    if args.tune:
+        print(tune(replies, loaded.strip_threshold))
     if args.dump:
         args.dump.write_text("".join(line + "\n" for line in dumped), encoding="utf-8")
     return 0
