@@ -317,3 +317,11 @@ def test_at_most_the_shapes_lines_follow_and_only_sentences_on_the_question() ->
     lines = text.split("\n")
     assert lines[0] == f"{DEADLINE} {SCOPE} [1]"
     assert lines[1:] == ["", "Approved reports are paid within 5 business days. [1]"]  # "days": on the question
+
+
+def test_a_question_for_a_figure_leads_with_a_sentence_holding_one() -> None:
+    passage = policy_passage("stipend", "Remote work > Stipend",
+                             "The internet stipend is paid through payroll. Remote employees get $40 a month for internet.")
+    strip = Strip(passage=passage, index=0, text=passage.text, score=0.6)
+    text, _ = compose_extractive("How much is the internet stipend?", [strip])
+    assert text.startswith("Remote employees get $40 a month for internet. [1]"), text
