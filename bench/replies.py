@@ -23,6 +23,7 @@ test organisations are for the final figures.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -39,7 +40,8 @@ from bench.quality import REPO
 
 if TYPE_CHECKING:
     from crag.compose import ReplyShape
-    from crag.types import Answer
+    from crag.pipeline import AskContext
+    from crag.types import Answer, Retriever
     from policybot.corpus import QuestionRecord
 
 PORTAL_NAME = "portal"
@@ -112,14 +114,14 @@ def figures(results: list[Judged]) -> dict[str, float | int]:
 
 def summary(split: str, evaluator: str, f: dict[str, float | int]) -> str:
     return "\n".join([
-        f"Replies on the policy-qa {split} organisations, {evaluator}: {f['questions']} kb and fallback questions, "
-        f"{f['answered']} answered, {f['right']} right.",
-        f"- cited lines outside the labelled document and section: {f['off_section_right']:.1%} of right replies' "
-        f"lines (target <= 10%); {f['off_section_answered']:.1%} of every answered reply's lines",
-        f"- median words of a kb reply: {f['median_words_kb']:g} over {f['kb_answered']} answered kb questions "
-        f"(target <= 60)",
-        f"- right replies whose first line holds the key phrases: {f['answer_first']:.1%} of {f['right']} "
-        f"(target >= 90%)",
+        (f"Replies on the policy-qa {split} organisations, {evaluator}: {f['questions']} kb and fallback "
+         f"questions, {f['answered']} answered, {f['right']} right."),
+        (f"- cited lines outside the labelled document and section: {f['off_section_right']:.1%} of right "
+         f"replies' lines (target <= 10%); {f['off_section_answered']:.1%} of every answered reply's lines"),
+        (f"- median words of a kb reply: {f['median_words_kb']:g} over {f['kb_answered']} answered kb "
+         f"questions (target <= 60)"),
+        (f"- right replies whose first line holds the key phrases: {f['answer_first']:.1%} of {f['right']} "
+         f"(target >= 90%)"),
     ])
 
 
@@ -159,8 +161,9 @@ def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str
         rows.append((within, f["right"], round(f["answer_first"] * f["right"]), -f["median_words_kb"], shape, f))
     rows.sort(key=lambda row: row[:4], reverse=True)
     best_per_lines = [next(row for row in rows if row[4].max_following == n) for n in (0, 1, 2)]
-    lines = ["", "Reply shapes on these replies, best first (within half the bounds on off-section lines and words, right "
-                 "replies, replies led by the key phrases, fewer words), then the best with 0, 1 and 2 following lines:",
+    lines = ["", ("Reply shapes on these replies, best first (within half the bounds on off-section lines and words, "
+                  "right replies, replies led by the key phrases, fewer words), then the best with 0, 1 and 2 "
+                  "following lines:"),
              "| lead | follow | other | lines | on topic | right | led by the key phrases | off-section | median words |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for within, right, led, _, shape, f in rows[:10] + best_per_lines:
@@ -168,6 +171,11 @@ def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str
                      f"{shape.on_topic_only} | {right} | {led} ({f['answer_first']:.1%}) | "
                      f"{f['off_section_right']:.1%} | {f['median_words_kb']:g}{'' if within else ' (out of bounds)'} |")
     return "\n".join(lines)
+
+
+def _same_retriever(retriever: Retriever, _context: AskContext) -> Retriever:
+    """The organisation's knowledge base, whoever asks (the corpus has no access lists)."""
+    return retriever
 
 
 def ask(organisations, qa, chunks, loaded, base_config, per_org: int,  # type: ignore[no-untyped-def]
@@ -187,7 +195,7 @@ def ask(organisations, qa, chunks, loaded, base_config, per_org: int,  # type: i
         portal = CollectionFallbackSource(PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback",
                                                                       source_name=PORTAL_NAME))
         kb_retriever = ChunkRetriever(qa, [kb_collection(org)])
-        pipeline = CragPipeline(lambda _context: kb_retriever, loaded.evaluator, [portal],
+        pipeline = CragPipeline(functools.partial(_same_retriever, kb_retriever), loaded.evaluator, [portal],
                                 replace(base_config, vocabulary=document_vocabulary(texts)))
         questions = _every_nth([q for q in org.questions if q.label in ("kb", "fallback")], per_org)
         for question in questions:
@@ -219,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                              "and print the best; dev only. The pipeline's answers are kept under the home "
                              "(replies-dev-N.pickle) for --reuse")
     parser.add_argument("--reuse", action="store_true",
-                        help="with --tune: recompose the answers kept by the last --tune run instead of asking again")
+                        help="with --tune: compose again the answers kept by the last --tune run instead of asking "
+                             "again (the pipeline's steps before composing are not run)")
     args = parser.parse_args(argv)
     if args.tune and args.split != "dev":
         parser.error("--tune tunes on the dev split only")
@@ -228,12 +237,22 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from crag.compose import REPLY_SHAPE
     from policybot.config import get_settings
     from policybot.corpus_supervision import (
-        corpus_path, corpus_settings, ingest_corpus, kb_collection, load_checked_corpus, portal_collection,
+        corpus_path,
+        corpus_settings,
+        ingest_corpus,
+        kb_collection,
+        load_checked_corpus,
+        portal_collection,
         stored_chunks,
     )
-    from policybot.runtime import cosine_evaluator, load_active_evaluator, pipeline_config
+    from policybot.runtime import (
+        cosine_evaluator,
+        load_active_evaluator,
+        pipeline_config,
+    )
 
     settings = get_settings()
     loaded = load_active_evaluator(settings) if args.trained else cosine_evaluator(settings)
@@ -248,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = args.home / f"replies-{args.split}-{args.per_org}.pickle"
     if args.reuse and kept.exists():
         replies = pickle.loads(kept.read_bytes())
-        results = [judge(record, answer.text, answer.found, answer.citations) for record, _, answer in replies]
-        dumped = []
+        results = recompose(replies, REPLY_SHAPE, loaded.strip_threshold)  # as the current code composes them
+        dumped: list[str] = []
     else:
         results, replies, dumped = ask(organisations, qa, chunks, loaded, base_config, args.per_org)
         if args.tune:
