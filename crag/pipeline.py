@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from crag.compose import abstention_text, compose_extractive
+from crag.compose import REPLY_SHAPE, ReplyShape, abstention_text, compose_extractive
 from crag.decision import decide
 from crag.fallback import ActionPolicy, FallbackError, classify_question
 from crag.redaction import keyword_query, redact
@@ -33,6 +33,7 @@ class PipelineConfig:
     top_k: int = 10
     strip_mode: StripMode = "sentences"
     strips_top_n: int = 5
+    reply_shape: ReplyShape = REPLY_SHAPE  # what follows a reply's first line (crag/compose.py)
     fallback_limit: int = 5
     max_keywords: int = 3
     contact: str = "your manager or the policy owner"
@@ -145,12 +146,13 @@ class CragPipeline:
         # 6. Compose a cited answer, or 7. abstain.
         with _timer(timings, "compose"):
             kept = sorted(kept, key=lambda strip: -(strip.score or 0.0))[: config.strips_top_n]
-            # The sources the reply cites, not every source asked.
-            answer.sources_used += sorted(
-                {"knowledge base" if strip.passage.origin == "kb" else strip.passage.source for strip in kept}
-            )
             if kept:
-                answer.text, answer.citations = compose_extractive(question, _document_order(kept))
+                answer.text, answer.citations = compose_extractive(
+                    question, document_order(kept), config.reply_shape, floor=config.strip_threshold)
+                # The sources the reply cites, not every source asked nor every strip kept.
+                answer.sources_used += sorted(
+                    {"knowledge base" if citation.origin == "kb" else citation.source for citation in answer.citations}
+                )
                 answer.found = True
                 answer.strips = kept
                 if self.generator is not None:
@@ -273,7 +275,7 @@ def _usable(passage: Passage) -> Passage:
     return passage
 
 
-def _document_order(strips: Sequence[Strip]) -> list[Strip]:
+def document_order(strips: Sequence[Strip]) -> list[Strip]:
     """Best passage first, then each passage's strips in their order in the document."""
     order: dict[tuple[str, str, str], float] = {}
     for strip in strips:

@@ -4,13 +4,24 @@ from typing import Sequence
 
 import pytest
 
-from crag.compose import abstention_text, compose_extractive, content_words, is_breadcrumb, tidy_sentence
+from crag.compose import (
+    ReplyShape,
+    abstention_text,
+    compose_extractive,
+    content_words,
+    is_breadcrumb,
+    tidy_sentence,
+)
 from crag.strips import decompose, refine
 from crag.types import Citation, Passage, Strip
 
 from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage
 
 DOMESTIC = travel_passage()
+
+# Every kept strip follows the first line, in the order given: for tests of numbering, scope and
+# tidying across lines (the product's REPLY_SHAPE keeps only the closest).
+EVERY_STRIP = ReplyShape(lead_share=1.0, follow_share=0.0, other_share=0.0, max_following=10, on_topic_only=False)
 
 INTERNATIONAL = Passage(
     id="travel-2",
@@ -44,7 +55,7 @@ def scored(passage: Passage, scores: Sequence[float]) -> list[Strip]:
 
 def test_seed_example_leads_with_the_deadline_and_keeps_its_scope() -> None:
     strips = refine(QUESTION, [DOMESTIC], WordOverlapEvaluator(), strip_threshold=-0.2)
-    text, citations = compose_extractive(QUESTION, strips)
+    text, citations = compose_extractive(QUESTION, strips, EVERY_STRIP)  # the negation survives refinement
 
     lead = text.split("\n")[0]
     assert lead == f"{DEADLINE} {SCOPE} [1]"
@@ -66,7 +77,7 @@ def test_seed_example_leads_with_the_deadline_and_keeps_its_scope() -> None:
 
 def test_every_line_ends_with_a_citation_marker() -> None:
     strips = scored(DOMESTIC, [0.2, 0.9, 0.4]) + scored(INTERNATIONAL, [0.5])
-    text, citations = compose_extractive(QUESTION, strips)
+    text, citations = compose_extractive(QUESTION, strips, EVERY_STRIP)
     lines = [line for line in text.split("\n") if line]
     assert len(lines) == 5  # lead, rest of the lead strip, strip 0, strip 2, international
     assert all(re.search(r"\S \[[12]\]$", line) for line in lines)
@@ -76,7 +87,7 @@ def test_every_line_ends_with_a_citation_marker() -> None:
 def test_citations_are_numbered_in_order_of_first_use() -> None:
     # The international strip scores best, so it leads and becomes [1] though it comes last.
     strips = scored(DOMESTIC, [0.2, 0.3, -0.1]) + scored(INTERNATIONAL, [0.8])
-    text, citations = compose_extractive("When are international expense claims due?", strips)
+    text, citations = compose_extractive("When are international expense claims due?", strips, EVERY_STRIP)
 
     assert text.startswith(
         "Submit international expense claims within 45 days. This rule covers international travel. [1]"
@@ -90,13 +101,13 @@ def test_citations_are_numbered_in_order_of_first_use() -> None:
 
 def test_scope_travels_with_evidence_from_another_passage() -> None:
     strips = scored(DOMESTIC, [0.1, 0.9, 0.2]) + scored(INTERNATIONAL, [0.0])
-    text, _ = compose_extractive(QUESTION, strips)
+    text, _ = compose_extractive(QUESTION, strips, EVERY_STRIP)
     assert "This rule covers international travel. Submit international expense claims within 45 days. [2]" in text
 
 
 def test_rest_follows_the_given_order_without_repeating_sentences() -> None:
     strips = scored(DOMESTIC, [0.1, 0.9, 0.2])
-    text, _ = compose_extractive(QUESTION, strips)
+    text, _ = compose_extractive(QUESTION, strips, EVERY_STRIP)
     lines = text.split("\n")
     assert lines[0] == f"{DEADLINE} {SCOPE} [1]"
     assert lines[1] == ""
@@ -130,7 +141,7 @@ def test_markdown_is_tidied() -> None:
     )
     first, second = decompose(passage, sentences_per_strip=2)
     strips = [replace(first, score=0.9), replace(second, score=0.1)]
-    text, _ = compose_extractive("Is dinner covered?", strips)
+    text, _ = compose_extractive("Is dinner covered?", strips, EVERY_STRIP)
     assert text == (
         "Dinner is covered up to $75. [1]\n"
         "\n"
@@ -254,3 +265,63 @@ def test_without_any_rule_the_best_strip_still_leads() -> None:
     first, second = decompose(passage, sentences_per_strip=1)
     text, _ = compose_extractive("Where is the gym?", [replace(first, score=0.2), replace(second, score=0.5)])
     assert text.startswith("Desks are hot desks. [1]")
+
+
+LODGING = policy_passage(
+    "lodging",
+    "Travel > Lodging",
+    "The nightly hotel cap is $250 before taxes. In high-cost cities (New York, San Francisco, Boston, "
+    "Seattle and Washington, DC) the cap is $350 before taxes.",
+)
+
+
+@pytest.mark.parametrize("city", ["New York", "Boston"])
+def test_the_sentence_naming_the_city_leads(city: str) -> None:
+    strip = Strip(passage=LODGING, index=0, text=LODGING.text, score=0.6)
+    text, _ = compose_extractive(f"What's the hotel cap in {city}?", [strip])
+    assert text.startswith("In high-cost cities"), text
+    assert "$250" not in text.split("\n")[0]
+
+
+def test_a_better_answer_in_a_nearly_as_good_strip_leads() -> None:
+    first, second = decompose(LODGING, sentences_per_strip=1)
+    strips = [replace(first, score=0.62), replace(second, score=0.6)]  # the general cap scores a little better
+    text, _ = compose_extractive("What's the hotel cap in Boston?", strips, floor=0.35)
+    assert text.startswith("In high-cost cities"), text
+
+
+CLOSE = ReplyShape(lead_share=0.5, follow_share=0.5, other_share=0.9, max_following=1, on_topic_only=True)
+
+
+def test_weak_evidence_from_another_section_does_not_follow() -> None:
+    deadline = policy_passage("deadline", "Travel > Expense report deadline",
+                              "Submit your expense report within 30 calendar days after the trip ends.")
+    relatives = policy_passage("relatives", "Conduct > Relatives at work",
+                               "Tell People Operations within 30 days when a relative reports to you.")
+    strips = [Strip(passage=deadline, index=0, text=deadline.text, score=0.7),
+              Strip(passage=relatives, index=0, text=relatives.text, score=0.45)]
+    text, citations = compose_extractive("How long do I have to submit my expense report?", strips, CLOSE, floor=0.35)
+    assert text == "Submit your expense report within 30 calendar days after the trip ends. [1]"
+    assert [c.document for c in citations] == ["travel.md"]
+
+    # Nearly as strong, it follows, cited as the second source.
+    strips[1] = replace(strips[1], score=0.68)
+    text, citations = compose_extractive("How long do I have to submit my expense report?", strips, CLOSE, floor=0.35)
+    assert text.endswith("\n\nTell People Operations within 30 days when a relative reports to you. [2]")
+    assert [c.n for c in citations] == [1, 2]
+
+
+def test_at_most_the_shapes_lines_follow_and_only_sentences_on_the_question() -> None:
+    strips = scored(DOMESTIC, [0.5, 0.7, 0.9])  # scope+desk+flights, hotels+maintenance, deadline+receipts+payment
+    text, _ = compose_extractive(QUESTION, strips, CLOSE, floor=0.35)
+    lines = text.split("\n")
+    assert lines[0] == f"{DEADLINE} {SCOPE} [1]"
+    assert lines[1:] == ["", "Approved reports are paid within 5 business days. [1]"]  # "days": on the question
+
+
+def test_a_question_for_a_figure_leads_with_a_sentence_holding_one() -> None:
+    passage = policy_passage("stipend", "Remote work > Stipend",
+                             "The internet stipend is paid through payroll. Remote employees get $40 a month for internet.")
+    strip = Strip(passage=passage, index=0, text=passage.text, score=0.6)
+    text, _ = compose_extractive("How much is the internet stipend?", [strip])
+    assert text.startswith("Remote employees get $40 a month for internet. [1]"), text

@@ -1,0 +1,285 @@
+"""Replies on the policy-qa corpus (issue #25, section 3): short, on point, the answer first.
+
+    .venv/bin/python -m bench.replies --split dev|test [--per-org N] [--home DIR] [--trained] [--dump FILE]
+
+Every kb and fallback question of the split's organisations (or an even spread of N per
+organisation) is asked through the product's pipeline (crag.pipeline.CragPipeline, as
+policybot/runtime.py builds it) over that organisation's own documents: its knowledge base as
+the knowledge base, its fallback documents as an allow-listed collection source. The judge is
+cosine similarity with the product's default thresholds, or with --trained the evaluator active
+in the home. Documents are ingested once per home (policybot/corpus_supervision.py).
+
+Prints per split:
+- off-section lines: of the cited lines of right replies, the share whose citation is outside the
+  question's labelled document and section (target at most 10%); also over every answered reply;
+- median words of answered kb replies (citation markers not counted; target at most 60);
+- answer first: of the right replies, the share whose first line holds every key phrase
+  (target at least 90%).
+A reply is right when it holds every key phrase and cites the labelled document (kb questions
+from the knowledge base, fallback questions from the fallback source). Tune on dev only; the
+test organisations are for the final figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import os
+import pickle
+import re
+import statistics
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.corpus_routing import _every_nth
+from bench.quality import REPO
+
+if TYPE_CHECKING:
+    from crag.compose import ReplyShape
+    from crag.pipeline import AskContext
+    from crag.types import Answer, Retriever
+    from policybot.corpus import QuestionRecord
+
+PORTAL_NAME = "portal"
+_MARKER = re.compile(r"\s*\[(\d+)\]\s*$")
+_ANY_MARKER = re.compile(r"\[\d+\]")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One question's reply, judged against its labels."""
+
+    id: str
+    label: str
+    found: bool
+    right: bool
+    first_line_right: bool
+    words: int
+    lines: int  # cited lines in the reply
+    off_lines: int  # cited lines whose citation is outside the labelled document and section
+
+
+def reply_words(text: str) -> int:
+    """Words an employee reads: citation markers are not words."""
+    return len(_ANY_MARKER.sub(" ", text).split())
+
+
+def judge(record, text: str, found: bool, citations) -> Judged:  # type: ignore[no-untyped-def]
+    """record: a corpus question's record; citations: crag.types.Citation of the reply."""
+    from ingestion.chunking import HEADING_SEPARATOR
+    from policybot.corpus import normalise, section_matches
+
+    origin = "kb" if record.label == "kb" else "fallback"
+    gold_document = Path(record.document or "").name
+
+    def on_gold(citation) -> bool:  # type: ignore[no-untyped-def]
+        if citation.origin != origin or citation.document != gold_document:
+            return False
+        return not record.section or section_matches(record.section, citation.section.split(HEADING_SEPARATOR))
+
+    by_number = {c.n: c for c in citations}
+    phrases = [normalise(p) for p in record.phrases]
+    right = found and all(p in normalise(text) for p in phrases) and any(on_gold(c) for c in citations)
+    first_line = text.strip().split("\n")[0]
+    lines = off = 0
+    if found:
+        for line in text.splitlines():
+            marker = _MARKER.search(line)
+            if marker and int(marker.group(1)) in by_number:
+                lines += 1
+                off += not on_gold(by_number[int(marker.group(1))])
+    return Judged(record.id, record.label, found, right, right and all(p in normalise(first_line) for p in phrases),
+                  reply_words(text) if found else 0, lines, off)
+
+
+def figures(results: list[Judged]) -> dict[str, float | int]:
+    right = [r for r in results if r.right]
+    answered = [r for r in results if r.found]
+    kb_words = [r.words for r in answered if r.label == "kb"]
+    return {
+        "questions": len(results),
+        "answered": len(answered),
+        "right": len(right),
+        "off_section_right": sum(r.off_lines for r in right) / max(1, sum(r.lines for r in right)),
+        "off_section_answered": sum(r.off_lines for r in answered) / max(1, sum(r.lines for r in answered)),
+        "median_words_kb": statistics.median(kb_words) if kb_words else 0,
+        "kb_answered": len(kb_words),
+        "answer_first": sum(r.first_line_right for r in right) / max(1, len(right)),
+    }
+
+
+def summary(split: str, evaluator: str, f: dict[str, float | int]) -> str:
+    return "\n".join([
+        (f"Replies on the policy-qa {split} organisations, {evaluator}: {f['questions']} kb and fallback "
+         f"questions, {f['answered']} answered, {f['right']} right."),
+        (f"- cited lines outside the labelled document and section: {f['off_section_right']:.1%} of right "
+         f"replies' lines (target <= 10%); {f['off_section_answered']:.1%} of every answered reply's lines"),
+        (f"- median words of a kb reply: {f['median_words_kb']:g} over {f['kb_answered']} answered kb "
+         f"questions (target <= 60)"),
+        (f"- right replies whose first line holds the key phrases: {f['answer_first']:.1%} of {f['right']} "
+         f"(target >= 90%)"),
+    ])
+
+
+def recompose(replies: list[tuple[QuestionRecord, str, Answer]], shape: ReplyShape, floor: float) -> list[Judged]:
+    """Every reply composed again from the strips the pipeline kept, under another shape."""
+    from crag.compose import compose_extractive
+    from crag.pipeline import document_order
+
+    judged = []
+    for record, asked, answer in replies:
+        if answer.found and answer.strips:
+            text, citations = compose_extractive(asked, document_order(answer.strips), shape, floor=floor)
+            judged.append(judge(record, text, True, citations))
+        else:
+            judged.append(judge(record, answer.text, answer.found, answer.citations))
+    return judged
+
+
+def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str:
+    """The grid of reply shapes on these replies. The best holds the most right replies among the
+    shapes within half the issue's bounds on off-section lines (5%, of its 10%) and words (50, of
+    60 with room for organisations that write longer sentences); more replies led by their key
+    phrases, then fewer words, break ties. Half, because the dev organisations are four, and a
+    shape tuned to the bounds' very edge meets them on dev only. The third bound (90% of right
+    replies led) is not a constraint: a shape meets it by dropping every line after the first,
+    and with it the answers that stand there."""
+    from crag.compose import ReplyShape
+
+    rows = []
+    for lead, follow, other, following, on_topic in itertools.product(
+            (0.3, 0.5, 0.6, 0.8, 1.0), (0.25, 0.5, 0.75, 0.9), (0.75, 0.9, 1.01), (0, 1, 2), (False, True)):
+        if other < follow:
+            continue  # another section never follows more easily than the lead's own
+        shape = ReplyShape(lead, follow, other, following, on_topic)
+        f = figures(recompose(replies, shape, floor))
+        within = f["median_words_kb"] <= 50 and f["off_section_right"] <= 0.05
+        rows.append((within, f["right"], round(f["answer_first"] * f["right"]), -f["median_words_kb"], shape, f))
+    rows.sort(key=lambda row: row[:4], reverse=True)
+    best_per_lines = [next(row for row in rows if row[4].max_following == n) for n in (0, 1, 2)]
+    lines = ["", ("Reply shapes on these replies, best first (within half the bounds on off-section lines and words, "
+                  "right replies, replies led by the key phrases, fewer words), then the best with 0, 1 and 2 "
+                  "following lines:"),
+             "| lead | follow | other | lines | on topic | right | led by the key phrases | off-section | median words |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for within, right, led, _, shape, f in rows[:10] + best_per_lines:
+        lines.append(f"| {shape.lead_share:g} | {shape.follow_share:g} | {shape.other_share:g} | {shape.max_following} | "
+                     f"{shape.on_topic_only} | {right} | {led} ({f['answer_first']:.1%}) | "
+                     f"{f['off_section_right']:.1%} | {f['median_words_kb']:g}{'' if within else ' (out of bounds)'} |")
+    return "\n".join(lines)
+
+
+def _same_retriever(retriever: Retriever, _context: AskContext) -> Retriever:
+    """The organisation's knowledge base, whoever asks (the corpus has no access lists)."""
+    return retriever
+
+
+def ask(organisations, qa, chunks, loaded, base_config, per_org: int,  # type: ignore[no-untyped-def]
+        ) -> tuple[list[Judged], list[tuple[QuestionRecord, str, Answer]], list[str]]:
+    """Every organisation's sampled kb and fallback questions through the pipeline, over its own
+    documents: judged, with the answers and one JSON line each."""
+    from crag.pipeline import CragPipeline
+    from crag.redaction import document_vocabulary
+    from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
+    from policybot.corpus_supervision import as_asked, kb_collection, portal_collection
+
+    results: list[Judged] = []
+    replies: list[tuple[QuestionRecord, str, Answer]] = []
+    dumped: list[str] = []
+    for org in organisations:
+        texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in chunks[name]]
+        portal = CollectionFallbackSource(PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback",
+                                                                      source_name=PORTAL_NAME))
+        kb_retriever = ChunkRetriever(qa, [kb_collection(org)])
+        pipeline = CragPipeline(functools.partial(_same_retriever, kb_retriever), loaded.evaluator, [portal],
+                                replace(base_config, vocabulary=document_vocabulary(texts)))
+        questions = _every_nth([q for q in org.questions if q.label in ("kb", "fallback")], per_org)
+        for question in questions:
+            answer = pipeline.answer(as_asked(question))
+            judged = judge(question.record, answer.text, answer.found, answer.citations)
+            results.append(judged)
+            replies.append((question.record, as_asked(question), answer))
+            dumped.append(json.dumps({**judged.__dict__, "question": question.record.question,
+                                      "section": question.record.section, "document": question.record.document,
+                                      "phrases": list(question.record.phrases), "action": answer.action.value,
+                                      "reply": answer.text,
+                                      "citations": [[c.n, c.document, c.section] for c in answer.citations]},
+                                     ensure_ascii=False))
+        print(f"{org.id}: {len(questions)} questions asked", file=sys.stderr, flush=True)
+    return results, replies, dumped
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", choices=("dev", "test"), required=True,
+                        help="dev to tune on; test once, for the reported figures")
+    parser.add_argument("--per-org", type=int, default=0,
+                        help="ask only this many kb and fallback questions per organisation (an even spread; 0: all)")
+    parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME to run in")
+    parser.add_argument("--trained", action="store_true", help="judge with the home's active evaluator, not cosine")
+    parser.add_argument("--dump", type=Path, help="write every reply and its judgement as JSONL")
+    parser.add_argument("--tune", action="store_true",
+                        help="also recompose every reply under a grid of reply shapes (crag.compose.ReplyShape) "
+                             "and print the best; dev only. The pipeline's answers are kept under the home "
+                             "(replies-dev-N.pickle) for --reuse")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --tune: compose again the answers kept by the last --tune run instead of asking "
+                             "again (the pipeline's steps before composing are not run)")
+    args = parser.parse_args(argv)
+    if args.tune and args.split != "dev":
+        parser.error("--tune tunes on the dev split only")
+
+    os.environ["POLICYBOT_HOME"] = str(args.home.resolve())
+    os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from crag.compose import REPLY_SHAPE
+    from policybot.config import get_settings
+    from policybot.corpus_supervision import (
+        corpus_path,
+        corpus_settings,
+        ingest_corpus,
+        kb_collection,
+        load_checked_corpus,
+        portal_collection,
+        stored_chunks,
+    )
+    from policybot.runtime import (
+        cosine_evaluator,
+        load_active_evaluator,
+        pipeline_config,
+    )
+
+    settings = get_settings()
+    loaded = load_active_evaluator(settings) if args.trained else cosine_evaluator(settings)
+    path = corpus_path(settings.model_copy(update={"corpus": ""}))
+    assert path is not None
+    organisations = load_checked_corpus(path, (args.split,)).in_split(args.split)
+    qa = corpus_settings(settings)
+    ingest_corpus(qa, organisations)
+    chunks = stored_chunks(qa, [c for org in organisations for c in (kb_collection(org), portal_collection(org))])
+    base_config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
+
+    kept = args.home / f"replies-{args.split}-{args.per_org}.pickle"
+    if args.reuse and kept.exists():
+        replies = pickle.loads(kept.read_bytes())
+        results = recompose(replies, REPLY_SHAPE, loaded.strip_threshold)  # as the current code composes them
+        dumped: list[str] = []
+    else:
+        results, replies, dumped = ask(organisations, qa, chunks, loaded, base_config, args.per_org)
+        if args.tune:
+            kept.write_bytes(pickle.dumps(replies))
+    print(summary(args.split, loaded.description, figures(results)))
+    if args.tune:
+        print(tune(replies, loaded.strip_threshold))
+    if args.dump and dumped:
+        args.dump.write_text("".join(line + "\n" for line in dumped), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
