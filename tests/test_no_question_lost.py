@@ -360,3 +360,22 @@ def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack,
     assert f"queued question {row.id} again" in log_path.read_text()
     assert stack.fake.posts("CORPHAN002") == [] and _owed(stack, "CORPHAN002", fresh["ts"]).sweeps == 0
 
+
+# ------------------------------------------------------------------ the proof
+
+
+def test_every_question_gets_one_reply_whatever_fault_is_injected(stack, tmp_path) -> None:
+    """bench.faults with two questions per fault: the bot SIGKILLed right after the ack, the
+    worker SIGKILLed mid-answer, Redis restarted without persistence, PostgreSQL restarted,
+    Slack answering 429 then 503. Every question gets exactly one reply within the bound."""
+    from bench.faults import FaultRun, run_faults, total
+
+    bound_s = 60.0
+    run = FaultRun(stack.settings, stack.fake, stack.worker, stack.worker_env(), tmp_path,
+                   restart_worker=lambda: _keep_worker_alive(stack))
+    rows = run_faults(run, per_fault=2, bound_s=bound_s)
+    summary = "\n".join(str(row) for row in rows)
+    assert len(rows) == 5 and all(row.asked == 2 for row in rows), summary
+    assert total(rows).lost == 0 and total(rows).duplicated == 0, summary
+    assert total(rows).answered + total(rows).apologised == 10, summary
+    assert total(rows).worst_s < 180, summary
