@@ -388,8 +388,11 @@ class FakeSlack:
                     self.send_header(name.replace("_", "-"), value)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the caller is gone (a bot killed mid-call)
+                    self.close_connection = True
 
             def _handle(self) -> None:
                 split = urlsplit(self.path)

@@ -45,8 +45,8 @@ log = logging.getLogger(__name__)
 SWEEP_WITHIN = timedelta(days=1)
 # Queued again this often without its reply moving on (the queue keeps losing it, or its
 # workers keep dying): then the asker gets the apology. With POLICYBOT_REPLY_WAIT_S at 120 s,
-# the waits are 4, 8 and 16 minutes: the apology comes about half an hour after the first
-# due time; an answer the queue lost once comes within a sweep of its due time.
+# the waits are 2, 4, 8 and 16 minutes: the apology comes about half an hour after the
+# question; an answer the queue lost once comes within a sweep of its due time.
 MAX_SWEEPS = 3
 
 
