@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from policybot import db
@@ -54,10 +56,35 @@ def store(settings: Settings, event_id: str, body: Mapping[str, Any]) -> None:
         session.execute(_STORE, {"event_id": event_id, "body": json.dumps(body)})
 
 
+# Events this process carried out but could not clear (the database was down just then; the
+# listener told the asker so): cleared by this process's next sweep, before it replays any.
+_uncleared: set[str] = set()
+_uncleared_lock = threading.Lock()
+
+
 def done(settings: Settings, event_id: str) -> None:
-    """The event's listener carried it out (whatever it decided)."""
+    """The event's listener carried it out (whatever it decided). If the database cannot take
+    that now, the event is remembered here and the error raised."""
+    try:
+        with db.session(settings) as session:
+            session.execute(delete(SlackInbox).where(SlackInbox.event_id == event_id))
+    except SQLAlchemyError:
+        with _uncleared_lock:
+            _uncleared.add(event_id)
+        raise
+
+
+def clear_carried_out(settings: Settings) -> None:
+    """Clear the events this process carried out while the database was down, so that no
+    sweep replays them (a question told "can't take questions right now" is not answered later)."""
+    with _uncleared_lock:
+        pending = sorted(_uncleared)
+    if not pending:
+        return
     with db.session(settings) as session:
-        session.execute(delete(SlackInbox).where(SlackInbox.event_id == event_id))
+        session.execute(delete(SlackInbox).where(SlackInbox.event_id.in_(pending)))
+    with _uncleared_lock:
+        _uncleared.difference_update(pending)
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,7 @@ def _give_up(settings: Settings, client: WebClient, question_id: int) -> bool:
 def replay_unhandled_events(settings: Settings, replay: Callable[[dict[str, Any]], None]) -> list[str]:
     """Replay every Slack event stored before its ack and never carried out (its bot stopped in
     between); the IDs replayed. One whose replays all failed is dropped with an error line."""
+    inbox.clear_carried_out(settings)
     replaying: list[inbox.StoredEvent] = []
     with db.session(settings) as session:
         for stored in inbox.lock_unhandled(session, inbox.replay_after_s(settings), SWEEP_WITHIN):

@@ -161,6 +161,42 @@ def test_a_bot_killed_right_after_the_ack_loses_no_question(stack, tmp_path) -> 
     assert "replaying Slack event" in log_path.read_text()
 
 
+def test_a_question_told_the_database_is_down_is_not_replayed_later(stack) -> None:
+    """The event is stored before the ack, then PostgreSQL stops before the listener claims
+    the message: the asker is told "can't take questions right now", and the inbox cannot be
+    cleared just then. Once the database is back, the sweep clears it instead of replaying it,
+    so the asker does not get an answer on top of that reply."""
+    from sqlalchemy import text as sql
+
+    from bot.app import build_app, replay_event
+    from bot.recovery import replay_unhandled_events
+    from policybot import db, services
+
+    channel = "CDBLATE001"
+    event = stack.mention(PARENTAL_LEAVE, channel, user="UDBLATE001")  # a user no bot has looked up yet
+
+    def stop_database_once() -> None:  # the listener looks the asker up after the ack, before its claim
+        stack.fake.before_reply.pop("users.info", None)
+        _stop_postgres(stack)
+
+    stack.fake.before_reply["users.info"] = stop_database_once
+    try:
+        body = stack.fake.event_body(event)
+        assert stack.fake.deliver(stack.events_url, body).status_code == 200
+        [told] = stack.fake.wait_for_posts(channel, event["ts"], timeout=60)
+    finally:
+        stack.fake.before_reply.pop("users.info", None)
+    assert "can't take questions right now" in told["text"]
+    services.start_postgres(stack.settings)
+    with db.session(stack.settings) as session:  # long past the wait before a replay
+        session.execute(sql("UPDATE slack_inbox SET received_at = now() - interval '1 hour' WHERE event_id = :id"),
+                        {"id": body["event_id"]})
+    app = build_app(stack.settings)
+    assert body["event_id"] not in replay_unhandled_events(stack.settings, lambda stored: replay_event(app, stored))
+    time.sleep(5)  # an answer, were the event replayed, would be posted by now
+    assert len(stack.fake.posts(channel, event["ts"])) == 1 and question_for(stack.settings, channel, event["ts"]) == []
+
+
 # ------------------------------------------------------------------ the sweep
 
 
