@@ -104,7 +104,7 @@ def _carried_out(settings: Settings, body: dict[str, Any]) -> None:
         return
     try:
         inbox.done(settings, event_id)
-    except SQLAlchemyError as error:  # a replay later finds the message claimed and does nothing
+    except SQLAlchemyError as error:  # remembered: this bot's next sweep clears it (bot/inbox.py)
         log.warning("could not clear Slack event %s from the inbox: %s", event_id, type(error).__name__)
 
 
