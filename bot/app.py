@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.error import URLError
 
-from slack_bolt import Ack, App, BoltContext
+from slack_bolt import Ack, App, BoltContext, BoltRequest
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+from sqlalchemy.exc import SQLAlchemyError
 
-from bot import blocks
+from bot import blocks, inbox
 from bot.listeners import BotIdentity, Enqueuer, Listeners
 from policybot.config import Settings, secret_value
 
@@ -73,8 +76,43 @@ def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mo
     )
     lookups = web_client(settings, wait_out_rate_limits=False, timeout_s=LOOKUP_TIMEOUT_S, connection_retries=0)
     listeners = Listeners(settings, enqueuer, lookups) if enqueuer is not None else Listeners(settings, lookups=lookups)
+    app.use(_store_before_ack(settings))
     register(app, listeners)
     return app
+
+
+def _store_before_ack(settings: Settings) -> Callable[..., None]:
+    """A middleware, run after Bolt verified the request and before its listener acks it: the
+    event goes into the inbox (bot/inbox.py), so a bot killed between the ack and the
+    listener's work leaves it for the sweep to replay."""
+    def store_event(body: dict[str, Any], next: Callable[[], None]) -> None:  # noqa: A002 - Bolt's argument name
+        event_id = inbox.event_id_to_store(body)
+        if event_id is not None:
+            try:
+                inbox.store(settings, event_id, body)
+            except SQLAlchemyError as error:  # the database is down: the listener says so in the thread
+                log.warning("could not store Slack event %s before its ack: %s", event_id, type(error).__name__)
+        next()
+
+    return store_event
+
+
+def _carried_out(settings: Settings, body: dict[str, Any]) -> None:
+    """The event's listener is done with it: out of the inbox."""
+    event_id = inbox.event_id_to_store(body)
+    if event_id is None:
+        return
+    try:
+        inbox.done(settings, event_id)
+    except SQLAlchemyError as error:  # remembered: this bot's next sweep clears it (bot/inbox.py)
+        log.warning("could not clear Slack event %s from the inbox: %s", event_id, type(error).__name__)
+
+
+def replay_event(app: App, body: dict[str, Any]) -> None:
+    """Run a stored event through the app again, as a delivery of its own. Its signature was
+    verified when it came; the stored body has none, so it goes in as Socket Mode requests
+    do (unsigned). The listener runs in Bolt's threads and clears the event when done."""
+    app.dispatch(BoltRequest(body=json.dumps(body), mode="socket_mode"))
 
 
 def _identity(context: BoltContext) -> BotIdentity:
@@ -86,10 +124,12 @@ def register(app: App, listeners: Listeners) -> None:
     @app.event("app_mention")
     def app_mention(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         listeners.on_mention(body, event, client, _identity(context))
+        _carried_out(listeners.settings, body)
 
     @app.event("message")
     def message(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         listeners.on_message(body, event, client, _identity(context))
+        _carried_out(listeners.settings, body)
 
     @app.event("assistant_thread_started")
     def assistant_thread_started(event: dict[str, Any], client: WebClient) -> None:

@@ -121,6 +121,10 @@ class FakeSlack:
         # Those 429s with a plain-text body instead of Slack's JSON, as a proxy in front of Slack may send.
         self.rate_limits_in_plain_text = False
         self.retry_after: str | None = "1"  # the 429s' Retry-After header (None: none, as some proxies send)
+        # method -> how many of its next calls get HTTP 503 with an outage page (Slack down)
+        self.unavailable: dict[str, int] = {}
+        # method -> called once Slack has taken such a call, before its reply is sent (a fault injected there)
+        self.before_reply: dict[str, Callable[[], None]] = {}
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
@@ -290,11 +294,14 @@ class FakeSlack:
             self._changed.notify_all()
 
     def _take_rate_limit(self, method: str) -> bool:
+        return self._take(self.rate_limited, method)
+
+    def _take(self, counts: dict[str, int], method: str) -> bool:
         with self._changed:
-            left = self.rate_limited.get(method, 0)
+            left = counts.get(method, 0)
             if left <= 0:
                 return False
-            self.rate_limited[method] = left - 1
+            counts[method] = left - 1
             return True
 
     def answer(self, method: str, params: dict[str, Any], headers: Mapping[str, str]) -> dict[str, Any]:
@@ -417,8 +424,11 @@ class FakeSlack:
                     self.send_header(name.replace("_", "-"), value)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the caller is gone (a bot killed mid-call)
+                    self.close_connection = True
 
             def _handle(self) -> None:
                 split = urlsplit(self.path)
@@ -444,8 +454,15 @@ class FakeSlack:
                     else:
                         self._send(429, json.dumps(limited).encode(), "application/json; charset=utf-8", **wait)
                     return
+                if fake._take(fake.unavailable, method):  # an outage page, not Slack's JSON
+                    fake._record(Call(method, params, headers, time.time(), {"ok": False, "error": "http_503"}))
+                    self._send(503, b"<html>Service Unavailable</html>", "text/html; charset=utf-8")
+                    return
                 response = fake.answer(method, params, headers)
                 fake._record(Call(method, params, headers, time.time(), response))
+                hook = fake.before_reply.get(method)
+                if hook is not None:
+                    hook()
                 self._send(200, json.dumps(response).encode(), "application/json; charset=utf-8")
 
             do_GET = _handle

@@ -98,20 +98,17 @@ def create_asgi_app(bolt: App, console_settings: Settings | None = None) -> Star
     return Starlette(routes=routes)
 
 
-def build_asgi(settings: Settings) -> Starlette:
-    from bot.app import build_app
-
-    return create_asgi_app(build_app(settings), console_settings=settings if settings.console_accounts else None)
-
-
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_level: str = "info") -> None:
     """Run the bot in HTTP mode until interrupted."""
     import uvicorn
 
+    from bot.app import build_app, replay_event
     from bot.recovery import QuestionSweeper
 
-    with QuestionSweeper(settings):
-        uvicorn.run(build_asgi(settings), host=host, port=port, log_level=log_level, access_log=False)
+    bolt = build_app(settings)
+    asgi = create_asgi_app(bolt, console_settings=settings if settings.console_accounts else None)
+    with QuestionSweeper(settings, replay=lambda body: replay_event(bolt, body)):
+        uvicorn.run(asgi, host=host, port=port, log_level=log_level, access_log=False)
 
 
 class BackgroundServer:

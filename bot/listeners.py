@@ -29,7 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot import blocks, state
 from bot.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
 from bot.audience import ChannelAudience
-from policybot import db, services
+from policybot import db, outbox, services
 from policybot.config import Settings
 
 if TYPE_CHECKING:
@@ -575,6 +575,7 @@ class Listeners:
                     private_reply=private_reason is not None,
                 )
                 state.link_question(session, claim.id, recorded.id)
+                outbox.add(session, recorded.id, settings.reply_wait_s)  # the sweep queues it if this bot stops
             # Progress first, then enqueue: the worker removes what is already there.
             show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
             self.enqueuer.answer(recorded.id)
@@ -608,6 +609,7 @@ class Listeners:
         if recorded is not None:
             try:
                 mark_failed(self.settings, recorded.id, error)  # admins see it in the log as failed
+                outbox.close_now(self.settings, recorded.id)  # this reply is the one it gets
             except Exception as second:
                 log.error("could not mark question %s failed: %s", recorded.id, second)
         if not self.told_unavailable.first_time(incoming.channel, incoming.ts):

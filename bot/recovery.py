@@ -1,23 +1,27 @@
-"""Questions the bot recorded but never queued, or queued and never answered, swept up.
+"""Slack events never carried out, and replies owed and never moved on, swept up.
 
 The bot acks Slack's event first (Slack wants it within 3 seconds), then records the
 question and queues it. A bot that stops in between (a crash, a deploy's restart) leaves a
 recorded question that no worker will see, and Slack, having its ack, does not resend it.
-A queue can also lose a question it holds (a Redis restarted without persistence), and a
-worker killed at its hard time limit drops its question without a retry or an apology.
+A queue can also lose what it holds (a Redis restarted without persistence drops every queued
+question and every delayed retry or apology), and a worker killed at its hard time limit drops
+its question without a retry or an apology.
 
-Every bot process sweeps when it starts and once a minute after. It queues questions never
-queued, and queues again (twice at most) questions queued long ago and still not answered;
-after that it gives up on them with the apology a failed answer gets, so nobody is left
-waiting in silence. The answer comes late, but something comes. A question is never answered
-twice (the worker's lock and the posted answer's timestamp), so a sweep that overlaps a slow
-listener or a slow queue costs a look, or a delivery that finds the answer already posted.
+The bot stores each event before it acks it (bot/inbox.py): one still stored a while later
+was acked by a bot that stopped before its listener was done, and is replayed. Every reply
+owed is an outbox row in PostgreSQL (policybot/outbox.py) with a due time, pushed on by whoever moves
+the reply on. Every bot process sweeps when it starts and every POLICYBOT_SWEEP_INTERVAL_S
+seconds after: an overdue reply is queued again (MAX_SWEEPS times, each wait twice the last),
+then given up with the apology, posted by the sweep itself, so nobody is left waiting in
+silence. A reply is never posted twice (the worker's lock and `outbox.post_once`), so a sweep
+that overlaps a slow listener or a slow queue costs a delivery that finds the work done.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -25,44 +29,34 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import blocks, state
+from bot import blocks, inbox
 from bot.app import web_client
 from bot.listeners import CeleryEnqueuer, Enqueuer, clear_progress
-from policybot import db
-from policybot.answering import get_question, mark_failed, mark_posted, question_lock
+from policybot import db, outbox
+from policybot.answering import get_question, mark_failed, question_lock
 from policybot.config import Settings
 from policybot.errors import describe_error
-from workers.celery_app import ANSWER_HARD_LIMIT_S
-from workers.tasks import ANSWER_RETRIES, SLACK_CHANNEL_ERRORS
+from workers.tasks import SLACK_CHANNEL_ERRORS
 
 log = logging.getLogger(__name__)
 
-SWEEP_INTERVAL_S = 60.0
-# Claimed longer ago than this and still not queued: the bot that claimed it stopped. Well
-# past a slow listener's worst case (Slack calls of 15 s, retried, before the enqueue).
-SWEEP_AFTER_S = 120.0
 # Older than this, a question is not queued any more: a reply days late helps nobody, and
 # the log row stays pending for admins to see.
 SWEEP_WITHIN = timedelta(days=1)
-MAX_REQUEUES = 2  # then the asker gets the apology instead of a third wait
-LOST_MARGIN_S = 600.0
+# Queued again this often without its reply moving on (the queue keeps losing it, or its
+# workers keep dying): then the asker gets the apology. With POLICYBOT_REPLY_WAIT_S at 120 s,
+# the waits are 2, 4, 8 and 16 minutes: the apology comes about half an hour after the
+# question; an answer the queue lost once comes within a sweep of its due time.
+MAX_SWEEPS = 3
 
 
 class QuestionLost(RuntimeError):
-    """The queue lost a question (or its worker was killed) more times than it was requeued."""
+    """The queue lost a question (or its worker was killed) more times than it was queued again."""
 
 
-def lost_after_s(settings: Settings) -> float:
-    """Queued and still unanswered this long, a question is lost: past the broker's own
-    redelivery of a task whose worker died (the visibility timeout) and every attempt the
-    task makes at its hard time limit, with a margin. A longer queue (workers down for an
-    hour) looks lost too; queuing it again costs a delivery that finds it answered."""
-    return settings.celery_visibility_timeout + (ANSWER_RETRIES + 1) * ANSWER_HARD_LIMIT_S + LOST_MARGIN_S
-
-
-# What became of an apology: posted; not posted for now (Slack is down or rate-limits, the
-# token is being replaced); or never postable (a question from the CLI, a channel the bot
-# cannot post in).
+# What became of an apology: posted (or posted before); not posted for now (Slack is down or
+# rate-limits, the token is being replaced); or never postable (a question from the CLI, a
+# channel the bot cannot post in).
 Apology = Literal["posted", "not_posted", "refused"]
 
 
@@ -72,100 +66,102 @@ def apologise(client: WebClient, settings: Settings, row: Any) -> Apology:
     if not row.channel:
         return "refused"  # a question from the CLI: nobody to tell in Slack
     try:
-        posted = client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference))
+        posted = outbox.post_once(settings, row.id, lambda: client.chat_postMessage(
+            channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference)))
+    except SlackApiError as error:
+        log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
+        if error.response.get("error") in SLACK_CHANNEL_ERRORS:
+            outbox.close_now(settings, row.id)
+            return "refused"
+        return "not_posted"
+    except (outbox.UnsavedPost, SQLAlchemyError):
+        raise  # the database went away: the caller waits for it
     except Exception as error:
         log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
-        gone = isinstance(error, SlackApiError) and error.response.get("error") in SLACK_CHANNEL_ERRORS
-        return "refused" if gone else "not_posted"
-    mark_posted(settings, row.id, str(posted["ts"]))
-    clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
+        return "not_posted"
+    if posted is not None:
+        clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
     return "posted"
 
 
-def queue_unqueued_questions(settings: Settings, enqueuer: Enqueuer) -> list[int]:
-    """Queue every question recorded but never queued; the IDs queued.
+def sweep_outbox(settings: Settings, enqueuer: Enqueuer, client: WebClient) -> tuple[list[int], list[int]]:
+    """Queue again every reply past its due time, or, once it has been queued MAX_SWEEPS times,
+    give up on it with the apology; (IDs queued, IDs given up).
 
-    Each is queued while its claim is locked and marked queued in the same transaction: a
-    sweep that stops halfway leaves the rest unmarked for the next one (a question queued
-    twice is answered once)."""
+    Each is queued while its row is locked and counted in the same transaction. A queue that
+    is down counts as a queue that lost it: the apology then comes without one. The apology
+    is posted outside the transaction, under the question's own lock."""
     queued: list[int] = []
-    with db.session(settings) as session:
-        for claim_id, question_id in state.lock_unqueued_questions(session, SWEEP_AFTER_S, SWEEP_WITHIN):
-            try:
-                enqueuer.answer(question_id)
-            except Exception as error:  # the queue is down: the next sweep tries again
-                log.warning("could not queue question %s, recorded but never queued: %s", question_id,
-                            type(error).__name__)
-                break
-            state.set_enqueued(session, claim_id)
-            log.warning("queued question %s: it was recorded but never queued (the bot stopped before queuing it)",
-                        question_id)
-            queued.append(question_id)
-    return queued
-
-
-def queue_lost_questions(settings: Settings, enqueuer: Enqueuer, client: WebClient) -> tuple[list[int], list[int]]:
-    """Queue again every question queued long ago and still unanswered, or, once it has been
-    requeued MAX_REQUEUES times, give up on it with an apology; (IDs requeued, IDs given up).
-
-    One claim per transaction, so that a sweep stopped halfway has counted every requeue it
-    made; the apology is posted outside it, under the question's own lock."""
-    requeued: list[int] = []
     hopeless: list[int] = []
-    passed: list[int] = []
     queue_down = False
-    waited_min = round(lost_after_s(settings) / 60)
-    while True:
-        with db.session(settings) as session:
-            lost = state.lock_lost_question(session, lost_after_s(settings), SWEEP_WITHIN, passed)
-            if lost is None:
-                break
-            passed.append(lost.claim_id)
-            if lost.requeues >= MAX_REQUEUES:  # giving up needs no queue
-                hopeless.append(lost.question_id)
+    with db.session(settings) as session:
+        for reply in outbox.lock_due(session, SWEEP_WITHIN):
+            if reply.sweeps >= MAX_SWEEPS:
+                hopeless.append(reply.question_id)
                 continue
-            if queue_down:
-                continue
-            try:
-                enqueuer.answer(lost.question_id)
-            except Exception as error:  # the queue is down: the next sweep tries again
-                log.warning("could not queue question %s again: %s", lost.question_id, type(error).__name__)
-                queue_down = True
-                continue
-            state.set_requeued(session, lost.claim_id)
-        log.warning("queued question %s again: it was queued over %s minutes ago and never answered "
-                    "(the queue lost it, or its worker was killed)", lost.question_id, waited_min)
-        requeued.append(lost.question_id)
+            if not queue_down:
+                try:
+                    enqueuer.answer(reply.question_id)
+                    queued.append(reply.question_id)
+                except Exception as error:
+                    log.warning("could not queue question %s again: %s", reply.question_id, type(error).__name__)
+                    queue_down = True
+            outbox.set_swept(session, reply.question_id, settings.reply_wait_s * 2 ** (reply.sweeps + 1))
+    for question_id in queued:
+        log.warning("queued question %s again: its reply was due and had not moved on (the bot stopped before "
+                    "queuing it, the queue lost it, or its worker was killed)", question_id)
     given_up = [question_id for question_id in hopeless if _give_up(settings, client, question_id)]
-    return requeued, given_up
+    return queued, given_up
 
 
 def _give_up(settings: Settings, client: WebClient, question_id: int) -> bool:
     """Apologise and mark the question failed, unless a worker is answering it right now or it
-    has its reply. An apology that cannot be posted for now (Slack is down) leaves it pending:
-    the next sweep tries again."""
+    has its reply. An apology that cannot be posted for now (Slack is down) leaves the reply
+    owed: the next sweep tries again."""
     with question_lock(settings, question_id) as locked:
         row = get_question(settings, question_id) if locked else None
-        if row is None or row.answer_ts or row.status != "pending":
+        if row is None or row.answer_ts:
             return False
-        error = QuestionLost(f"queued {MAX_REQUEUES + 1} times and never answered")
+        error = QuestionLost(f"queued {MAX_SWEEPS + 1} times and never answered")
         log.error("question %s (ref %s) %s: apologising", question_id, row.reference, error)
-        if apologise(client, settings, row) == "not_posted":
-            return False
-        mark_failed(settings, question_id, error)
-        return True
+        if row.status != "failed":
+            mark_failed(settings, question_id, error, apology_due=True)
+        return apologise(client, settings, row) != "not_posted"
+
+
+def replay_unhandled_events(settings: Settings, replay: Callable[[dict[str, Any]], None]) -> list[str]:
+    """Replay every Slack event stored before its ack and never carried out (its bot stopped in
+    between); the IDs replayed. One whose replays all failed is dropped with an error line."""
+    inbox.clear_carried_out(settings)
+    replaying: list[inbox.StoredEvent] = []
+    with db.session(settings) as session:
+        for stored in inbox.lock_unhandled(session, inbox.replay_after_s(settings), SWEEP_WITHIN):
+            if stored.replays >= inbox.MAX_REPLAYS:
+                log.error("Slack event %s was replayed %s times and never carried out; dropping it", stored.event_id,
+                          stored.replays)
+                inbox.drop(session, stored.event_id)
+                continue
+            inbox.set_replayed(session, stored.event_id)
+            replaying.append(stored)
+    for stored in replaying:  # after the commit: the listener clears the event when it is done
+        log.warning("replaying Slack event %s: it was acknowledged but never carried out (the bot stopped)",
+                    stored.event_id)
+        replay(stored.body)
+    return [stored.event_id for stored in replaying]
 
 
 class QuestionSweeper:
-    """A daemon thread sweeping now and every `interval_s` for questions never queued and
-    questions the queue lost, for the length of a `with` block (the bot's serving loop)."""
+    """A daemon thread replaying Slack events never carried out and sweeping the outbox, now and
+    every POLICYBOT_SWEEP_INTERVAL_S seconds, for the length of a `with` block (the bot's
+    serving loop)."""
 
     def __init__(self, settings: Settings, enqueuer: Enqueuer | None = None, client: WebClient | None = None,
-                 interval_s: float = SWEEP_INTERVAL_S) -> None:
+                 replay: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.settings = settings
+        self.replay = replay  # runs a stored Slack event through the bot's app (bot.app.replay_event)
         self.enqueuer = enqueuer or CeleryEnqueuer()
         self.client = client or web_client(settings)
-        self.interval_s = interval_s
+        self.interval_s = settings.sweep_interval_s
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="policybot-sweep", daemon=True)
 
@@ -180,10 +176,11 @@ class QuestionSweeper:
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
-                queue_unqueued_questions(self.settings, self.enqueuer)
-                queue_lost_questions(self.settings, self.enqueuer, self.client)
+                if self.replay is not None:
+                    replay_unhandled_events(self.settings, self.replay)
+                sweep_outbox(self.settings, self.enqueuer, self.client)
             except SQLAlchemyError as error:  # the database is down: the listeners say so to users
-                log.warning("could not look for unqueued or lost questions: %s", type(error).__name__)
+                log.warning("could not sweep the replies owed: %s", type(error).__name__)
             except Exception:
-                log.exception("could not look for unqueued or lost questions")
+                log.exception("could not sweep the replies owed")
             self._stopping.wait(self.interval_s)

@@ -12,10 +12,10 @@ def serve(settings: Settings) -> None:
     """Connect and handle events until interrupted."""
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
-    from bot.app import build_app, require_slack_settings
+    from bot.app import build_app, replay_event, require_slack_settings
     from bot.recovery import QuestionSweeper
 
     require_slack_settings(settings, "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN")
     app = build_app(settings, socket_mode=True)
-    with QuestionSweeper(settings):
+    with QuestionSweeper(settings, replay=lambda body: replay_event(app, body)):
         SocketModeHandler(app, app_token=secret_value(settings.slack_app_token)).start()

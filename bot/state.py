@@ -8,12 +8,11 @@ behind this work for the CPU).
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -82,62 +81,6 @@ def mark_enqueued(settings: Settings, claim_id: int) -> None:
 
 def set_enqueued(session: Session, claim_id: int) -> None:
     session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=datetime.now(timezone.utc)))
-
-
-def lock_unqueued_questions(session: Session, claimed_before_s: float, within: timedelta) -> list[tuple[int, int]]:
-    """(claim id, question id) of questions recorded but never queued, claimed between `within`
-    and `claimed_before_s` seconds ago by the database's clock: the bot stopped between Slack's
-    ack and the enqueue (a crash, a restart). Their claims stay locked until the session ends,
-    so of several bots sweeping at once only one takes each."""
-    now = func.now()
-    rows = session.execute(
-        select(SlackMessage.id, SlackMessage.question_id)
-        .join(Question, Question.id == SlackMessage.question_id)
-        .where(SlackMessage.enqueued_at.is_(None), SlackMessage.question_id.is_not(None),
-               SlackMessage.created_at < now - timedelta(seconds=claimed_before_s),
-               SlackMessage.created_at > now - within,
-               Question.status == "pending", Question.answer_ts.is_(None))
-        .order_by(SlackMessage.created_at)
-        .with_for_update(of=SlackMessage, skip_locked=True)
-    ).all()
-    return [(claim, int(question)) for claim, question in rows]
-
-
-@dataclass(frozen=True)
-class QueuedQuestion:
-    claim_id: int
-    question_id: int
-    requeues: int  # times a sweep queued it again already
-
-
-def lock_lost_question(session: Session, queued_before_s: float, within: timedelta,
-                       passed: Collection[int] = ()) -> QueuedQuestion | None:
-    """One question queued more than `queued_before_s` seconds ago (by the database's clock),
-    asked within `within`, and still not answered: the queue lost it (a Redis restart without
-    persistence) or its worker was killed at its hard time limit. Only `pending` questions:
-    one answered but not marked posted may be in the thread already. Its claim stays locked
-    until the session ends, so of several bots sweeping at once only one takes it; `passed`
-    are claims this sweep already looked at."""
-    now = func.now()
-    row = session.execute(
-        select(SlackMessage.id, SlackMessage.question_id, SlackMessage.requeues)
-        .join(Question, Question.id == SlackMessage.question_id)
-        .where(SlackMessage.question_id.is_not(None), SlackMessage.enqueued_at.is_not(None),
-               SlackMessage.created_at > now - within,
-               SlackMessage.enqueued_at < now - timedelta(seconds=queued_before_s),
-               SlackMessage.id.not_in(list(passed)),
-               Question.status == "pending", Question.answer_ts.is_(None))
-        .order_by(SlackMessage.created_at)
-        .limit(1)
-        .with_for_update(of=SlackMessage, skip_locked=True)
-    ).first()
-    return QueuedQuestion(row[0], int(row[1]), row[2]) if row is not None else None
-
-
-def set_requeued(session: Session, claim_id: int) -> None:
-    """Count a requeue, and start the wait for its answer again."""
-    session.execute(update(SlackMessage).where(SlackMessage.id == claim_id)
-                    .values(requeues=SlackMessage.requeues + 1, enqueued_at=func.now()))
 
 
 def confirm_upload(settings: Settings, claim_id: int, channel: str, admin: str | None) -> SlackMessage | None:

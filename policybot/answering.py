@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from crag.pipeline import AskContext
 from crag.types import Answer
-from policybot import db
+from policybot import db, outbox
 from policybot.config import Settings
 from policybot.models import Feedback, Question
 
@@ -173,20 +173,26 @@ def question_lock(settings: Settings, question_id: int) -> Iterator[bool]:
                 connection.commit()
 
 
-def mark_failed(settings: Settings, question_id: int, error: BaseException) -> None:
+def mark_failed(settings: Settings, question_id: int, error: BaseException, *, apology_due: bool = False) -> None:
+    """The question failed (for now, or for good); `apology_due`: given up, the asker is owed
+    the apology instead of the answer (in the same transaction, policybot/outbox.py)."""
     detail = "".join(traceback.format_exception_only(type(error), error)).strip()
     with db.session(settings) as session:
         row = session.get(Question, question_id, with_for_update=True)
         if row is not None:
             row.status = "failed"
             row.error = detail[:4000]
+            if apology_due:
+                outbox.owe_apology(session, question_id)
 
 
 def mark_posted(settings: Settings, question_id: int, answer_ts: str) -> None:
+    """The reply is in the thread: its ts on the question, and nothing more owed."""
     with db.session(settings) as session:
         row = session.get(Question, question_id, with_for_update=True)
         if row is not None:
             row.answer_ts = answer_ts
+            outbox.close(session, question_id)
 
 
 def record_feedback(settings: Settings, question_id: int, user_id: str, vote: int) -> None:

@@ -161,6 +161,10 @@ class Settings(BaseSettings):
     # task's hard time limit (180 s). Retries waiting out a countdown and ingest tasks (30 minutes) are
     # held longer by the worker (workers/celery_app.py, hold_until_due).
     celery_visibility_timeout: int = Field(default=300, ge=2, validation_alias="POLICYBOT_CELERY_VISIBILITY_TIMEOUT")
+    # A reply owed in Slack whose task has not moved it on within this long is queued again by the
+    # bot's sweep (bot/recovery.py), which looks every POLICYBOT_SWEEP_INTERVAL_S seconds.
+    reply_wait_s: int = Field(default=120, ge=2, validation_alias="POLICYBOT_REPLY_WAIT_S")
+    sweep_interval_s: float = Field(default=60.0, gt=0, validation_alias="POLICYBOT_SWEEP_INTERVAL_S")
     max_question_chars: int = Field(default=4000, ge=100, le=40000, validation_alias="POLICYBOT_MAX_QUESTION_CHARS")
 
     # Admin console (`policybot console`, or /admin in HTTP mode).

@@ -172,15 +172,7 @@ class SlackMessage(Base):
     """
 
     __tablename__ = "slack_messages"
-    __table_args__ = (
-        UniqueConstraint("channel", "message_ts", name="uq_slack_messages_channel_ts"),
-        # The bot's sweep for questions recorded but never queued (migration 0005).
-        Index("ix_slack_messages_unqueued", "created_at",
-              postgresql_where=text("enqueued_at IS NULL AND question_id IS NOT NULL")),
-        # ... and for questions queued long ago and never answered (migration 0006).
-        Index("ix_slack_messages_queued", "created_at",
-              postgresql_where=text("question_id IS NOT NULL AND enqueued_at IS NOT NULL")),
-    )
+    __table_args__ = (UniqueConstraint("channel", "message_ts", name="uq_slack_messages_channel_ts"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     channel: Mapped[str] = mapped_column(String(64))
@@ -189,12 +181,42 @@ class SlackMessage(Base):
     kind: Mapped[str] = mapped_column(String(16))  # question | upload | reply
     question_id: Mapped[int | None] = mapped_column(ForeignKey("questions.id", ondelete="SET NULL"), nullable=True)
     enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    # Times the sweep queued the question again after the queue lost it (bot/recovery.py).
-    requeues: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
     reply_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)  # our reply, for uploads and notices
     # The admin who confirmed that the message's files become policy documents (0007).
     confirmed_by: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Outbox(Base):
+    """A reply still owed in a question's Slack thread (migration 0008), and when to see to it.
+
+    The bot's sweep (bot/recovery.py) queues the question again once `due_at` passes without the
+    row being closed, so a queue that lost the task (a Redis restarted without persistence) loses
+    nothing. `posting_since` is set while a post is on its way: a later delivery that finds it set
+    does not post again (it cannot tell whether Slack took the first one).
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_due", "due_at", postgresql_where=text("closed_at IS NULL")),)
+
+    question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(8), default="answer", server_default="answer")  # answer | apology
+    due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    sweeps: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")  # times the sweep queued it
+    posting_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # posted, or never postable
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class SlackInbox(Base):
+    """A Slack event stored before its ack, until its listener has carried it out (migration 0009)."""
+
+    __tablename__ = "slack_inbox"
+
+    event_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    body: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), index=True)
+    replays: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")
 
 
 class SlackUser(Base):

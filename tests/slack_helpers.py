@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from conftest import TEST_SLACK_BOT_TOKEN, TEST_SLACK_SIGNING_SECRET, cli_env
 
 ADMIN = "UADMIN0001"
 FAIL_MARKER = "zzfailonpurpose"
+SLOW_MARKER = "zzslowonpurpose"  # the worker sleeps 4 s before answering a question with this (workers/tasks.py)
 TEST_VISIBILITY_TIMEOUT_S = 6  # abandoned messages come back within seconds (the kill test)
 
 
@@ -39,6 +41,7 @@ class Stack:
 
         return worker_env(self.settings, self.fake, base=cli_env(self.settings.home),
                           **{"POLICYBOT_ADMINS": ADMIN, "POLICYBOT_TEST_FAIL_MARKER": FAIL_MARKER,
+                             "POLICYBOT_TEST_SLOW_MARKER": SLOW_MARKER,
                              "POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(TEST_VISIBILITY_TIMEOUT_S)}
                           | self.worker_extra_env | extra)
 
@@ -150,3 +153,26 @@ def choose_upload(stack: Stack, offer, add: bool = True, user: str = ADMIN,  # t
                                 block_id=blocks.UPLOAD_BLOCK)
     assert response.status_code == 200
     return response
+
+
+def answered_once_about_parental_leave(stack: Stack, channel: str, ts: str):  # type: ignore[no-untyped-def]
+    """The question's log row, once its one answer (16 weeks of parental leave) is in its thread."""
+    post = stack.fake.wait_for_posts(channel, ts, timeout=90)[0]
+    assert "16 weeks" in "\n".join(section_texts(post))
+    time.sleep(1.5)  # a would-be duplicate shows up
+    [row] = question_for(stack.settings, channel, ts)
+    assert row.status == "answered" and row.answer_ts == post.response["ts"]
+    assert len(stack.fake.posts(channel, ts)) == 1
+    return row
+
+
+@contextmanager
+def bot_process(stack: Stack, log_path: Path, **env: str) -> Iterator[str]:
+    """A second real `policybot serve --http` on the local Slack, with `env` on top; its URL."""
+    from bench.slack_stack import BotProcess
+
+    bot = BotProcess(stack.worker_env(**env), log_path).start(timeout=60)
+    try:
+        yield bot.url
+    finally:
+        bot.stop()

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 import pytest
 from sqlalchemy import select
 
-from slack_helpers import (  # noqa: F401
-    ADMIN, FAIL_MARKER, buttons, choose_upload, context_texts, question_for, section_texts, stack, wait_until)
+from slack_helpers import (ADMIN, FAIL_MARKER, answered_once_about_parental_leave, bot_process, buttons,  # noqa: F401
+                           choose_upload, context_texts, question_for, section_texts, stack, wait_until)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -51,17 +51,6 @@ def _posted(stack, channel: str, ts: str, timeout: float = 120):  # type: ignore
     """The posts Slack took in a thread, once there is one."""
     return stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, ts) if p.response.get("ok")],
                                timeout=timeout, what="a post Slack took")
-
-
-def _answered_once_about_parental_leave(stack, channel: str, ts: str):  # type: ignore[no-untyped-def]
-    """The question's log row, once its one answer (16 weeks of parental leave) is in its thread."""
-    post = _answer_post(stack, channel, ts, timeout=90)
-    assert "16 weeks" in "\n".join(section_texts(post))
-    _settle()
-    [row] = question_for(stack.settings, channel, ts)
-    assert row.status == "answered" and row.answer_ts == post.response["ts"]
-    assert len(stack.fake.posts(channel, ts)) == 1
-    return row
 
 
 # ---------------------------------------------------------------- answers
@@ -280,11 +269,11 @@ def test_guests_of_the_workspace_get_a_notice_unless_allowed(stack, tmp_path, ca
     assert question_for(stack.settings, "CGUESTS003", unchecked["ts"]) == []
     again = stack.mention(question, "CGUESTS003", user="UNEWASKER1")
     assert stack.deliver(again).status_code == 200
-    _answered_once_about_parental_leave(stack, "CGUESTS003", again["ts"])
-    with _bot_process(stack, tmp_path / "bot.log", POLICYBOT_ANSWER_GUESTS="true") as url:
+    answered_once_about_parental_leave(stack, "CGUESTS003", again["ts"])
+    with bot_process(stack, tmp_path / "bot.log", POLICYBOT_ANSWER_GUESTS="true") as url:
         allowed = stack.mention(question, "CGUESTS002", user="UGUEST0001")
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(allowed)).status_code == 200
-        _answered_once_about_parental_leave(stack, "CGUESTS002", allowed["ts"])
+        answered_once_about_parental_leave(stack, "CGUESTS002", allowed["ts"])
     assert "not answering UGUEST0002 in CGUESTS001: a guest of the workspace" in caplog.text
 
 
@@ -574,25 +563,13 @@ def test_a_rate_limit_without_retry_after_backs_off(stack) -> None:
     assert attempts[1] - attempts[0] >= 1.9 and attempts[2] - attempts[1] >= 3.9
 
 
-@contextmanager
-def _bot_process(stack, log_path, **env: str) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    """A second real `policybot serve --http` on the local Slack, with `env` on top; its URL."""
-    from bench.slack_stack import BotProcess
-
-    bot = BotProcess(stack.worker_env(**env), log_path).start(timeout=60)
-    try:
-        yield bot.url
-    finally:
-        bot.stop()
-
-
 def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, tmp_path) -> None:
     """A bot whose Redis is not there: Slack has its ack, so the thread says what happened,
     with the reference, instead of staying silent; the log row says failed."""
     from bench.common import free_port
 
     log_path = tmp_path / "bot.log"
-    with _bot_process(stack, log_path, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0") as url:  # nothing listens there
+    with bot_process(stack, log_path, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0") as url:  # nothing listens there
         channel = "CQUEUEDOWN"
         event = stack.mention("How many PTO days can I carry over?", channel)
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(event)).status_code == 200
@@ -621,8 +598,8 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
 
     log_path = tmp_path / "bot.log"
     nothing_there = f"postgresql://policybot@127.0.0.1:{free_port()}/policybot"
-    with (_bot_process(stack, log_path, DATABASE_URL=nothing_there) as url,
-          _bot_process(stack, tmp_path / "second-bot.log", DATABASE_URL=nothing_there) as second_url):
+    with (bot_process(stack, log_path, DATABASE_URL=nothing_there) as url,
+          bot_process(stack, tmp_path / "second-bot.log", DATABASE_URL=nothing_there) as second_url):
         channel = "CDBDOWN001"
         event = stack.mention("How many PTO days can I carry over?", channel)
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(event)).status_code == 200
@@ -664,156 +641,6 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
     assert "could not take uploads from dm in DDBDOWN002 (not recorded)" in log
     assert "could not remember agent-view thread in DDBDOWN003: OperationalError" in log
     assert "could not look up whether UHOMEDOWN1 was greeted: OperationalError" in log
-
-
-def _left_behind(stack, channel: str, text: str, claimed_s_ago: float, queued_s_ago: float | None = None,
-                 requeues: int = 0, **question: object):  # type: ignore[no-untyped-def]
-    """A mention recorded as the listener would record it, its claim aged by `claimed_s_ago`
-    seconds and, when given, queued `queued_s_ago` seconds ago, but not put in any queue;
-    `question` sets columns of its log row: (the event, the claim's id)."""
-    from datetime import datetime, timedelta, timezone
-
-    from sqlalchemy import update
-
-    from bot import state
-    from policybot import db
-    from policybot.answering import record_question
-    from policybot.models import Question, SlackMessage
-
-    event = stack.mention(text, channel)
-    now = datetime.now(timezone.utc)
-    with db.session(stack.settings) as session:
-        claim = state.claim_message(session, channel, event["ts"], f"Ev{channel}", "question")
-        recorded = record_question(session, text, surface="mention", asker="UEMPLOYEE1", channel=channel,
-                                   thread_ts=event["ts"], message_ts=event["ts"], event_id=f"Ev{channel}")
-        state.link_question(session, claim.id, recorded.id)
-        session.execute(update(SlackMessage).where(SlackMessage.id == claim.id).values(
-            created_at=now - timedelta(seconds=claimed_s_ago), requeues=requeues,
-            enqueued_at=None if queued_s_ago is None else now - timedelta(seconds=queued_s_ago)))
-        if question:
-            session.execute(update(Question).where(Question.id == recorded.id).values(**question))
-    return event, claim.id
-
-
-class _QueueDown:
-    def answer(self, question_id: int) -> None:
-        raise ConnectionError("Redis is down")
-
-
-class _QueueThatLoses:
-    """Takes questions and loses them, as a Redis restarted without persistence does."""
-
-    def __init__(self) -> None:
-        self.taken: list[int] = []
-
-    def answer(self, question_id: int) -> None:
-        self.taken.append(question_id)
-
-
-def test_a_question_recorded_but_never_queued_is_queued_when_a_bot_starts(stack, tmp_path) -> None:
-    """A bot that stopped between Slack's ack and the enqueue (a crash, a deploy's restart)
-    left a recorded question that no worker sees and that Slack, having its ack, does not
-    resend. The next bot to start queues it once, and it is answered; a question claimed
-    moments ago is left to the bot that is still queuing it."""
-    from bot import state
-    from bot.recovery import queue_unqueued_questions
-
-    orphan, orphan_claim = _left_behind(stack, "CORPHAN001", "How many weeks of parental leave do primary caregivers get?", 600)
-    fresh, fresh_claim = _left_behind(stack, "CORPHAN002", "How many PTO days can I carry over?", 0)
-
-    # With the queue down, the sweep marks nothing: the next one tries again.
-    assert queue_unqueued_questions(stack.settings, _QueueDown()) == []  # type: ignore[arg-type]
-    assert state.get_claim(stack.settings, orphan_claim).enqueued_at is None
-    log_path = tmp_path / "bot.log"
-    with _bot_process(stack, log_path):
-        row = _answered_once_about_parental_leave(stack, "CORPHAN001", orphan["ts"])
-    assert stack.worker.log_text().count(f"answering question {row.id} ") == 1
-    assert f"queued question {row.id}: it was recorded but never queued" in log_path.read_text()
-    assert state.get_claim(stack.settings, orphan_claim).enqueued_at is not None
-    assert stack.fake.posts("CORPHAN002") == [] and state.get_claim(stack.settings, fresh_claim).enqueued_at is None
-
-
-def test_a_question_the_queue_lost_is_queued_again_then_given_up_with_an_apology(stack) -> None:
-    """A question queued long ago and never answered was lost by the queue (a Redis restarted
-    without persistence) or dropped with its killed worker. The sweep queues it again, twice
-    at most; then the asker gets the apology with the reference instead of silence. Questions
-    still within their wait, answered, or being answered right now are left alone."""
-    from datetime import datetime, timedelta, timezone
-
-    from sqlalchemy import update
-
-    from bot import state
-    from bot.app import web_client
-    from bot.recovery import CeleryEnqueuer, lost_after_s, queue_lost_questions
-    from policybot import db
-    from policybot.answering import question_lock
-    from policybot.models import SlackMessage
-
-    long_ago = lost_after_s(stack.settings) + 600
-    question = "How many weeks of parental leave do primary caregivers get?"
-    lost, lost_claim = _left_behind(stack, "CLOST00001", question, long_ago, long_ago)
-    hopeless, hopeless_claim = _left_behind(stack, "CLOST00002", question, 3 * long_ago, long_ago, requeues=2)
-    busy, _ = _left_behind(stack, "CLOST00003", question, 3 * long_ago, long_ago, requeues=2)
-    waiting, waiting_claim = _left_behind(stack, "CLOST00004", question, 900, 600)
-    # Answered and posted, or answered and perhaps posted (the worker stopped before noting it):
-    # never queued again, or the thread could get the answer twice.
-    _, posted_claim = _left_behind(stack, "CLOST00005", question, long_ago, long_ago, status="answered",
-                                   answer_ts="1.000001")
-    _, unnoted_claim = _left_behind(stack, "CLOST00006", question, long_ago, long_ago, status="answered")
-    [lost_row] = question_for(stack.settings, "CLOST00001", lost["ts"])
-    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
-    [busy_row] = question_for(stack.settings, "CLOST00003", busy["ts"])
-    client = web_client(stack.settings)
-
-    # Slack refuses the apology: the question stays pending, for the next sweep to try again.
-    stack.fake.failures["chat.postMessage"] = "fatal_error"
-    try:
-        assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [])  # type: ignore[arg-type]
-    finally:
-        del stack.fake.failures["chat.postMessage"]
-    assert question_for(stack.settings, "CLOST00002", hopeless["ts"])[0].status == "pending"
-
-    # With the queue down nothing is requeued or counted; giving up needs no queue.
-    with question_lock(stack.settings, busy_row.id):  # a worker is answering it right now
-        assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [hopeless_row.id])  # type: ignore[arg-type]
-    assert state.get_claim(stack.settings, lost_claim).requeues == 0
-    apology = [post for post in stack.fake.posts("CLOST00002", hopeless["ts"]) if post.response.get("ok")]
-    [hopeless_row] = question_for(stack.settings, "CLOST00002", hopeless["ts"])
-    assert len(apology) == 1 and hopeless_row.reference in apology[0]["text"] and "went wrong" in apology[0]["text"]
-    assert hopeless_row.status == "failed" and "queued 3 times and never answered" in hopeless_row.error
-    assert hopeless_row.answer_ts == apology[0].response["ts"]
-    assert not [post for post in stack.fake.posts("CLOST00003") if post.response.get("ok")]
-
-    # Queued again, and lost again: the wait starts over, so the next sweep does not queue it.
-    losing = _QueueThatLoses()
-    assert queue_lost_questions(stack.settings, losing, client) == ([lost_row.id], [busy_row.id])  # type: ignore[arg-type]
-    assert losing.taken == [lost_row.id] and state.get_claim(stack.settings, lost_claim).requeues == 1
-    assert queue_lost_questions(stack.settings, losing, client) == ([], [])  # type: ignore[arg-type]
-    assert losing.taken == [lost_row.id]
-    # The wait passes again; this time the queue keeps it and a worker answers.
-    with db.session(stack.settings) as session:
-        session.execute(update(SlackMessage).where(SlackMessage.id == lost_claim)
-                        .values(enqueued_at=datetime.now(timezone.utc) - timedelta(seconds=long_ago)))
-    assert queue_lost_questions(stack.settings, CeleryEnqueuer(), client) == ([lost_row.id], [])
-    _answered_once_about_parental_leave(stack, "CLOST00001", lost["ts"])
-    assert state.get_claim(stack.settings, lost_claim).requeues == 2
-    assert len([post for post in stack.fake.posts("CLOST00002", hopeless["ts"]) if post.response.get("ok")]) == 1
-    for claim in (waiting_claim, posted_claim, unnoted_claim):
-        assert state.get_claim(stack.settings, claim).requeues == 0
-    assert stack.fake.posts("CLOST00004") == stack.fake.posts("CLOST00005") == stack.fake.posts("CLOST00006") == []
-    assert state.get_claim(stack.settings, hopeless_claim).requeues == 2
-    # A channel the bot cannot post in refuses the apology for good: given up all the same,
-    # not tried again every minute.
-    gone, _ = _left_behind(stack, "CLOST00007", question, 3 * long_ago, long_ago, requeues=2)
-    [gone_row] = question_for(stack.settings, "CLOST00007", gone["ts"])
-    stack.fake.failures["chat.postMessage"] = "channel_not_found"
-    try:
-        assert queue_lost_questions(stack.settings, _QueueDown(), client) == ([], [gone_row.id])  # type: ignore[arg-type]
-    finally:
-        del stack.fake.failures["chat.postMessage"]
-    [gone_row] = question_for(stack.settings, "CLOST00007", gone["ts"])
-    assert gone_row.status == "failed" and gone_row.answer_ts is None
-    assert len(stack.fake.posts("CLOST00007")) == 1
 
 
 # ---------------------------------------------------------------- admin

@@ -17,12 +17,20 @@ Tasks take plain IDs and are idempotent, because delivery is at least once (acks
 - A task whose worker died during each of its first MAX_DELIVERIES deliveries (killed for
   memory, say) is not run again: the question gets the apology, the upload or job the usual
   failure reply, and one error line in the log (`delivered_too_often`).
+- A database that goes away (a PostgreSQL restart) is waited for, DATABASE_WAITS_S in turn,
+  wherever the task meets it; a reply posted just before keeps its ts for the next try.
+- Each reply owed (the answer, or the apology) is an outbox row in PostgreSQL whose due time
+  the task pushes as it moves the reply on; the bot's sweep queues the question again once that
+  time passes (a Redis that lost the task), and posting goes through `outbox.post_once`, so a
+  second delivery never posts twice (policybot/outbox.py).
 
 Test-only hooks (never set them in production; they exist so the end-to-end tests can make
 a worker slow or failing deterministically):
 
 - POLICYBOT_TEST_TASK_DELAY_S: sleep this long at the start of every answer attempt;
-- POLICYBOT_TEST_FAIL_MARKER: an answer attempt raises when the question contains this text.
+- POLICYBOT_TEST_FAIL_MARKER: an answer attempt raises when the question contains this text;
+- POLICYBOT_TEST_SLOW_MARKER: an answer attempt sleeps TEST_SLOW_S first when the question
+  contains this text (a fault can then be injected while that one question is being answered).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from urllib.parse import urlsplit
 from slack_sdk.errors import SlackApiError
 
 from policybot.errors import describe_error
+from policybot.outbox import UnsavedPost
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,
     ANSWER_SOFT_LIMIT_S,
@@ -55,6 +64,8 @@ log = logging.getLogger(__name__)
 
 TEST_DELAY_ENV = "POLICYBOT_TEST_TASK_DELAY_S"
 TEST_FAIL_ENV = "POLICYBOT_TEST_FAIL_MARKER"
+TEST_SLOW_ENV = "POLICYBOT_TEST_SLOW_MARKER"
+TEST_SLOW_S = 4.0
 ANSWER_RETRIES = 2  # three attempts in all
 # Slack rate-limits a busy channel for seconds, not for good: a rate-limited answer is posted
 # again after each Retry-After, up to this many times.
@@ -101,6 +112,10 @@ def _test_hooks(question: str) -> None:
     if delay:
         log.warning("%s=%s: sleeping before answering (test hook)", TEST_DELAY_ENV, delay)
         time.sleep(float(delay))
+    slow = os.environ.get(TEST_SLOW_ENV)
+    if slow and slow in question:
+        log.warning("%s: sleeping %ss before answering (test hook)", TEST_SLOW_ENV, TEST_SLOW_S)
+        time.sleep(TEST_SLOW_S)
     marker = os.environ.get(TEST_FAIL_ENV)
     if marker and marker in question:
         raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
@@ -125,18 +140,41 @@ def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def
 
 @celery_app.task(bind=True, name="policybot.answer_question", max_retries=ANSWER_RETRIES,
                  soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
-def answer_question_task(self, question_id: int, waited_later: int = 0) -> str:  # type: ignore[no-untyped-def]
+def answer_question_task(self, question_id: int, waited_later: int = 0, db_waits: int = 0,  # type: ignore[no-untyped-def]
+                         posted_ts: str | None = None) -> str:
     """Answer a recorded question through CRAG and post it in the question's Slack thread
-    (`waited_later`: how many of LATER_COUNTDOWNS_S a ready answer has waited, see plan_retry)."""
+    (`waited_later`: how many of LATER_COUNTDOWNS_S a ready answer has waited, see plan_retry;
+    `db_waits`: how many of DATABASE_WAITS_S it has waited; `posted_ts`: the reply is posted,
+    only its ts is still to be saved)."""
+    try:
+        return _answer(self, question_id, waited_later, db_waits, posted_ts)
+    except Exception as error:
+        if not is_database_error(error):
+            raise
+        unsaved = _in_chain(error, UnsavedPost)  # under whatever the lock's release raised after it
+        posted_ts = unsaved.ts if isinstance(unsaved, UnsavedPost) else posted_ts
+        return _wait_for_database(self, f"question {question_id}", error, db_waits,
+                                  {"waited_later": waited_later, "posted_ts": posted_ts})
+
+
+def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts: str | None) -> str:  # type: ignore[no-untyped-def]
     from bot import blocks
     from bot.app import web_client
     from bot.askers import SLACK_USERS
     from bot.audience import answer_place, note_private_answer
     from bot.listeners import clear_progress
+    from policybot import outbox
     from policybot.answering import answer_question, get_question, mark_posted, question_lock
 
     settings = _settings()
-    too_often = delivered_too_often(self)
+    too_often = delivered_too_often(task)
+    if posted_ts:  # posted by the try before this one, which could not save it
+        mark_posted(settings, question_id, posted_ts)
+        row = get_question(settings, question_id)
+        if row is not None:
+            clear_progress(web_client(settings), row.surface, row.channel, row.thread_ts, row.message_ts)
+        log.info("question %s: saved the ts %s of its reply, posted before the database went away", question_id, posted_ts)
+        return "posted"
     row = get_question(settings, question_id)
     if row is None:
         log.warning("question %s does not exist; nothing to answer", question_id)
@@ -149,15 +187,20 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
             answer_question_task.apply_async((question_id,), countdown=BUSY_RECHECK_S)
             return "busy"
         row = get_question(settings, question_id)
-        if row is None or row.answer_ts:
+        owed = outbox.state(settings, question_id)
+        if row is None or row.answer_ts or owed == "closed":
             return "already posted"
         client = web_client(settings)
         # The answer's post is retried by Celery after Retry-After, not slept on inside the task.
         poster = web_client(settings, wait_out_rate_limits=False)
-        attempt = self.request.retries + 1
+        attempt = task.request.retries + 1
         if too_often:
-            _log_given_up(self, f"question {question_id} (ref {row.reference})")
+            _log_given_up(task, f"question {question_id} (ref {row.reference})")
             return _fail_question(settings, poster, row, DeliveredTooOften())
+        if owed == "apology":  # given up before (the sweep queued it again, or the database went away)
+            _apologise(settings, poster, row)
+            return "failed"
+        outbox.due_in(settings, question_id, ANSWER_HARD_LIMIT_S)  # this delivery has it until its time limit
         try:
             if row.status != "answered":
                 log.info("answering question %s (ref %s), attempt %s", question_id, row.reference, attempt)
@@ -173,37 +216,92 @@ def answer_question_task(self, question_id: int, waited_later: int = 0) -> str: 
             # Asked where outsiders read: to the asker alone, as decided when it arrived (bot/audience.py).
             lead = blocks.private_answer_lead(row.channel, row.question) if row.private_reply else None
             message = blocks.answer_message(blocks.AnswerView.from_row(row), lead)
-            posted = poster.chat_postMessage(**answer_place(row), unfurl_links=False, unfurl_media=False, **message)
+            answered = row
+            ts = outbox.post_once(settings, question_id, lambda: poster.chat_postMessage(
+                **answer_place(answered), unfurl_links=False, unfurl_media=False, **message))
         except Exception as error:
-            retry = plan_retry(error, self.request.retries, waited_later, answered=row.status == "answered")
+            if is_database_error(error):
+                raise
+            retry = plan_retry(error, task.request.retries - db_waits, waited_later, answered=row.status == "answered")
             if retry is not None:
                 log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
                             question_id, row.reference, attempt, retry.countdown, describe_error(error))
-                raise self.retry(exc=error, countdown=retry.countdown, kwargs={"waited_later": retry.waited_later},
-                                 max_retries=self.request.retries + 1) from None
+                outbox.due_in(settings, question_id, retry.countdown)
+                raise task.retry(exc=error, countdown=retry.countdown, max_retries=task.request.retries + 1,
+                                 kwargs={"waited_later": retry.waited_later, "db_waits": db_waits}) from None
             log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
                       describe_error(error), exc_info=not isinstance(error, SlackApiError))
             return _fail_question(settings, poster, row, error)
-        mark_posted(settings, question_id, str(posted["ts"]))
+        if ts is None:
+            log.error("question %s (ref %s): an earlier delivery was posting its answer when it stopped; not posting "
+                      "it again, so that it never shows twice", question_id, row.reference)
+            return "posted before"
         if row.private_reply:
             note_private_answer(poster, row)
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
-        log.info("question %s (ref %s) answered in %s, ts %s", question_id, row.reference, row.channel, posted["ts"])
+        log.info("question %s (ref %s) answered in %s, ts %s", question_id, row.reference, row.channel, ts)
         return "posted"
 
 
+# A database that went away (a restart, a failover) is waited for like any passing failure:
+# about 4 minutes in all, then the outbox's due time brings the question back through the sweep.
+DATABASE_WAITS_S = (2, 4, 8, 15, 30, 60, 60, 60)
+
+
+def is_database_error(error: BaseException) -> bool:
+    """Whether the database (not the statement) failed: a lost or refused connection, anywhere
+    in the error's chain (LlamaIndex and our own helpers may wrap it)."""
+    from psycopg import OperationalError as PsycopgOperationalError
+    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+    found = _in_chain(error, (UnsavedPost, OperationalError, InterfaceError, PsycopgOperationalError, DBAPIError))
+    return found is not None and (not isinstance(found, DBAPIError) or found.connection_invalidated
+                                  or isinstance(found, (OperationalError, InterfaceError)))
+
+
+def _in_chain(error: BaseException, types: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+    """The first of `types` among an error and the errors it was raised from or during."""
+    seen: BaseException | None = error
+    for _ in range(10):  # a chain is short; a cycle is not followed for ever
+        if seen is None or isinstance(seen, types):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwargs: dict[str, Any]) -> str:  # type: ignore[no-untyped-def]
+    """Retry a task after a database failure (with `kwargs`, its question ID staying in its
+    arguments), or leave it to the sweep once the waits are spent."""
+    if db_waits >= len(DATABASE_WAITS_S):
+        log.error("%s: the database is still unreachable (%s); the bot's sweep queues it again once it is back",
+                  what, describe_error(error))
+        return "database down"
+    countdown = DATABASE_WAITS_S[db_waits]
+    log.warning("%s: the database is unreachable (%s); trying again in %ss", what, describe_error(error), countdown)
+    raise task.retry(exc=error, countdown=countdown, max_retries=task.request.retries + 1,
+                     kwargs={**kwargs, "db_waits": db_waits + 1}) from None
+
+
 def _fail_question(settings, poster, row, error: BaseException) -> str:  # type: ignore[no-untyped-def]
-    """A question given up: the log row says failed, and the asker gets the apology."""
-    from bot.recovery import apologise
+    """A question given up: the log row says failed, and the asker is owed the apology."""
+    from policybot import outbox
     from policybot.answering import mark_failed
 
-    mark_failed(settings, row.id, error)
+    mark_failed(settings, row.id, error, apology_due=True)
     # Slack's answer will not change for these: apologising in the same place only fails
     # again. The answer stays in the log for admins.
-    final = slack_error_of(error) in SLACK_PERMANENT_ERRORS
-    if not final and apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
-        _apologise_later(row.id)
+    if slack_error_of(error) in SLACK_PERMANENT_ERRORS:
+        outbox.close_now(settings, row.id)
+        return "failed"
+    _apologise(settings, poster, row)
     return "failed"
+
+
+def _apologise(settings, poster, row) -> None:  # type: ignore[no-untyped-def]
+    from bot.recovery import apologise
+
+    if apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
+        _apologise_later(settings, row.id)
 
 
 def slack_error_of(error: BaseException) -> str | None:
@@ -253,33 +351,49 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
     return None
 
 
-def _apologise_later(question_id: int) -> None:
+def _apologise_later(settings, question_id: int) -> None:  # type: ignore[no-untyped-def]
+    from policybot import outbox
+
+    outbox.due_in(settings, question_id, LATER_COUNTDOWNS_S[0])
     try:
         apologise_task.apply_async((question_id,), countdown=LATER_COUNTDOWNS_S[0])
-    except Exception as error:  # the queue went down too: the log row says failed, for admins
+    except Exception as error:  # the queue went down too: the sweep queues it from the outbox
         log.error("could not queue the apology for question %s: %s", question_id, describe_error(error))
 
 
 @celery_app.task(bind=True, name="policybot.apologise", max_retries=len(LATER_COUNTDOWNS_S) - 1,
                  soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
-def apologise_task(self, question_id: int) -> str:  # type: ignore[no-untyped-def]
+def apologise_task(self, question_id: int, db_waits: int = 0) -> str:  # type: ignore[no-untyped-def]
     """Post the apology for a failed question that Slack would not take at the time (it was
     down, or rate-limited the thread): tried again later, so the asker is not left in silence."""
+    try:
+        return _apologise_again(self, question_id, db_waits)
+    except Exception as error:
+        if not is_database_error(error):
+            raise
+        return _wait_for_database(self, f"the apology for question {question_id}", error, db_waits, {})
+
+
+def _apologise_again(task, question_id: int, db_waits: int) -> str:  # type: ignore[no-untyped-def]
     from bot.app import web_client
     from bot.recovery import apologise
+    from policybot import outbox
     from policybot.answering import get_question, question_lock
 
     settings = _settings()
-    if delivered_too_often(self):  # the question is marked failed already
-        _log_given_up(self, f"the apology for question {question_id}")
+    if delivered_too_often(task):  # the question is marked failed already
+        _log_given_up(task, f"the apology for question {question_id}")
         return "gave up"
     with question_lock(settings, question_id) as locked:
         row = get_question(settings, question_id)
         if row is None or row.answer_ts:
             return "already posted"
         outcome = apologise(web_client(settings, wait_out_rate_limits=False), settings, row) if locked else "not_posted"
-    if outcome == "not_posted" and self.request.retries < self.max_retries:
-        raise self.retry(countdown=LATER_COUNTDOWNS_S[self.request.retries + 1])
+    retries = task.request.retries - db_waits
+    if outcome == "not_posted" and retries < task.max_retries:
+        countdown = LATER_COUNTDOWNS_S[retries + 1]
+        outbox.due_in(settings, question_id, countdown)
+        raise task.retry(countdown=countdown, max_retries=task.request.retries + 1, kwargs={"db_waits": db_waits})
     return outcome
 
 
