@@ -39,6 +39,7 @@ from crag.evaluator import (
     CachedEvaluator,
     CosineEvaluator,
     EvaluatorConfig,
+    METADATA_FILE,
     JudgeBundle,
     build_judge,
     collate,
@@ -579,10 +580,15 @@ def train_general(
     config: EvaluatorConfig = EvaluatorConfig(),
     seed: int = 0,
     progress: Progress | None = None,
+    resume: bool = False,
 ) -> Path:
     """Train the general part, the same for every customer: the judge on the corpus's labelled
     pairs alone, for `config.max_epochs` or `budget_s`, saved to `folder` with no thresholds.
-    `train_evaluator(start_from=folder)` then adapts it to one knowledge base."""
+    `train_evaluator(start_from=folder)` then adapts it to one knowledge base.
+
+    `resume` trains the general evaluator already in `folder` further (a machine that could
+    not spare the hours at once): batches are drawn in another order than its earlier runs',
+    and its metadata counts the steps and epochs of every run."""
     t0 = time.monotonic()
 
     def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
@@ -593,7 +599,15 @@ def train_general(
         torch.set_num_threads(config.threads)
     torch.manual_seed(seed)
     bundle = build_judge(config)
-    fitted = fit_judge(bundle, labelled.train_pairs, config, seed, lambda: t0 + budget_s - 5.0 - time.monotonic(), emit)
+    earlier: dict[str, Any] = {"runs": 0, "steps": 0, "pairs_seen": 0, "epochs": 0.0, "seconds": 0.0}
+    if resume:
+        metadata = json.loads((Path(folder) / METADATA_FILE).read_text())
+        if metadata.get("fingerprint") != general_fingerprint(labelled.train_pairs, config, seed):
+            raise ValueError(f"{folder} learnt from other pairs, another shape or another seed: train it afresh")
+        earlier = {"runs": 1} | metadata["training"]
+        load_weights(bundle, folder)
+    run_seed = seed + 7919 * int(earlier.get("runs", 1))  # a new batch order for each run
+    fitted = fit_judge(bundle, labelled.train_pairs, config, run_seed, lambda: t0 + budget_s - 5.0 - time.monotonic(), emit)
     emit("save", 0, 1)
     folder = save_evaluator(bundle, folder, {
         "version": Path(folder).name,
@@ -601,9 +615,10 @@ def train_general(
         "general": True,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "fingerprint": general_fingerprint(labelled.train_pairs, config, seed),
-        "training": {"seed": seed, "budget_s": budget_s, "steps": fitted.steps, "pairs_seen": fitted.pairs_seen,
-                     "epochs": fitted.epochs, "n_train_pairs": len(labelled.train_pairs),
-                     "seconds": time.monotonic() - t0},
+        "training": {"seed": seed, "runs": int(earlier.get("runs", 1)) + 1, "budget_s": budget_s,
+                     "steps": earlier["steps"] + fitted.steps, "pairs_seen": earlier["pairs_seen"] + fitted.pairs_seen,
+                     "epochs": earlier["epochs"] + fitted.epochs, "n_train_pairs": len(labelled.train_pairs),
+                     "seconds": earlier["seconds"] + time.monotonic() - t0},
         "trained_on": labelled.description,
     })
     emit("save", 1, 1)

@@ -576,19 +576,24 @@ def evaluator_pretrain(
                                                             "two epochs of the corpus if sooner.")] = 60,
     seed: Annotated[int, typer.Option("--seed", help="Random seed; `evaluator train --seed` adapts the general "
                                                      "evaluator of the same seed.")] = 0,
-    force: Annotated[bool, typer.Option("--force", help="Train again even if this corpus's general evaluator exists.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Train afresh even if this corpus's general evaluator exists.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Train the existing general evaluator further for this "
+                                                         "budget (in another batch order).")] = False,
     as_json: AsJson = False,
 ) -> None:
     """Train the general evaluator once per machine, on the policy-qa corpus alone. Every later
     `evaluator train` adapts it to your documents instead of starting from MiniLM."""
     if minutes <= 0:
         _fail("--minutes must be positive", 1)
+    if force and resume:
+        _fail("--force trains afresh and --resume trains further: give one of them", 1)
     settings = _settings()
     from policybot import evaluators  # torch and transformers: trains the model
 
     with TrainingProgress(errors, bar=not as_json) as show:
         try:
-            folder = evaluators.pretrain_general(settings, minutes * 60, seed=seed, force=force, progress=show)
+            folder = evaluators.pretrain_general(settings, minutes * 60, seed=seed, force=force, resume=resume,
+                                                 progress=show)
         except evaluators.TrainingError as error:
             _fail(str(error), 1)
     training = evaluators.general_summary(folder)["training"]
@@ -596,7 +601,7 @@ def evaluator_pretrain(
         print(json.dumps({"folder": str(folder), "seed": seed, **training}))
         return
     console.print(f"general evaluator {folder.name}: {training['steps']} steps, {training['epochs']:.2f} epochs of "
-                  f"{training['n_train_pairs']} corpus pairs, {training['seconds']:.0f}s")
+                  f"{training['n_train_pairs']} corpus pairs, {training['seconds']:.0f}s in {training.get('runs', 1)} run(s)")
     console.print("`policybot evaluator train` now adapts it to the ingested documents")
 
 

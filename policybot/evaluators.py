@@ -75,22 +75,29 @@ def _corpus_for_training(settings: Settings, progress: Callable[[dict], None] | 
     return labelled
 
 
-def pretrain_general(settings: Settings, budget_s: float, seed: int = 0, force: bool = False,
+def pretrain_general(settings: Settings, budget_s: float, seed: int = 0, force: bool = False, resume: bool = False,
                      progress: Callable[[dict], None] | None = None) -> Path:
     """Train the general evaluator once per machine: every train organisation of the corpus, for
     up to two epochs or `budget_s`. Every later `train_and_register` with the same seed adapts it
-    to the knowledge base instead of starting from MiniLM. Kept unless `force`."""
+    to the knowledge base instead of starting from MiniLM. Kept unless `force` (train afresh) or
+    `resume` (train it further for `budget_s`)."""
     started = time.monotonic()
     labelled = _corpus_for_training(settings, progress)
     folder = general_folder(settings, labelled, seed)
-    if (folder / WEIGHTS_FILE).exists() and not force:
+    exists = (folder / WEIGHTS_FILE).exists()
+    if exists and not (force or resume):
         return folder
+    if resume and not exists:
+        raise TrainingError(f"no general evaluator for this corpus and seed {seed} to resume: "
+                            f"`policybot evaluator pretrain` trains one")
     budget_s -= time.monotonic() - started  # the corpus's first ingestion comes out of the budget
     if budget_s < 60:
         raise TrainingError("no time left to train after preparing the corpus: give a longer budget")
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    train_general(labelled, partial, budget_s, seed=seed, progress=progress)
+    if resume:
+        shutil.copytree(folder, partial)
+    train_general(labelled, partial, budget_s, seed=seed, progress=progress, resume=resume)
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)  # only a finished folder is ever found by train_and_register
     return folder

@@ -687,6 +687,14 @@ def test_general_evaluator_is_trained_once_and_adapted_from(chunks, embed, tmp_p
     assert metadata["fingerprint"] == general_fingerprint(labelled.train_pairs, QUICK, 0)
     assert general_fingerprint(labelled.train_pairs, QUICK, 1) != metadata["fingerprint"]
     assert general_fingerprint(labelled.train_pairs[:-1], QUICK, 0) != metadata["fingerprint"]
+    # Resumed, it trains further from its own weights and counts both runs.
+    before = load_evaluator(folder).score("how many days carry over", [chunks[4].text])
+    train_general(labelled, folder, budget_s=60, config=QUICK, seed=0, resume=True)
+    resumed = json.loads((folder / "metadata.json").read_text())["training"]
+    assert (resumed["runs"], resumed["steps"], resumed["pairs_seen"]) == (2, 4, 2 * metadata["training"]["pairs_seen"])
+    assert load_evaluator(folder).score("how many days carry over", [chunks[4].text]) != pytest.approx(before, abs=1e-6)
+    with pytest.raises(ValueError, match="another seed"):
+        train_general(labelled, folder, budget_s=60, config=QUICK, seed=1, resume=True)
 
     # Adapting starts from the general weights: with no step taken, it scores exactly as the general one.
     still = replace(QUICK, max_steps=0, min_steps=0)
