@@ -208,7 +208,7 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
         assert stack.fake.deliver(stack.events_url, body).status_code == 200
     [notice] = stack.fake.wait_for_posts(channel, outsider["ts"], timeout=30)
     assert "for its own members only" in notice["text"]
-    # Our member is answered by DM, the thread gets a note without policy text (docs/audience.md).
+    # Our member is answered by DM, the thread gets a note without policy text (docs/security.md).
     assert "direct message" in _answer_post(stack, channel, member["ts"])["text"]
     [answered] = question_for(stack.settings, channel, member["ts"])
     [answer] = [post for post in stack.fake.posts(member["user"]) if post.response["ts"] == answered.answer_ts]
