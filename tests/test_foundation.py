@@ -1274,3 +1274,5 @@ def test_docker_composes_redis_wants_the_password_its_clients_use_and_persists_a
     assert redis_service["environment"]["REDISCLI_AUTH"] == password  # the health check signs in
     for client in ("migrate", "bot", "worker"):
         assert compose["services"][client]["environment"]["REDIS_URL"] == f"redis://:{password}@redis:6379/0"
+    # A Redis restart can end a Celery worker (docs/operations.md): the bot and workers come back by themselves.
+    assert {compose["services"][name].get("restart") for name in ("bot", "worker")} == {"unless-stopped"}

@@ -148,7 +148,7 @@ def test_waiting_retries_and_long_ingestion_are_not_delivered_twice(settings, tm
         worker.wait_for_log(rf"policybot\.apologise\[{waiting.id}\] succeeded", timeout=120)
 
         document = tmp_path / "bulky-handbook.md"
-        document.write_bytes(_bulky_markdown(500))
+        document.write_bytes(_bulky_markdown(1500))  # 500 took under 6 s with two test processes
         job_id = jobs.create_job(settings, "ingest", {"paths": [str(document)], "collection": "bulky", "channels": None})
         started = time.monotonic()
         ingesting = ingest_job_task.delay(job_id)
