@@ -140,7 +140,7 @@ class Report:
     def markdown(self) -> str:
         return f"## {self.title}\n\n" + "\n\n".join(self.sections) + "\n"
 
-    def finish(self) -> "Report":
+    def finish(self) -> Report:
         """Print the closing line and store the report for `bench.run_all` (bench/results/NAME.json)."""
         self.figures["duration_s"] = round(time.perf_counter() - self.started, 1)
         self.figures["machine"] = machine()
@@ -151,7 +151,7 @@ class Report:
         print(f"[{self.name}] done in {self.figures['duration_s']:.0f} s on {self.figures['machine']}", flush=True)
         return self
 
-    def begin(self) -> "Report":
+    def begin(self) -> Report:
         print(f"# {self.title}\n\nMachine: {machine()}\n", flush=True)
         return self
 

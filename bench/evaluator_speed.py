@@ -89,10 +89,9 @@ def t5_large_config():  # -> T5Config
 def t5_large_evaluator(int8: bool):  # -> TorchEvaluator
     import torch
     from transformers import AutoTokenizer, T5ForSequenceClassification
+    from transformers.initialization import no_init_weights
 
     from crag.evaluator import TorchEvaluator, minilm_folder, quantize_int8_linear
-
-    from transformers.initialization import no_init_weights
 
     with no_init_weights():  # transformers' own init of ~0.8B weights takes about a minute here
         model = T5ForSequenceClassification(t5_large_config()).eval()

@@ -26,7 +26,6 @@ and the index (about 0.8 + 1 GB instead of 1.6 + 2 GB); --types changes that.
 from __future__ import annotations
 
 import argparse
-import io
 import struct
 import sys
 import time

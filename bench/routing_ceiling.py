@@ -31,7 +31,6 @@ import numpy as np
 
 from bench.quality import CATEGORIES, REPO, load_questions, open_bench
 
-
 BestScores = dict[str, tuple[np.ndarray, np.ndarray]]  # reading -> (best KB score, best fallback score) per question
 
 

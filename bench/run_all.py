@@ -16,7 +16,6 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from bench.common import REPO, RESULTS_DIR, load_average, machine, table
 

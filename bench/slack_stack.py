@@ -55,7 +55,7 @@ class BotProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 120.0) -> "BotProcess":
+    def start(self, timeout: float = 120.0) -> BotProcess:
         import httpx
 
         from workers.process import spawn_logged
@@ -94,7 +94,7 @@ class SlackBench:
     bot: BotProcess | None = None
     workers: list[Any] = field(default_factory=list)
 
-    def __enter__(self) -> "SlackBench":
+    def __enter__(self) -> SlackBench:
         from bot.demo import worker_env
         from bot.fake_slack import FakeSlack
 

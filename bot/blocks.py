@@ -55,7 +55,7 @@ class AnswerView:
     citations: Sequence[SourceView] = field(default_factory=tuple)
 
     @classmethod
-    def from_row(cls, row: Any) -> "AnswerView":
+    def from_row(cls, row: Any) -> AnswerView:
         """From a policybot.models.Question row (or anything with the same attributes)."""
         return cls(
             question_id=row.id,

@@ -145,7 +145,7 @@ class FakeSlack:
         """What SLACK_API_URL should be."""
         return self.base_url + "/api/"
 
-    def start(self) -> "FakeSlack":
+    def start(self) -> FakeSlack:
         self._thread.start()
         return self
 
@@ -153,7 +153,7 @@ class FakeSlack:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeSlack":
+    def __enter__(self) -> FakeSlack:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -233,8 +233,9 @@ class FakeSlack:
     def click(self, url: str, *, action_id: str, value: str, user: str, channel: str, message: Mapping[str, Any],
               block_id: str = "feedback", timeout: float = 10.0):  # -> httpx.Response
         """A `block_actions` interaction (a button click), form-encoded and signed like Slack's."""
-        import httpx
         from urllib.parse import urlencode
+
+        import httpx
 
         payload = {
             "type": "block_actions",

@@ -132,7 +132,7 @@ class BackgroundServer:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 15.0) -> "BackgroundServer":
+    def start(self, timeout: float = 15.0) -> BackgroundServer:
         import time
 
         self._thread.start()

@@ -17,7 +17,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus, urlencode
@@ -293,7 +293,7 @@ class Console:
         params = {key: request.query_params.get(key, "").strip() for key in
                   ("range", "since", "until", "action", "found", "feedback", "status", "channel", "evaluator", "q",
                    "reviewed")}
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         since = until = None
         if params["range"] in RANGES:
             since = now - RANGES[params["range"]]
@@ -344,7 +344,7 @@ class Console:
             raise BadRequest("export as .csv or .jsonl", 404)
         filters, _ = self._filters(request)
         records = await self._call(review.query_logs, self.settings, filters, limit=EXPORT_LIMIT)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         if kind == "csv":
             body, media = review.records_csv(records), "text/csv; charset=utf-8"
         else:
@@ -406,7 +406,7 @@ class Console:
         stacked = {name: [(row or {}).get("actions", {}).get(name, 0) if row else 0 for row in rows]
                    for name in review.ACTIONS}
         stacked["failed"] = [row["failed"] if row else 0 for row in rows]
-        since = datetime.now(timezone.utc) - timedelta(days=days)
+        since = datetime.now(UTC) - timedelta(days=days)
         miss_documents, miss_topics = review.misses(self.settings, since)
         return {
             "days": days, "total": report["total"],

@@ -28,6 +28,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC
 from functools import lru_cache
 from typing import Any
 
@@ -171,14 +172,14 @@ def sessions_valid_after(settings: Settings, user: str) -> float | None:
 
 def end_sessions(settings: Settings, user: str) -> None:
     """Refuse every session of the user issued until now (logout, in every browser)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from sqlalchemy.dialects.postgresql import insert
 
     from policybot import db
     from policybot.models import ConsoleSessionCutoff
 
-    now = datetime.fromtimestamp(time.time(), timezone.utc)
+    now = datetime.fromtimestamp(time.time(), UTC)
     statement = insert(ConsoleSessionCutoff).values(user_name=user, valid_after=now)
     with db.session(settings) as session:
         session.execute(statement.on_conflict_do_update(index_elements=["user_name"], set_={"valid_after": now}))

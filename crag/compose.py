@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from crag.redaction import STOPWORDS
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key, split_sentences

@@ -29,9 +29,10 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # safe with forking workers
@@ -94,7 +95,7 @@ class EvaluatorConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EvaluatorConfig":
+    def from_dict(cls, data: dict[str, Any]) -> EvaluatorConfig:
         known = {f.name for f in fields(cls)}
         # Evaluators saved before separate encoding existed read question and passage jointly.
         return cls(**({"separate_encoding": False} | {k: v for k, v in data.items() if k in known}))

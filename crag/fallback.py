@@ -23,8 +23,9 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 from urllib.parse import quote_plus, urljoin, urlsplit
 
 import httpcore

@@ -21,7 +21,18 @@ from crag.decision import decide
 from crag.fallback import ActionPolicy, FallbackError, classify_question
 from crag.redaction import keyword_query, redact
 from crag.strips import StripMode, refine
-from crag.types import Action, Answer, Citation, Evaluator, FallbackSource, Passage, Retriever, ScoredPassage, Strip, Thresholds
+from crag.types import (
+    Action,
+    Answer,
+    Citation,
+    Evaluator,
+    FallbackSource,
+    Passage,
+    Retriever,
+    ScoredPassage,
+    Strip,
+    Thresholds,
+)
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 from wordfreq import zipf_frequency
 
@@ -421,8 +421,6 @@ def document_vocabulary(texts: Iterable[str]) -> frozenset[str]:
             token = re.sub(r"'s$", "", token)
             if "." in token or "," in token or any(ch.isdigit() for ch in token):
                 continue
-            if token.islower():
-                vocabulary.add(token)
-            elif token.isupper() and token.isalpha() and 2 <= len(token) <= 5:
+            if token.islower() or (token.isupper() and token.isalpha() and 2 <= len(token) <= 5):
                 vocabulary.add(token)
     return frozenset(vocabulary)

@@ -26,10 +26,11 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -576,13 +577,15 @@ def train_general(
     labelled: LabelledData,
     folder: str | Path,
     budget_s: float,
-    config: EvaluatorConfig = EvaluatorConfig(),
+    config: EvaluatorConfig | None = None,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> Path:
     """Train the general part, the same for every customer: the judge on the corpus's labelled
     pairs alone, for `config.max_epochs` or `budget_s`, saved to `folder` with no thresholds.
     `train_evaluator(start_from=folder)` then adapts it to one knowledge base."""
+    if config is None:  # a fresh default each call: the dataclass is mutable
+        config = EvaluatorConfig()
     t0 = time.monotonic()
 
     def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
@@ -599,7 +602,7 @@ def train_general(
         "version": Path(folder).name,
         "kind": config.kind,
         "general": True,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "fingerprint": general_fingerprint(labelled.train_pairs, config, seed),
         "training": {"seed": seed, "budget_s": budget_s, "steps": fitted.steps, "pairs_seen": fitted.pairs_seen,
                      "epochs": fitted.epochs, "n_train_pairs": len(labelled.train_pairs),
@@ -619,7 +622,7 @@ def _corpus_fingerprint(chunks: Sequence[CorpusChunk]) -> str:
 
 
 def _new_version(out_dir: Path, kind: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     version, n = f"{kind}-{stamp}", 1
     while (out_dir / version).exists():
         n += 1
@@ -632,7 +635,7 @@ def train_evaluator(
     embed: Embed,
     out_dir: str | Path,
     budget_s: float = 600,
-    config: EvaluatorConfig = EvaluatorConfig(),
+    config: EvaluatorConfig | None = None,
     seed: int = 0,
     progress: Progress | None = None,
     extra_pairs: Sequence[Pair] = (),
@@ -654,6 +657,8 @@ def train_evaluator(
     early enough to leave time for calibration, but always runs `config.min_steps` steps.
     The evaluator is saved to `out_dir/<version>/`; the result says where and how it did.
     """
+    if config is None:  # a fresh default each call: the dataclass is mutable
+        config = EvaluatorConfig()
     t0 = time.monotonic()
     phases: dict[str, float] = {}
     notes: list[str] = []
@@ -761,7 +766,7 @@ def train_evaluator(
     metadata = {
         "version": version,
         "kind": config.kind,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "score": "2*sigmoid(logit)-1",
         "thresholds": thresholds,
         "metrics": {"evaluator": model_metrics.to_dict(), "cosine": cosine_metrics.to_dict(),

@@ -6,9 +6,10 @@ step (retrieve, evaluate, decide, refine, fall back, compose) can be tested alon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, Protocol, Sequence
+from typing import Literal, Protocol
 
 Origin = Literal["kb", "fallback"]
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
-from functools import cache
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 

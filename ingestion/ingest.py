@@ -10,7 +10,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -191,7 +191,7 @@ def _ingest_file(
             document.version = (document.version or 0) + 1
             document.chunk_count = len(drafts)
             document.deleted = False
-            document.ingested_at = datetime.now(timezone.utc)
+            document.ingested_at = datetime.now(UTC)
             if access_channels is not None:
                 document.access_channels = list(access_channels) or None
             session.flush()  # assigns document.id for new rows

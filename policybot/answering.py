@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, text
@@ -154,7 +154,7 @@ def log_answer(settings: Settings, question_id: int, answer: Answer, latency_ms:
             row.timings_ms["notes"] = list(answer.notes)  # why a source was skipped or failed
         row.latency_ms = round(latency_ms, 1)
         row.error = None
-        row.answered_at = datetime.now(timezone.utc)
+        row.answered_at = datetime.now(UTC)
 
 
 @contextmanager
@@ -205,7 +205,7 @@ def record_feedback(settings: Settings, question_id: int, user_id: str, vote: in
             .values(question_id=question_id, user_id=user_id, vote=vote)
             .on_conflict_do_update(
                 constraint="uq_feedback_question_user",
-                set_={"vote": vote, "updated_at": datetime.now(timezone.utc)},
+                set_={"vote": vote, "updated_at": datetime.now(UTC)},
             )
         )
 

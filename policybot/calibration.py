@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from crag.training import calibrate
 from policybot import db
@@ -295,7 +295,7 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
     notes: list[str] = []
     source = {"source": proposal.sources.describe(), "n_reviews": proposal.n_reviews, "present": proposal.n_present,
               "absent": proposal.n_absent, "previous": proposal.current,
-              "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              "at": datetime.now(UTC).isoformat(timespec="seconds")}
     with db.session(settings) as session:
         row = _version_row(session, proposal.version)
         row.upper = float(proposal.proposed["upper"])

@@ -17,7 +17,7 @@ import sys
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, get_args
+from typing import TYPE_CHECKING, Annotated, NoReturn, get_args
 
 import typer
 from rich.console import Console
@@ -149,9 +149,9 @@ def db_upgrade() -> None:
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Collection name.", show_default="POLICYBOT_COLLECTION or policies")] = None,
+    collection: Annotated[str | None, typer.Option("--collection", "-c", help="Collection name.", show_default="POLICYBOT_COLLECTION or policies")] = None,
     prune: Annotated[bool, typer.Option("--prune", help="Remove documents that disappeared from the given folders.")] = False,
-    channels: Annotated[Optional[str], typer.Option("--channels", help="Restrict to these Slack channel IDs (comma-separated).")] = None,
+    channels: Annotated[str | None, typer.Option("--channels", help="Restrict to these Slack channel IDs (comma-separated).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
 ) -> None:
     """Ingest Markdown, text, HTML, PDF and DOCX policy files."""
@@ -211,13 +211,13 @@ def _print_ingest_report(report: IngestReport) -> None:
 # Options several commands share, so they read the same in every `--help`.
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 DocumentRef = Annotated[str, typer.Argument(help="Document id or file name.")]
-DocumentCollection = Annotated[Optional[str], typer.Option(
+DocumentCollection = Annotated[str | None, typer.Option(
     "--collection", "-c", help="The document's collection, when the file name is in several.")]
 
 
 @docs_app.command("list")
 def docs_list(
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Only this collection.", show_default="all")] = None,
+    collection: Annotated[str | None, typer.Option("--collection", "-c", help="Only this collection.", show_default="all")] = None,
     include_deleted: Annotated[bool, typer.Option("--deleted", help="Also show removed documents.")] = False,
     as_json: AsJson = False,
 ) -> None:
@@ -240,7 +240,7 @@ def docs_list(
     console.print(f"{len(documents)} documents")
 
 
-def _find_document(settings: Settings, ref: str, collection: Optional[str]) -> Document:
+def _find_document(settings: Settings, ref: str, collection: str | None) -> Document:
     from sqlalchemy import select  # SQLAlchemy: reads the database
 
     from policybot import db  # SQLAlchemy and Alembic: reads the database
@@ -391,7 +391,7 @@ def _say_services_still_run(statuses: list[ServiceStatus]) -> None:
 def ask(
     question: Annotated[str, typer.Argument(help="The question, or '-' to read one question per line from stdin.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per question.")] = False,
-    channel: Annotated[Optional[str], typer.Option("--channel", help="Ask as if from this Slack channel, by ID "
+    channel: Annotated[str | None, typer.Option("--channel", help="Ask as if from this Slack channel, by ID "
                                                    "(e.g. C012ABC3DE): documents restricted to it become visible.")] = None,
 ) -> None:
     """Answer a question with the full CRAG pipeline, in this process."""
@@ -460,11 +460,11 @@ app.add_typer(fallback_app, name="fallback")
 @fallback_app.command("add")
 def fallback_add(
     name: Annotated[str, typer.Argument(help="Source name shown in answers, e.g. 'HR portal'.")],
-    collection: Annotated[Optional[str], typer.Option("--collection", help="A separately ingested collection.")] = None,
-    url: Annotated[Optional[str], typer.Option("--url", help="Base URL of an internal JSON search API.")] = None,
-    field_map: Annotated[Optional[str], typer.Option("--field-map", help="Where the API's JSON keeps results and their fields, e.g. results=hits,title=hits[].name,url=hits[].link,text=hits[].body")] = None,
-    query_template: Annotated[Optional[str], typer.Option("--query-template", help="How to build the search URL.", show_default="{url}?q={keywords}&limit={n}")] = None,
-    allowed_hosts: Annotated[Optional[str], typer.Option("--allowed-hosts", help="Extra hosts redirects may go to (comma-separated).")] = None,
+    collection: Annotated[str | None, typer.Option("--collection", help="A separately ingested collection.")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Base URL of an internal JSON search API.")] = None,
+    field_map: Annotated[str | None, typer.Option("--field-map", help="Where the API's JSON keeps results and their fields, e.g. results=hits,title=hits[].name,url=hits[].link,text=hits[].body")] = None,
+    query_template: Annotated[str | None, typer.Option("--query-template", help="How to build the search URL.", show_default="{url}?q={keywords}&limit={n}")] = None,
+    allowed_hosts: Annotated[str | None, typer.Option("--allowed-hosts", help="Extra hosts redirects may go to (comma-separated).")] = None,
     allow_private: Annotated[bool, typer.Option("--allow-private", help="Allow private/loopback addresses (intranet hosts).")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 3.0,
     max_bytes: Annotated[int, typer.Option("--max-bytes", help="Largest response accepted.")] = 1_000_000,
@@ -518,7 +518,7 @@ app.add_typer(evaluator_app, name="evaluator")
 
 @evaluator_app.command("train")
 def evaluator_train(
-    minutes: Annotated[Optional[float], typer.Option("--minutes", help="Time budget in minutes.", show_default="POLICYBOT_TRAIN_MINUTES or 10")] = None,
+    minutes: Annotated[float | None, typer.Option("--minutes", help="Time budget in minutes.", show_default="POLICYBOT_TRAIN_MINUTES or 10")] = None,
     activate: Annotated[str, typer.Option("--activate", help="if-better (beats cosine), always or never.")] = "if-better",
     with_reviews: Annotated[bool, typer.Option("--with-reviews", help="Also train on admins' reviewed questions (console labels).")] = False,
     with_feedback: Annotated[bool, typer.Option("--with-feedback", help="Also train on askers' 👍/👎 votes (a review outranks them).")] = False,
@@ -644,7 +644,7 @@ def evaluator_activate(
 
 @evaluator_app.command("eval")
 def evaluator_eval(
-    version: Annotated[Optional[str], typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
+    version: Annotated[str | None, typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
     as_json: AsJson = False,
 ) -> None:
     """Measure an evaluator against cosine similarity on the current corpus."""
@@ -665,7 +665,7 @@ def evaluator_eval(
 
 @evaluator_app.command("calibrate")
 def evaluator_calibrate(
-    version: Annotated[Optional[str], typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
+    version: Annotated[str | None, typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
     from_reviews: Annotated[bool, typer.Option("--from-reviews", help="Calibrate on the console's review labels.")] = False,
     from_feedback: Annotated[bool, typer.Option("--from-feedback", help="Calibrate on askers' 👍/👎 votes (a review outranks them).")] = False,
     apply: Annotated[bool, typer.Option("--apply", help="Store the proposed thresholds (default: only show them).")] = False,

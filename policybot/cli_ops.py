@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
@@ -103,7 +103,7 @@ def serve(
 
 def worker(
     queues: Annotated[str, typer.Option("--queues", "-Q", help="Comma-separated: answer, ingest.")] = "answer,ingest",
-    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", min=1, max=64,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", "-c", min=1, max=64,
                                                        help="Worker processes.", show_default="cores / POLICYBOT_TORCH_THREADS, at most 4")] = None,
     pool: Annotated[str, typer.Option("--pool", help="prefork (time limits, crash isolation) or solo (one process).")] = "prefork",
     loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="Celery's log level: debug, info, warning or error.")] = "info",
@@ -132,10 +132,10 @@ def worker(
 def logs(
     ctx: typer.Context,
     since: Annotated[str, typer.Option("--since", help="How far back: 7d, 12h, 30m, 2w or a date.")] = "7d",
-    action: Annotated[Optional[str], typer.Option("--action", help="correct, ambiguous or incorrect.")] = None,
-    found: Annotated[Optional[str], typer.Option("--found", help="true (answered from a source) or false (abstained).")] = None,
-    feedback: Annotated[Optional[str], typer.Option("--feedback", help="up, down, any or none.")] = None,
-    status: Annotated[Optional[str], typer.Option("--status", help="answered, failed or pending.")] = None,
+    action: Annotated[str | None, typer.Option("--action", help="correct, ambiguous or incorrect.")] = None,
+    found: Annotated[str | None, typer.Option("--found", help="true (answered from a source) or false (abstained).")] = None,
+    feedback: Annotated[str | None, typer.Option("--feedback", help="up, down, any or none.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="answered, failed or pending.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Newest N rows.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array with every field.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -40,7 +40,7 @@ def update_job(settings: Settings, job_id: int, **values: Any) -> None:
             return
         for key, value in values.items():
             setattr(job, key, value)
-        job.updated_at = datetime.now(timezone.utc)
+        job.updated_at = datetime.now(UTC)
 
 
 def fail_job(settings: Settings, job_id: int, error: str) -> None:

@@ -18,7 +18,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from policybot.errors import NotFound, UserError
@@ -32,7 +32,7 @@ VERDICTS = ("right", "wrong")
 
 def parse_since(value: str, now: datetime | None = None) -> datetime:
     """`7d`, `12h`, `30m`, `2w`, or an ISO date/time; returns an aware UTC datetime."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*", value.lower())
     if match:
         amount = float(match.group(1))
@@ -42,7 +42,7 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
         raise ValueError(f"--since {value!r}: use e.g. 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -321,7 +321,7 @@ def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type:
         row.expected_document_id = expected_document_id
         row.expected_document = expected_name
         row.note = note
-        row.updated_at = datetime.now(timezone.utc)
+        row.updated_at = datetime.now(UTC)
         session.flush()
         return review_json(row)
 
@@ -380,7 +380,7 @@ def _rates(row: Any) -> dict[str, Any]:
 
 
 def _day_start(day) -> datetime:  # type: ignore[no-untyped-def]
-    return datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
 
 
 def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -389,7 +389,7 @@ def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[st
 
     from policybot import db
 
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     start = _day_start(now.date() - timedelta(days=days - 1))
     until = _day_start(now.date() + timedelta(days=1))
     with db.session(settings) as session:
@@ -428,7 +428,7 @@ def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dic
     """Incorrect share of the last 7 days against the 28 days before them; `alert` when it rose by > margin."""
     from policybot import db
 
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     recent_start, prior_start = now - timedelta(days=7), now - timedelta(days=35)
     with db.session(settings) as session:
         recent = _incorrect_share(session, recent_start, now)

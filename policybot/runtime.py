@@ -26,8 +26,8 @@ from policybot import db
 from policybot.config import Settings
 from policybot.errors import UserError
 from policybot.generator import openai_generator
-from policybot.vocabulary import organisation_vocabulary
 from policybot.models import Document, EvaluatorVersion, FallbackSourceRow
+from policybot.vocabulary import organisation_vocabulary
 
 log = logging.getLogger(__name__)
 

@@ -16,6 +16,7 @@ from secrets import token_hex
 import pytest
 
 from bench.common import free_port
+
 from console_helpers import ADMIN_PASSWORD, CONSOLE_SECRET
 from leak_check import SecretLeakCheck
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -45,7 +45,7 @@ def seeded_log(settings, request) -> dict[str, int]:  # label -> question id
     channel = getattr(request.module, "SEED_CHANNEL", CHANNEL)
     from policybot.models import Feedback
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     scores = [{"document": "leave-policy.md", "section": "4.2 Duration and pay", "origin": "kb", "source": "policies",
                "chunk_id": "n1", "score": 0.71},
               {"document": "travel-expenses.md", "section": "Deadlines", "origin": "kb", "source": "policies",

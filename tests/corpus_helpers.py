@@ -12,7 +12,6 @@ from policybot.corpus import CORPUS_ROOT
 sys.path.insert(0, str(CORPUS_ROOT))
 import build  # noqa: E402  (datasets/policy-qa/build.py)
 
-
 # One question of each kind, labelled as write_org's documents answer them.
 GOOD = [
     {"question": "how many days can i roll over??", "label": "kb", "document": "kb/leave.md",

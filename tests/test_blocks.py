@@ -9,7 +9,15 @@ import yaml
 
 from bot import blocks
 from bot.fake_slack import block_problems, sign
-from bot.listeners import BotIdentity, Listeners, OutageReplies, RecentMessages, clean_text, decide_mention, decide_message
+from bot.listeners import (
+    BotIdentity,
+    Listeners,
+    OutageReplies,
+    RecentMessages,
+    clean_text,
+    decide_mention,
+    decide_message,
+)
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 

@@ -7,9 +7,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from test_cli_ops import policybot
 
 from log_helpers import question_row
-from test_cli_ops import policybot
 
 KB = {"document": "leave-policy.md", "section": "4.2", "origin": "kb", "source": "policies", "chunk_id": "n1"}
 OTHER_KB = {"document": "travel-expenses.md", "section": "Deadlines", "origin": "kb", "source": "policies", "chunk_id": "n2"}

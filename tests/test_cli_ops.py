@@ -8,13 +8,14 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
 from bench.common import free_port
+
 from conftest import cli_env
 from log_helpers import question_row as _question
 
@@ -69,7 +70,7 @@ def test_logs_filters(policybot_home, log_rows) -> None:
     assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--feedback", "down")) & ours == {log_rows["abstained"]}
     assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--feedback", "up")) & ours == {log_rows["correct"]}
     assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--status", "failed")) & ours == {log_rows["failed"]}
-    old = policybot(policybot_home, "logs", "--json", "--since", (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat())
+    old = policybot(policybot_home, "logs", "--json", "--since", (datetime.now(UTC) + timedelta(days=1)).date().isoformat())
     assert _ids(old) & ours == set()
 
     bad = policybot(policybot_home, "logs", "--action", "sideways")
@@ -127,7 +128,7 @@ def test_stats_per_day_rates_feedback_and_latency(settings) -> None:
     from policybot.cli_ops import daily_stats
     from policybot.models import Feedback
 
-    day1 = datetime(2021, 6, 1, 9, tzinfo=timezone.utc)
+    day1 = datetime(2021, 6, 1, 9, tzinfo=UTC)
     day2 = day1 + timedelta(days=1)
     rows = [
         _question(question="a", action="correct", latency_ms=100.0, created_at=day1),
@@ -168,11 +169,11 @@ def test_stats_command(policybot_home, log_rows) -> None:
 def test_parse_since() -> None:
     from policybot.cli_ops import parse_since
 
-    now = datetime(2026, 1, 31, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 31, 12, tzinfo=UTC)
     assert parse_since("7d", now) == now - timedelta(days=7)
     assert parse_since("12h", now) == now - timedelta(hours=12)
     assert parse_since("2w", now) == now - timedelta(weeks=2)
-    assert parse_since("2026-01-01", now) == datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert parse_since("2026-01-01", now) == datetime(2026, 1, 1, tzinfo=UTC)
     with pytest.raises(ValueError):
         parse_since("soon", now)
 

@@ -1,6 +1,6 @@
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import pytest
 

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC
 
 import pytest
 from pydantic import SecretStr
@@ -227,12 +228,13 @@ def test_record_view_shows_the_whole_decision(admin, seeded_log) -> None:
 
 def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) -> None:
     """About 1 in 4,096 references is all digits; a row whose id is those digits is another question."""
-    from log_helpers import question_row
     from sqlalchemy import delete
 
     from policybot import db
     from policybot.models import Question
     from policybot.review import find_record, record_id
+
+    from log_helpers import question_row
 
     quoted = question_row(question="Whose reference is all digits?", reference="482759", channel="CDIGITREF1")
     other = question_row(id=482759, question="Whose id is those digits?", reference="QQQQQQ", channel="CDIGITREF1")
@@ -474,8 +476,9 @@ def test_training_on_reviews_and_votes_from_the_console(csettings, admin, ingest
 
 
 def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_path) -> None:
-    from crag.training import calibrate
     from test_calibration import ABSENT, PRESENT, _seed, _stored
+
+    from crag.training import calibrate
 
     version, _ = _seed(csettings, tmp_path, 12, 12)
     page = admin.get("/admin/evaluators")
@@ -803,16 +806,17 @@ def test_small_guards_job_page_id_order_minutes_cookie_path(csettings, admin, se
 
 
 def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from sqlalchemy import delete
 
-    from log_helpers import question_row
     from policybot import db
     from policybot.models import Question
     from policybot.review import ALERT_MIN_PRIOR, incorrect_alert
 
-    now = datetime(2001, 1, 1, tzinfo=timezone.utc)  # a quiet stretch of the log
+    from log_helpers import question_row
+
+    now = datetime(2001, 1, 1, tzinfo=UTC)  # a quiet stretch of the log
     rows = [question_row(question="Is this a quiet week?", channel="CALERT01", action="incorrect", created_at=now - timedelta(days=1, hours=n))
             for n in range(6)]
     rows += [question_row(question="Is this a quiet week?", channel="CALERT01", action="correct", created_at=now - timedelta(days=10, hours=n))

@@ -13,6 +13,7 @@ import random
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -46,6 +47,9 @@ from crag.weak_supervision import (
     swap_focus,
     template_question,
 )
+
+if TYPE_CHECKING:
+    from crag.training import LabelledData
 
 # Short chunks about distinct topics, a few per document, with the numbers, dates and names
 # that templated questions are made from.
@@ -664,7 +668,7 @@ def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, qu
     assert metadata["notes"][0] == "trained with 2 pairs and gated on 4 retrieval sets from four toy questions"
 
 
-def _toy_labelled(chunks) -> "LabelledData":
+def _toy_labelled(chunks) -> LabelledData:
     from crag.training import HeldOut, LabelledData
     from crag.weak_supervision import CandidateSet, Pair
 

@@ -11,7 +11,6 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, inspect, select, text
 
-from conftest import REPO, SAMPLES
 from ingestion.chunking import Section, first_title, split_sections
 from ingestion.ingest import ingest_paths, remove_document
 from ingestion.loaders import load_document
@@ -19,6 +18,8 @@ from ingestion.retriever import ChunkRetriever
 from ingestion.store import chunk_table
 from policybot import db, services
 from policybot.models import CHUNKS_TABLE, Document
+
+from conftest import REPO, SAMPLES
 
 EXPECTED_TABLES = {"documents", CHUNKS_TABLE, "questions", "feedback", "fallback_sources", "evaluator_versions"}
 
@@ -42,7 +43,7 @@ def test_migrations_from_empty_twice(settings):
         # Every migration file ran, the head last (iterate_revisions lists newest first).
         migrations = sorted(path.stem.split("_")[0] for path in (REPO / "migrations" / "versions").glob("0*.py"))
         assert sorted(first) == migrations and first[0] == db.head_revision(settings)
-        assert EXPECTED_TABLES <= set(inspect(fresh).get_table_names())
+        assert set(inspect(fresh).get_table_names()) >= EXPECTED_TABLES
         with fresh.connect() as connection:
             assert connection.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
             indexes = {row[0] for row in connection.execute(text(f"SELECT indexname FROM pg_indexes WHERE tablename = '{CHUNKS_TABLE}'"))}
@@ -967,9 +968,9 @@ def test_docx_numbered_normal_paragraphs_next_to_each_other_are_a_list(tmp_path)
     numbered = '<w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="1"/></w:numPr></w:pPr>'
     document = docx.Document()
     document.add_heading("Expenses", level=1)
-    for text, is_numbered in (("We reimburse:", False), ("Flights", True), ("Hotels", True), ("Meals", True),
+    for line, is_numbered in (("We reimburse:", False), ("Flights", True), ("Hotels", True), ("Meals", True),
                               ("Receipts are required for every claim.", False)):
-        document.element.body.append(parse_xml(f"<w:p {W_NS}>{numbered if is_numbered else ''}<w:r><w:t>{text}</w:t></w:r></w:p>"))
+        document.element.body.append(parse_xml(f"<w:p {W_NS}>{numbered if is_numbered else ''}<w:r><w:t>{line}</w:t></w:r></w:p>"))
     document.element.body.append(parse_xml(
         f"<w:p {W_NS}><w:sdt><w:sdtPr><w:showingPlcHdr w:val=\"false\"/></w:sdtPr><w:sdtContent><w:r>"
         "<w:t>Employees get 25 days.</w:t></w:r></w:sdtContent></w:sdt></w:p>"))
@@ -1210,9 +1211,10 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
     import subprocess
 
     import redis
-    from slack_helpers import wait_until
 
     from policybot.config import Settings
+
+    from slack_helpers import wait_until
 
     monkeypatch.delenv("POLICYBOT_REDIS_PORT", raising=False)
     own = Settings(POLICYBOT_HOME=tmp_path / "home")

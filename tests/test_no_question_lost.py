@@ -12,13 +12,20 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
 
-from slack_helpers import (SLOW_MARKER, answered_once_about_parental_leave, bot_process, question_for,  # noqa: F401
-                           section_texts, stack, wait_until)
+from slack_helpers import (  # noqa: F401
+    SLOW_MARKER,
+    answered_once_about_parental_leave,
+    bot_process,
+    question_for,
+    section_texts,
+    stack,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -212,7 +219,7 @@ def _left_behind(stack, channel: str, text: str, due_in_s: float, *, queued: boo
     from policybot.models import Outbox, Question, SlackMessage
 
     event = stack.mention(text, channel)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with db.session(stack.settings) as session:
         claim = state.claim_message(session, channel, event["ts"], f"Ev{channel}", "question")
         recorded = record_question(session, text, surface="mention", asker="UEMPLOYEE1", channel=channel,
@@ -286,7 +293,7 @@ def test_a_ready_answer_whose_retry_redis_dropped_is_posted_by_the_sweep(stack) 
         assert stack.deliver(event).status_code == 200
         stack.fake.wait_for(lambda: stack.fake.posts(channel, event["ts"]), timeout=90, what="the rate-limited post")
         [row] = question_for(stack.settings, channel, event["ts"])
-        owed = wait_until(lambda: (o := _owed(stack, channel, event["ts"])) and o.due_at > datetime.now(timezone.utc)
+        owed = wait_until(lambda: (o := _owed(stack, channel, event["ts"])) and o.due_at > datetime.now(UTC)
                           + timedelta(seconds=30) and o, 30, "the retry's due time")
         assert owed.closed_at is None and row.status == "answered"
         _restart_redis_without_persistence(stack)
@@ -339,7 +346,7 @@ def test_every_reply_owed_is_swept_from_the_outbox(stack) -> None:
     assert _owed(stack, "CSWEEP0002", hopeless["ts"]).closed_at is None
     # The queue was down: that counts as a queue that lost them, and their next wait is longer.
     assert _owed(stack, "CSWEEP0001", lost["ts"]).sweeps == 1
-    assert _owed(stack, "CSWEEP0001", lost["ts"]).due_at > datetime.now(timezone.utc) + timedelta(seconds=200)
+    assert _owed(stack, "CSWEEP0001", lost["ts"]).due_at > datetime.now(UTC) + timedelta(seconds=200)
 
     losing = _QueueThatLoses()
     for channel in ("CSWEEP0001", "CSWEEP0005", "CSWEEP0006"):

@@ -182,7 +182,7 @@ def test_a_question_whose_worker_keeps_dying_gets_the_apology_after_three_delive
         return sum(worker.log_text().count(f"answering question {row.id} ") for worker in workers)
 
     for death in range(1, DELIVERIES + 1):
-        wait_until(lambda: deliveries() == death, 300, f"delivery {death}")
+        wait_until(lambda death=death: deliveries() == death, 300, f"delivery {death}")
         if death < DELIVERIES:
             _kill_pool_process(workers[-1])
         else:
@@ -211,7 +211,7 @@ def test_an_upload_whose_worker_keeps_dying_gets_the_failure_reply_after_three_d
     assert stack.deliver(upload).status_code == 200
     choose_upload(stack, stack.fake.wait_for_posts(channel, upload["ts"], timeout=30)[0])
     for death in range(1, DELIVERIES + 1):
-        stack.fake.wait_for(lambda: len(stack.fake.calls_to("files.info", file=file["id"])) == death,
+        stack.fake.wait_for(lambda death=death: len(stack.fake.calls_to("files.info", file=file["id"])) == death,
                             timeout=300, what=f"delivery {death}")
         _kill_pool_process(stack.worker)
 

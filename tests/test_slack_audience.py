@@ -13,7 +13,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from slack_helpers import ADMIN, Stack, buttons, choose_upload, context_texts, question_for, running_stack, section_texts
+from slack_helpers import (
+    ADMIN,
+    Stack,
+    buttons,
+    choose_upload,
+    context_texts,
+    question_for,
+    running_stack,
+    section_texts,
+)
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -11,12 +11,24 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC
 
 import pytest
 from sqlalchemy import select
 
-from slack_helpers import (ADMIN, FAIL_MARKER, answered_once_about_parental_leave, bot_process, buttons,  # noqa: F401
-                           choose_upload, context_texts, question_for, section_texts, stack, wait_until)
+from slack_helpers import (  # noqa: F401
+    ADMIN,
+    FAIL_MARKER,
+    answered_once_about_parental_leave,
+    bot_process,
+    buttons,
+    choose_upload,
+    context_texts,
+    question_for,
+    section_texts,
+    stack,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -336,7 +348,7 @@ def test_retry_whose_first_delivery_never_arrived_is_answered(stack) -> None:
 def test_a_message_taken_for_a_notice_is_not_taken_for_a_question_on_a_retry(stack) -> None:
     """A retried delivery may decide otherwise (another bot process, whose view of the asker
     differs): the first decision stands, so the thread never gets a notice and an answer."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from sqlalchemy import update
 
@@ -348,7 +360,7 @@ def test_a_message_taken_for_a_notice_is_not_taken_for_a_question_on_a_retry(sta
     with db.session(stack.settings) as session:
         first = state.claim_message(session, channel, ts, "EvKINDS001", "reply")
         session.execute(update(SlackMessage).where(SlackMessage.id == first.id)  # past the lease: not in progress
-                        .values(created_at=datetime.now(timezone.utc) - timedelta(seconds=state.CLAIM_LEASE_S * 2)))
+                        .values(created_at=datetime.now(UTC) - timedelta(seconds=state.CLAIM_LEASE_S * 2)))
     with db.session(stack.settings) as session:
         retried = state.claim_message(session, channel, ts, "EvKINDS001", "question")
     assert first.new and not retried.new and retried.same_event and retried.handled_elsewhere
@@ -451,7 +463,7 @@ def test_feedback_click_is_recorded_once_and_can_change(stack) -> None:
         response = stack.fake.click(stack.events_url, action_id=action_id, value=str(row.id), user="UVOTER0001",
                                     channel=channel, message=message)
         assert response.status_code == 200 and response.elapsed.total_seconds() < 3
-        wait_until(lambda: votes() == expected, 10, f"votes {expected}")
+        wait_until(lambda expected=expected: votes() == expected, 10, f"votes {expected}")
     stack.fake.wait_for(lambda: len(stack.fake.calls_to("chat.postEphemeral", channel=channel)) == 3)
     assert votes() == [-1]
 

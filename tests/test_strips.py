@@ -1,5 +1,5 @@
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -13,11 +13,9 @@ from crag.strips import (
     split_sentences,
     strip_text_for_scoring,
 )
-from crag.types import Passage, Strip
+from crag.types import Strip
 
 from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT, travel_passage
-
-
 
 _STOPWORDS = {"how", "many", "do", "i", "have", "to", "the", "a", "in", "is", "are", "for", "my", "what"}
 

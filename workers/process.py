@@ -56,7 +56,7 @@ class WorkerProcess:
                 "--pool", self.pool, "-c", str(self.concurrency), "--loglevel", "info", "-n", self.name,
                 "--without-gossip", "--without-mingle", "--without-heartbeat"]
 
-    def start(self) -> "WorkerProcess":
+    def start(self) -> WorkerProcess:
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.process = spawn_logged(self.command, self.env, self.log_path)
         return self
@@ -81,7 +81,7 @@ class WorkerProcess:
                 raise TimeoutError(f"worker log never matched {pattern!r}; log:\n{self.log_text()[-4000:]}")
             time.sleep(0.1)
 
-    def wait_ready(self, timeout: float = 180.0) -> "WorkerProcess":
+    def wait_ready(self, timeout: float = 180.0) -> WorkerProcess:
         """Until the consumer is up and every child process has loaded its models."""
         deadline = time.monotonic() + timeout
         self.wait_for_log(r"\bready\.", timeout)
