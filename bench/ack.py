@@ -29,6 +29,7 @@ async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tu
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
     async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+
         async def one(body: dict) -> tuple[int, float]:
             async with gate:
                 raw = json.dumps(body)
@@ -77,11 +78,21 @@ def main(argv: list[str] | None = None) -> int:
     settings = prepared_settings()
     channel = f"CACK{int(time.time()) % 10**6:06d}"
     with SlackBench(settings, Path(settings.home) / "logs" / "bench-ack") as bench:
-        bodies = [bench.fake.event_body(mention_event(bench.fake, f"benchmark question {i}: what is the travel policy?",
-                                                      channel=channel, user=f"UBENCH{i % 50:04d}"))
-                  for i in range(args.events)]
-        warm = bench.fake.deliver(bench.events_url, bench.fake.event_body(
-            mention_event(bench.fake, "warm-up question", channel=channel + "W")))  # first request loads lazily
+        bodies = [
+            bench.fake.event_body(
+                mention_event(
+                    bench.fake,
+                    f"benchmark question {i}: what is the travel policy?",
+                    channel=channel,
+                    user=f"UBENCH{i % 50:04d}",
+                )
+            )
+            for i in range(args.events)
+        ]
+        warm = bench.fake.deliver(
+            bench.events_url,
+            bench.fake.event_body(mention_event(bench.fake, "warm-up question", channel=channel + "W")),
+        )  # first request loads lazily
         assert warm.status_code == 200, warm.status_code
         time.sleep(1.0)
         bench.purge_answer_queue()
@@ -93,8 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             with db.session(settings) as session:
-                enqueued = session.execute(select(func.count()).select_from(SlackMessage).where(
-                    SlackMessage.channel == channel, SlackMessage.enqueued_at.is_not(None))).scalar_one()
+                enqueued = session.execute(
+                    select(func.count())
+                    .select_from(SlackMessage)
+                    .where(SlackMessage.channel == channel, SlackMessage.enqueued_at.is_not(None))
+                ).scalar_one()
             if enqueued >= args.events:
                 break
             time.sleep(0.5)
@@ -107,8 +121,11 @@ def main(argv: list[str] | None = None) -> int:
         bot_rss = bench.bot.peak_rss_mb() if bench.bot else None
         bench.purge_answer_queue()
         with db.session(settings) as session:
-            inbox_left = session.execute(select(func.count()).select_from(SlackInbox).where(
-                SlackInbox.body["event"]["channel"].astext == channel)).scalar_one()
+            inbox_left = session.execute(
+                select(func.count())
+                .select_from(SlackInbox)
+                .where(SlackInbox.body["event"]["channel"].astext == channel)
+            ).scalar_one()
         store_s = _time_the_store(settings, bodies[:200])
 
     latencies = [seconds for status, seconds in results if status == 200]
@@ -118,23 +135,67 @@ def main(argv: list[str] | None = None) -> int:
     s = summary(latencies)
     met = s["p99"] < 0.100 and errors == 0 and once and inbox_left == 0
     stored = summary(store_s)
-    report.add(table(
-        ["events", "concurrency", "p50", "p95", "p99", "max", "errors", "questions recorded", "tasks enqueued (distinct)",
-         "throughput", "all enqueued", "left in the inbox",
-         "target (p99 < 100 ms, no errors, each once, none left)"],
-        [[args.events, args.concurrency, fmt_ms(s["p50"]), fmt_ms(s["p95"]), fmt_ms(s["p99"]), fmt_ms(s["max"]), errors,
-          len(ours), f"{len(queued_ours)} ({len(set(queued_ours))})", f"{args.events / wall:.0f} events/s",
-          f"after {drained:.1f} s", inbox_left, "met" if met else "not met"]]))
-    report.add(f"The ack time above includes storing each event before its ack (one INSERT into the inbox); "
-               f"that insert alone, {len(store_s)} times in a row from this process: p50 {fmt_ms(stored['p50'])}, "
-               f"p99 {fmt_ms(stored['p99'])}.")
-    report.add(f"Bot process (`policybot serve --http`): peak RSS {bot_rss or float('nan'):.0f} MiB after the load; "
-               f"{bot_cpu / args.events * 1000:.1f} ms of CPU per event (ack, then record and enqueue), against "
-               f"{own_cpu / args.events * 1000:.1f} ms per event in the load generator.")
-    report.figures.update({"ack": s, "store_before_ack": stored, "inbox_left": inbox_left, "errors": errors, "recorded": len(ours), "enqueued": len(queued_ours),
-                           "distinct": len(set(queued_ours)), "bot_rss_mb": bot_rss, "met": met,
-                           "bot_cpu_ms_per_event": bot_cpu / args.events * 1000,
-                           "events_per_s": args.events / wall})
+    report.add(
+        table(
+            [
+                "events",
+                "concurrency",
+                "p50",
+                "p95",
+                "p99",
+                "max",
+                "errors",
+                "questions recorded",
+                "tasks enqueued (distinct)",
+                "throughput",
+                "all enqueued",
+                "left in the inbox",
+                "target (p99 < 100 ms, no errors, each once, none left)",
+            ],
+            [
+                [
+                    args.events,
+                    args.concurrency,
+                    fmt_ms(s["p50"]),
+                    fmt_ms(s["p95"]),
+                    fmt_ms(s["p99"]),
+                    fmt_ms(s["max"]),
+                    errors,
+                    len(ours),
+                    f"{len(queued_ours)} ({len(set(queued_ours))})",
+                    f"{args.events / wall:.0f} events/s",
+                    f"after {drained:.1f} s",
+                    inbox_left,
+                    "met" if met else "not met",
+                ]
+            ],
+        )
+    )
+    report.add(
+        f"The ack time above includes storing each event before its ack (one INSERT into the inbox); "
+        f"that insert alone, {len(store_s)} times in a row from this process: p50 {fmt_ms(stored['p50'])}, "
+        f"p99 {fmt_ms(stored['p99'])}."
+    )
+    report.add(
+        f"Bot process (`policybot serve --http`): peak RSS {bot_rss or float('nan'):.0f} MiB after the load; "
+        f"{bot_cpu / args.events * 1000:.1f} ms of CPU per event (ack, then record and enqueue), against "
+        f"{own_cpu / args.events * 1000:.1f} ms per event in the load generator."
+    )
+    report.figures.update(
+        {
+            "ack": s,
+            "store_before_ack": stored,
+            "inbox_left": inbox_left,
+            "errors": errors,
+            "recorded": len(ours),
+            "enqueued": len(queued_ours),
+            "distinct": len(set(queued_ours)),
+            "bot_rss_mb": bot_rss,
+            "met": met,
+            "bot_cpu_ms_per_event": bot_cpu / args.events * 1000,
+            "events_per_s": args.events / wall,
+        }
+    )
     report.finish()
     return 0
 

@@ -90,8 +90,10 @@ def machine() -> str:
         memory = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, ValueError, IndexError):  # pragma: no cover
         pass
-    return (f"{cpu}, {os.cpu_count()} cores{memory}, Python {platform.python_version()}, torch {torch.__version__}, "
-            f"load average {load_average()} (1/5 min)")
+    return (
+        f"{cpu}, {os.cpu_count()} cores{memory}, Python {platform.python_version()}, torch {torch.__version__}, "
+        f"load average {load_average()} (1/5 min)"
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -106,8 +108,13 @@ def percentile(values: Sequence[float], q: float) -> float:
 def summary(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {"n": 0, "p50": float("nan"), "p95": float("nan"), "p99": float("nan"), "max": float("nan")}
-    return {"n": len(values), "p50": statistics.median(values), "p95": percentile(values, 95),
-            "p99": percentile(values, 99), "max": max(values)}
+    return {
+        "n": len(values),
+        "p50": statistics.median(values),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "max": max(values),
+    }
 
 
 def fmt_ms(seconds_or_ms: float, *, ms: bool = False) -> str:
@@ -146,8 +153,12 @@ class Report:
         self.figures["machine"] = machine()
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         (RESULTS_DIR / f"{self.name}.json").write_text(
-            json.dumps({"name": self.name, "title": self.title, "markdown": self.markdown(), "figures": self.figures},
-                       indent=2, default=str))
+            json.dumps(
+                {"name": self.name, "title": self.title, "markdown": self.markdown(), "figures": self.figures},
+                indent=2,
+                default=str,
+            )
+        )
         print(f"[{self.name}] done in {self.figures['duration_s']:.0f} s on {self.figures['machine']}", flush=True)
         return self
 

@@ -49,9 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench")
     parser.add_argument("--write", type=Path, help="also write the Markdown table to this file")
-    parser.add_argument("--per-org", type=int, default=0,
-                        help="route only this many test questions per organisation (every n-th; 0: all; "
-                             "each costs about 0.5 s per judge on 2 cores)")
+    parser.add_argument(
+        "--per-org",
+        type=int,
+        default=0,
+        help="route only this many test questions per organisation (every n-th; 0: all; "
+        "each costs about 0.5 s per judge on 2 cores)",
+    )
     args = parser.parse_args(argv)
 
     from crag.evaluator import CachedEvaluator, load_evaluator
@@ -84,14 +88,22 @@ def main(argv: list[str] | None = None) -> int:
         "T5 evaluator": {"upper": row.upper, "lower": row.lower, "strip": row.strip_threshold},
     }
     judges = {"cosine": cosine, "T5 evaluator": evaluator}
-    lines = [f"Routing on the policy-qa test organisations ({len(corpus.in_split('test'))} organisations, "
-             f"{len(test)} questions), evaluator {row.version}:", ""]
+    lines = [
+        f"Routing on the policy-qa test organisations ({len(corpus.in_split('test'))} organisations, "
+        f"{len(test)} questions), evaluator {row.version}:",
+        "",
+    ]
     for split, items in (("dev", dev), ("test", test)):
         kb = [a for a in items if a.question.label == "kb"]
         hit = sum(any(a.holds_answer(c) for c in a.candidates) for a in kb)
-        lines.append(f"- retrieval recall@{settings.top_k} ({split}): {hit}/{len(kb)} = {hit / len(kb):.1%} of kb questions")
-    lines += ["", "| judge | AUC | routing | " + " | ".join(CATEGORIES) + " |",
-              "| --- | --- | --- | " + " | ".join("---" for _ in CATEGORIES) + " |"]
+        lines.append(
+            f"- retrieval recall@{settings.top_k} ({split}): {hit}/{len(kb)} = {hit / len(kb):.1%} of kb questions"
+        )
+    lines += [
+        "",
+        "| judge | AUC | routing | " + " | ".join(CATEGORIES) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in CATEGORIES) + " |",
+    ]
     for name, judge in judges.items():
         t = thresholds[name]
         metrics = measure(judge, held_out(test), fixed_thresholds=t)
@@ -107,11 +119,16 @@ def main(argv: list[str] | None = None) -> int:
         for c in CATEGORIES:
             n = sum(routed[c].values())
             share = (routed[c][Action.CORRECT] if c == CATEGORIES[0] else n - routed[c][Action.CORRECT]) / max(n, 1)
-            cells.append(f"{share:.0%} of {n} (C/A/I {routed[c][Action.CORRECT]}/{routed[c][Action.AMBIGUOUS]}/"
-                         f"{routed[c][Action.INCORRECT]})")
+            cells.append(
+                f"{share:.0%} of {n} (C/A/I {routed[c][Action.CORRECT]}/{routed[c][Action.AMBIGUOUS]}/"
+                f"{routed[c][Action.INCORRECT]})"
+            )
         lines.append(f"| {name} | {metrics.auc:.3f} | {metrics.routing_accuracy:.1%} | " + " | ".join(cells) + " |")
-    lines += ["", "Each cell: the share routed right (Correct for an answer retrieved, anything else otherwise), "
-              "and the counts routed Correct / Ambiguous / Incorrect. Routing counts Ambiguous as half right."]
+    lines += [
+        "",
+        "Each cell: the share routed right (Correct for an answer retrieved, anything else otherwise), "
+        "and the counts routed Correct / Ambiguous / Incorrect. Routing counts Ambiguous as half right.",
+    ]
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -65,8 +65,16 @@ def claim_message(session: Session, channel: str, message_ts: str, event_id: str
     ).scalar_one()
     fresh = row.created_at > datetime.now(UTC) - timedelta(seconds=CLAIM_LEASE_S)
     enqueued = row.enqueued_at is not None
-    return Claim(row.id, False, row.event_id == event_id, row.question_id, enqueued, row.reply_ts,
-                 in_progress=fresh and not enqueued, kind=row.kind)
+    return Claim(
+        row.id,
+        False,
+        row.event_id == event_id,
+        row.question_id,
+        enqueued,
+        row.reply_ts,
+        in_progress=fresh and not enqueued,
+        kind=row.kind,
+    )
 
 
 def link_question(session: Session, claim_id: int, question_id: int) -> None:
@@ -89,8 +97,10 @@ def confirm_upload(settings: Settings, claim_id: int, channel: str, admin: str |
     with db.session(settings) as session:
         confirmed = SlackMessage.confirmed_by.is_(None) if admin else SlackMessage.confirmed_by.is_not(None)
         return session.execute(
-            update(SlackMessage).where(SlackMessage.id == claim_id, SlackMessage.channel == channel, confirmed)
-            .values(confirmed_by=admin).returning(SlackMessage)
+            update(SlackMessage)
+            .where(SlackMessage.id == claim_id, SlackMessage.channel == channel, confirmed)
+            .values(confirmed_by=admin)
+            .returning(SlackMessage)
         ).scalar_one_or_none()
 
 
@@ -126,8 +136,9 @@ def mark_greeted(settings: Settings, user_id: str) -> bool:
         return inserted is not None
 
 
-def remember_assistant_thread(settings: Settings, channel: str, thread_ts: str, user_id: str | None,
-                              context: dict[str, Any] | None) -> bool:
+def remember_assistant_thread(
+    settings: Settings, channel: str, thread_ts: str, user_id: str | None, context: dict[str, Any] | None
+) -> bool:
     """Record an agent-view thread; True when it is new."""
     with db.session(settings) as session:
         inserted = session.execute(

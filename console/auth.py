@@ -65,7 +65,9 @@ def hash_password(password: str, n: int = SCRYPT_N) -> str:
     if len(password) < 8:
         raise ValueError("use a password of at least 8 characters")
     salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_LEN, maxmem=SCRYPT_MAXMEM)
+    digest = hashlib.scrypt(
+        password.encode(), salt=salt, n=n, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_LEN, maxmem=SCRYPT_MAXMEM
+    )
     return f"scrypt${n}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
 
 
@@ -104,8 +106,10 @@ MIN_SECRET_BYTES = 32
 
 def _strong(secret: bytes, where: str) -> bytes:
     if len(secret) < MIN_SECRET_BYTES:
-        raise ConfigError(f"{where} must be at least {MIN_SECRET_BYTES} bytes (got {len(secret)}); make one with "
-                          "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
+        raise ConfigError(
+            f"{where} must be at least {MIN_SECRET_BYTES} bytes (got {len(secret)}); make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`"
+        )
     return secret
 
 
@@ -195,8 +199,13 @@ def decode_session(value: str | None, secret: bytes, settings: Settings) -> Sess
     if data is None:
         return Session(changed=True)
     try:
-        session = Session(user=data.get("u"), account=str(data.get("a") or ""), csrf=str(data["c"]),
-                          issued=float(data["t"]), flash=list(data.get("f") or []))
+        session = Session(
+            user=data.get("u"),
+            account=str(data.get("a") or ""),
+            csrf=str(data["c"]),
+            issued=float(data["t"]),
+            flash=list(data.get("f") or []),
+        )
     except (ValueError, KeyError, TypeError):
         return Session(changed=True)
     if time.time() - session.issued > settings.console_session_hours * 3600:

@@ -212,7 +212,9 @@ class MiniLMT5Judge(nn.Module):
     """MiniLM (question and passage apart, or jointly) -> T5 encoder blocks -> mean pooling ->
     linear head (one logit), plus the similarity prior."""
 
-    def __init__(self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False):
+    def __init__(
+        self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False
+    ):
         super().__init__()
         from transformers import BertModel, T5EncoderModel
 
@@ -254,8 +256,9 @@ class MiniLMT5Judge(nn.Module):
         cosine = nn.functional.cosine_similarity(question, passage, dim=-1)
         return logit + self.prior_scale * (cosine - self.prior_shift)
 
-    def _forward_separate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                          token_type_ids: torch.Tensor) -> torch.Tensor:
+    def _forward_separate(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         """[CLS] q [SEP] p [SEP] rows, read as [CLS] q [SEP] and [CLS] p [SEP] apart, then packed
         back together for the T5 blocks."""
         valid = attention_mask.bool()
@@ -301,7 +304,9 @@ class MiniLMT5Judge(nn.Module):
         missing = [row for row, states in enumerate(found) if states is None]
         if missing:
             longest = max(lengths[row] for row in missing)
-            fresh = self.minilm(input_ids=p_ids[missing, :longest], attention_mask=p_mask[missing, :longest]).last_hidden_state
+            fresh = self.minilm(
+                input_ids=p_ids[missing, :longest], attention_mask=p_mask[missing, :longest]
+            ).last_hidden_state
             for i, row in enumerate(missing):
                 found[row] = fresh[i, : lengths[row]].clone()  # a copy: no view pinning the whole batch
                 cache.put(keys[row], found[row])
@@ -708,9 +713,7 @@ def load_evaluator(
 
         saved = EvaluatorConfig(kind="t5_seq_cls")
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        model: nn.Module = T5ForSequenceClassification.from_pretrained(
-            folder, local_files_only=True, num_labels=1
-        )
+        model: nn.Module = T5ForSequenceClassification.from_pretrained(folder, local_files_only=True, num_labels=1)
         raw = True
     else:
         from safetensors.torch import load_model
@@ -721,7 +724,9 @@ def load_evaluator(
         configs = config["model_configs"]
         if kind == "minilm_t5":
             model = MiniLMT5Judge(
-                BertConfig.from_dict(configs["bert"]), T5Config.from_dict(configs["t5"]), saved.similarity_prior,
+                BertConfig.from_dict(configs["bert"]),
+                T5Config.from_dict(configs["t5"]),
+                saved.similarity_prior,
                 saved.separate_encoding,
             )
         elif kind == "t5_encoder":

@@ -31,8 +31,18 @@ SAMPLE_TARGETS: dict[str, Literal["pdf", "docx"]] = {
 DOC_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 
 # fpdf2 core fonts are latin-1 only
-_LATIN1 = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
-                         "\u2013": "-", "\u2014": "-", "\u2026": "...", "\u2022": "-"})
+_LATIN1 = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2026": "...",
+        "\u2022": "-",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -160,7 +160,9 @@ def _ingest_file(
     try:
         size_mb = path.stat().st_size / 1e6
         if size_mb > settings.max_file_mb:
-            raise LoadError(f"file is {size_mb:.1f} MB, over the {settings.max_file_mb:g} MB limit (POLICYBOT_MAX_FILE_MB)")
+            raise LoadError(
+                f"file is {size_mb:.1f} MB, over the {settings.max_file_mb:g} MB limit (POLICYBOT_MAX_FILE_MB)"
+            )
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             load_document(path)  # raises the "unsupported" error with the list of formats
         content_hash = document_hash(path.read_bytes())
@@ -170,9 +172,15 @@ def _ingest_file(
                 return FileResult(source, existing.name, "unchanged", existing.chunk_count)
             twin = None if existing and not existing.deleted else _live_twin(session, collection, content_hash)
             if twin is not None:
-                return FileResult(source, path.name, "skipped", detail=(
-                    f"same content as {twin.name} (from {twin.source}), already in {collection}: not ingested twice; "
-                    f"remove that one first (`policybot docs remove {twin.id}`) to ingest this copy instead"))
+                return FileResult(
+                    source,
+                    path.name,
+                    "skipped",
+                    detail=(
+                        f"same content as {twin.name} (from {twin.source}), already in {collection}: not ingested twice; "
+                        f"remove that one first (`policybot docs remove {twin.id}`) to ingest this copy instead"
+                    ),
+                )
         # Slow work (parsing, embedding) happens outside any transaction.
         loaded = load_document(path)
         drafts = chunk_markdown(loaded.text, tokenize, settings.chunk_tokens, settings.chunk_overlap)
@@ -218,8 +226,9 @@ def _find(session, collection: str, source: str, for_update: bool = False) -> Do
 
 def _live_twin(session, collection: str, content_hash: str) -> Document | None:  # type: ignore[no-untyped-def]
     """A live document of `collection` with exactly this content, if any."""
-    query = select(Document).where(Document.collection == collection, Document.content_hash == content_hash,
-                                   Document.deleted.is_(False))
+    query = select(Document).where(
+        Document.collection == collection, Document.content_hash == content_hash, Document.deleted.is_(False)
+    )
     return session.execute(query.order_by(Document.id).limit(1)).scalar_one_or_none()
 
 
@@ -249,5 +258,3 @@ def remove_document(settings: Settings, document_id: int) -> Document | None:
         document.deleted = True
         document.chunk_count = 0
         return document
-
-

@@ -80,7 +80,9 @@ class ChunkRetriever:
     def retrieve(self, question: str, top_k: int) -> list[Passage]:
         if not self.collections or not question.strip():
             return []
-        return self.retrieve_embedded(question, embedding.embed_model(self.settings).get_query_embedding(question), top_k)
+        return self.retrieve_embedded(
+            question, embedding.embed_model(self.settings).get_query_embedding(question), top_k
+        )
 
     def retrieve_embedded(self, question: str, query_embedding: list[float], top_k: int) -> list[Passage]:
         """`retrieve` with the question's embedding already made (many questions embed faster in one batch)."""
@@ -89,12 +91,21 @@ class ChunkRetriever:
         filters = access_filters(self.collections, self.channel)
         vector_store = _vector_store(self.settings)
         dense = vector_store.query(
-            VectorStoreQuery(query_embedding=query_embedding, similarity_top_k=top_k, filters=filters,
-                             mode=VectorStoreQueryMode.DEFAULT)
+            VectorStoreQuery(
+                query_embedding=query_embedding,
+                similarity_top_k=top_k,
+                filters=filters,
+                mode=VectorStoreQueryMode.DEFAULT,
+            )
         )
         sparse = vector_store.query(
-            VectorStoreQuery(query_str=question, sparse_top_k=top_k, similarity_top_k=top_k, filters=filters,
-                             mode=VectorStoreQueryMode.TEXT_SEARCH)
+            VectorStoreQuery(
+                query_str=question,
+                sparse_top_k=top_k,
+                similarity_top_k=top_k,
+                filters=filters,
+                mode=VectorStoreQueryMode.TEXT_SEARCH,
+            )
         )
         nodes = {node.node_id: node for node in (sparse.nodes or []) + (dense.nodes or [])}
         fused = reciprocal_rank_fusion([dense.ids or [], sparse.ids or []])

@@ -37,10 +37,7 @@ def chunk_table(embed_dim: int):  # -> sqlalchemy.Table
 
 def stored_dimension(session: Session) -> int:
     value = session.execute(
-        text(
-            "SELECT atttypmod FROM pg_attribute "
-            "WHERE attrelid = CAST(:table AS regclass) AND attname = 'embedding'"
-        ),
+        text("SELECT atttypmod FROM pg_attribute WHERE attrelid = CAST(:table AS regclass) AND attname = 'embedding'"),
         {"table": CHUNKS_TABLE},
     ).scalar_one()
     return int(value)

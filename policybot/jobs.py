@@ -62,10 +62,18 @@ def progress_reporter(settings: Settings, job_id: int, every_s: float = 1.0) -> 
 
 
 def job_json(job: Job) -> dict[str, Any]:
-    return {"id": job.id, "kind": job.kind, "status": job.status, "params": job.params, "progress": job.progress,
-            "result": job.result, "error": job.error, "created_by": job.created_by,
-            "created_at": job.created_at.isoformat() if job.created_at else None,
-            "updated_at": job.updated_at.isoformat() if job.updated_at else None}
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "status": job.status,
+        "params": job.params,
+        "progress": job.progress,
+        "result": job.result,
+        "error": job.error,
+        "created_by": job.created_by,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "updated_at": job.updated_at.isoformat() if job.updated_at else None,
+    }
 
 
 def get_job(settings: Settings, job_id: int) -> dict[str, Any] | None:

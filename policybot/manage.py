@@ -118,15 +118,23 @@ def add_fallback_source(
         if query_template:
             config["query_template"] = query_template
         if allowed_hosts:
-            config["allowed_hosts"] = [urlsplit(url).hostname or ""] + [h.strip() for h in allowed_hosts.split(",") if h.strip()]
+            config["allowed_hosts"] = [urlsplit(url).hostname or ""] + [
+                h.strip() for h in allowed_hosts.split(",") if h.strip()
+            ]
         config.update(allow_private=allow_private, timeout_s=timeout, max_bytes=max_bytes)
     else:
         try:
             validate_collection(collection or "")
         except InvalidName as error:
             raise ManageError(str(error)) from None
-    row = FallbackSourceRow(name=name, kind="collection" if collection else "http", collection=collection, url=url,
-                            config=config, open_web=open_web)
+    row = FallbackSourceRow(
+        name=name,
+        kind="collection" if collection else "http",
+        collection=collection,
+        url=url,
+        config=config,
+        open_web=open_web,
+    )
     if url is not None:
         try:
             http_source_config(row)  # validates URL, template and options
@@ -147,5 +155,11 @@ def remove_fallback_source(settings: Settings, name: str) -> None:
 
 
 def fallback_source_json(row: FallbackSourceRow) -> dict[str, Any]:
-    return {"name": row.name, "kind": row.kind, "collection": row.collection, "url": row.url,
-            "open_web": row.open_web, "config": row.config}
+    return {
+        "name": row.name,
+        "kind": row.kind,
+        "collection": row.collection,
+        "url": row.url,
+        "open_web": row.open_web,
+        "config": row.config,
+    }

@@ -104,9 +104,7 @@ def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, i
     if not question_ids:
         return {}
     rows = session.execute(
-        select(Feedback.question_id,
-               func.count(case((Feedback.vote > 0, 1))),
-               func.count(case((Feedback.vote < 0, 1))))
+        select(Feedback.question_id, func.count(case((Feedback.vote > 0, 1))), func.count(case((Feedback.vote < 0, 1))))
         .where(Feedback.question_id.in_(question_ids))
         .group_by(Feedback.question_id)
     ).all()
@@ -120,13 +118,22 @@ def _latest_reviews(session, question_ids: list[int]) -> dict[int, dict[str, Any
 
     if not question_ids:
         return {}
-    rows = session.execute(select(Review).where(Review.question_id.in_(question_ids))
-                           .order_by(Review.updated_at)).scalars().all()
+    rows = (
+        session.execute(select(Review).where(Review.question_id.in_(question_ids)).order_by(Review.updated_at))
+        .scalars()
+        .all()
+    )
     return {row.question_id: review_json(row) for row in rows}  # the latest one wins
 
 
-def query_logs(settings, filters: LogFilters | None = None, *, limit: int | None = 100, offset: int = 0,  # type: ignore[no-untyped-def]
-               **legacy: Any) -> list[dict[str, Any]]:
+def query_logs(
+    settings,
+    filters: LogFilters | None = None,
+    *,
+    limit: int | None = 100,
+    offset: int = 0,  # type: ignore[no-untyped-def]
+    **legacy: Any,
+) -> list[dict[str, Any]]:
     """Logged questions, newest first, as plain dicts (the `logs --json` records).
 
     Keyword filters (`since=`, `action=`, ...) are accepted as well as a `LogFilters`.
@@ -168,8 +175,11 @@ def logged_evaluator_versions(settings) -> list[str]:  # type: ignore[no-untyped
     from policybot.models import Question
 
     with db.session(settings) as session:
-        return list(session.execute(select(Question.evaluator_version).distinct()
-                                    .where(Question.evaluator_version.is_not(None))).scalars())
+        return list(
+            session.execute(
+                select(Question.evaluator_version).distinct().where(Question.evaluator_version.is_not(None))
+            ).scalars()
+        )
 
 
 def record_id(ref: str) -> int | None:
@@ -178,7 +188,7 @@ def record_id(ref: str) -> int | None:
     from policybot.answering import could_be_reference
 
     ref = ref.strip()
-    explicit = next((ref[len(prefix):].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
+    explicit = next((ref[len(prefix) :].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
     digits = explicit if explicit is not None else ref if not could_be_reference(ref) else ""
     return int(digits) if digits.isascii() and digits.isdigit() and int(digits) < 2**31 else None
 
@@ -196,8 +206,12 @@ def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no
         if row_id is not None:
             row = session.get(Question, row_id)
         else:
-            row = session.execute(select(Question).where(func.upper(Question.reference) == ref.upper())
-                                  .order_by(Question.id.desc()).limit(1)).scalar_one_or_none()
+            row = session.execute(
+                select(Question)
+                .where(func.upper(Question.reference) == ref.upper())
+                .order_by(Question.id.desc())
+                .limit(1)
+            ).scalar_one_or_none()
         if row is None:
             return None
         votes = _feedback_counts(session, [row.id])
@@ -220,7 +234,8 @@ def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | No
         "status": row.status,
         "action": row.action,
         "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []))
-        if row.action else None,
+        if row.action
+        else None,
         "found": row.found,
         "top_score": max((s.get("score", 0.0) for s in scores), default=None),
         "scores": scores,
@@ -243,9 +258,29 @@ def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | No
 
 # ------------------------------------------------------------------ exports
 
-CSV_FIELDS = ("id", "reference", "created_at", "surface", "asker", "channel", "status", "action", "found", "top_score",
-              "question", "answer", "sources_used", "citations", "fallback_queries", "feedback_up", "feedback_down",
-              "latency_ms", "evaluator_version", "error", "review")
+CSV_FIELDS = (
+    "id",
+    "reference",
+    "created_at",
+    "surface",
+    "asker",
+    "channel",
+    "status",
+    "action",
+    "found",
+    "top_score",
+    "question",
+    "answer",
+    "sources_used",
+    "citations",
+    "fallback_queries",
+    "feedback_up",
+    "feedback_down",
+    "latency_ms",
+    "evaluator_version",
+    "error",
+    "review",
+)
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
@@ -279,9 +314,14 @@ def records_jsonl(records: list[dict[str, Any]]) -> str:
 
 
 def review_json(row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return {"verdict": row.verdict, "expected_document_id": row.expected_document_id,
-            "expected_document": row.expected_document, "note": row.note, "reviewer": row.reviewer,
-            "updated_at": row.updated_at.isoformat() if row.updated_at else None}
+    return {
+        "verdict": row.verdict,
+        "expected_document_id": row.expected_document_id,
+        "expected_document": row.expected_document,
+        "note": row.note,
+        "reviewer": row.reviewer,
+        "updated_at": row.updated_at.isoformat() if row.updated_at else None,
+    }
 
 
 class ReviewError(UserError):
@@ -292,8 +332,14 @@ class ReviewNotFound(ReviewError, NotFound):
     """The logged question to review does not exist (404)."""
 
 
-def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type: ignore[no-untyped-def]
-               expected_document_id: int | None = None, note: str | None = None) -> dict[str, Any]:
+def set_review(
+    settings,
+    question_id: int,
+    reviewer: str,
+    verdict: str,  # type: ignore[no-untyped-def]
+    expected_document_id: int | None = None,
+    note: str | None = None,
+) -> dict[str, Any]:
     """Store (or replace) one reviewer's label for a logged question."""
     from sqlalchemy import select
 
@@ -312,8 +358,9 @@ def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type:
             if document is None:
                 raise ReviewError(f"no document {expected_document_id}")
             expected_name = document.name
-        row = session.execute(select(Review).where(Review.question_id == question_id, Review.reviewer == reviewer)
-                              ).scalar_one_or_none()
+        row = session.execute(
+            select(Review).where(Review.question_id == question_id, Review.reviewer == reviewer)
+        ).scalar_one_or_none()
         if row is None:
             row = Review(question_id=question_id, reviewer=reviewer)
             session.add(row)
@@ -333,8 +380,11 @@ def reviews_for(settings, question_id: int) -> list[dict[str, Any]]:  # type: ig
     from policybot.models import Review
 
     with db.session(settings) as session:
-        rows = session.execute(select(Review).where(Review.question_id == question_id)
-                               .order_by(Review.updated_at.desc())).scalars().all()
+        rows = (
+            session.execute(select(Review).where(Review.question_id == question_id).order_by(Review.updated_at.desc()))
+            .scalars()
+            .all()
+        )
         return [review_json(row) for row in rows]
 
 
@@ -396,9 +446,19 @@ def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[st
         rows = session.execute(text(_DAILY_SQL), {"since": start, "until": until}).all()
     per_day = [{"day": row.day.isoformat()} | _rates(row) for row in rows if row.day is not None]
     total_row = next((row for row in rows if row.day is None), None)
-    empty = {"questions": 0, "answered": 0, "failed": 0, "actions": {a: 0 for a in ACTIONS},
-             "action_rates": {a: 0.0 for a in ACTIONS}, "abstained": 0, "abstention_rate": 0.0, "feedback_up": 0,
-             "feedback_down": 0, "latency_p50_ms": None, "latency_p95_ms": None}
+    empty = {
+        "questions": 0,
+        "answered": 0,
+        "failed": 0,
+        "actions": {a: 0 for a in ACTIONS},
+        "action_rates": {a: 0.0 for a in ACTIONS},
+        "abstained": 0,
+        "abstention_rate": 0.0,
+        "feedback_up": 0,
+        "feedback_down": 0,
+        "latency_p50_ms": None,
+        "latency_p95_ms": None,
+    }
     total = _rates(total_row) if total_row is not None and total_row.questions else empty
     return {"days": days, "since": start.date().isoformat(), "total": total, "per_day": per_day}
 
@@ -417,10 +477,13 @@ ALERT_MIN_PRIOR = 10  # and in the 28 days before them (no baseline, no rise to 
 def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     from sqlalchemy import text
 
-    row = session.execute(text(
-        "SELECT count(*) AS answered, count(*) FILTER (WHERE action = 'incorrect') AS incorrect FROM questions "
-        "WHERE status = 'answered' AND created_at >= :since AND created_at < :until"),
-        {"since": since, "until": until}).one()
+    row = session.execute(
+        text(
+            "SELECT count(*) AS answered, count(*) FILTER (WHERE action = 'incorrect') AS incorrect FROM questions "
+            "WHERE status = 'answered' AND created_at >= :since AND created_at < :until"
+        ),
+        {"since": since, "until": until},
+    ).one()
     return int(row.incorrect), int(row.answered)
 
 
@@ -436,8 +499,13 @@ def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dic
     recent_share = recent[0] / recent[1] if recent[1] else 0.0
     prior_share = prior[0] / prior[1] if prior[1] else 0.0
     return {
-        "recent_share": recent_share, "recent_incorrect": recent[0], "recent_answered": recent[1],
-        "prior_share": prior_share, "prior_incorrect": prior[0], "prior_answered": prior[1], "margin": margin,
+        "recent_share": recent_share,
+        "recent_incorrect": recent[0],
+        "recent_answered": recent[1],
+        "prior_share": prior_share,
+        "prior_incorrect": prior[0],
+        "prior_answered": prior[1],
+        "margin": margin,
         "alert": recent[1] >= ALERT_MIN_RECENT and prior[1] >= ALERT_MIN_PRIOR and recent_share > prior_share + margin,
     }
 
@@ -451,8 +519,10 @@ def _misses(settings, since: datetime) -> list[Any]:  # type: ignore[no-untyped-
     with db.session(settings) as session:
         return session.execute(
             select(Question.question, Question.scores).where(
-                Question.status == "answered", Question.created_at >= since,
-                or_(Question.action == "incorrect", Question.found.is_(False)))
+                Question.status == "answered",
+                Question.created_at >= since,
+                or_(Question.action == "incorrect", Question.found.is_(False)),
+            )
         ).all()
 
 

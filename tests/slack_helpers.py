@@ -39,11 +39,19 @@ class Stack:
     def worker_env(self, **extra: str) -> dict[str, str]:
         from bot.demo import worker_env
 
-        return worker_env(self.settings, self.fake, base=cli_env(self.settings.home),
-                          **{"POLICYBOT_ADMINS": ADMIN, "POLICYBOT_TEST_FAIL_MARKER": FAIL_MARKER,
-                             "POLICYBOT_TEST_SLOW_MARKER": SLOW_MARKER,
-                             "POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(TEST_VISIBILITY_TIMEOUT_S)}
-                          | self.worker_extra_env | extra)
+        return worker_env(
+            self.settings,
+            self.fake,
+            base=cli_env(self.settings.home),
+            **{
+                "POLICYBOT_ADMINS": ADMIN,
+                "POLICYBOT_TEST_FAIL_MARKER": FAIL_MARKER,
+                "POLICYBOT_TEST_SLOW_MARKER": SLOW_MARKER,
+                "POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(TEST_VISIBILITY_TIMEOUT_S),
+            }
+            | self.worker_extra_env
+            | extra,
+        )
 
     def start_worker(self, name: str, **extra_env: str):  # -> WorkerProcess
         from workers.process import WorkerProcess
@@ -56,19 +64,38 @@ class Stack:
 
     # events as Slack sends them
 
-    def mention(self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None) -> dict[str, Any]:
+    def mention(
+        self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None
+    ) -> dict[str, Any]:
         ts = self.fake.new_ts()
-        event = {"type": "app_mention", "user": user, "text": f"<@{self.fake.bot_user_id}> {text}".rstrip(),
-                 "ts": ts, "channel": channel, "event_ts": ts, "team": self.fake.team_id}
+        event = {
+            "type": "app_mention",
+            "user": user,
+            "text": f"<@{self.fake.bot_user_id}> {text}".rstrip(),
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.fake.team_id,
+        }
         if thread_ts:
             event["thread_ts"] = thread_ts
         return event
 
-    def dm(self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None,
-           **extra: Any) -> dict[str, Any]:
+    def dm(
+        self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
         ts = self.fake.new_ts()
-        event = {"type": "message", "channel_type": "im", "user": user, "text": text, "ts": ts,
-                 "channel": channel, "event_ts": ts, "team": self.fake.team_id, **extra}
+        event = {
+            "type": "message",
+            "channel_type": "im",
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.fake.team_id,
+            **extra,
+        }
         if thread_ts:
             event["thread_ts"] = thread_ts
         return event
@@ -76,8 +103,14 @@ class Stack:
     @staticmethod
     def mention_twin(message: dict[str, Any]) -> dict[str, Any]:
         """The `app_mention` Slack also sends for a DM that mentions the bot."""
-        return {"type": "app_mention", "user": message["user"], "text": message["text"], "ts": message["ts"],
-                "channel": message["channel"], "event_ts": message["ts"]}
+        return {
+            "type": "app_mention",
+            "user": message["user"],
+            "text": message["text"],
+            "ts": message["ts"],
+            "channel": message["channel"],
+            "event_ts": message["ts"],
+        }
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +147,11 @@ def question_for(settings, channel: str, message_ts: str):  # type: ignore[no-un
     from policybot.models import Question
 
     with db.session(settings) as session:
-        return session.execute(
-            select(Question).where(Question.channel == channel, Question.message_ts == message_ts)
-        ).scalars().all()
+        return (
+            session.execute(select(Question).where(Question.channel == channel, Question.message_ts == message_ts))
+            .scalars()
+            .all()
+        )
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 60.0, what: str = "condition", step: float = 0.2) -> Any:
@@ -142,15 +177,26 @@ def buttons(post) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
     return [e for b in post["blocks"] if b["type"] == "actions" for e in b["elements"]]
 
 
-def choose_upload(stack: Stack, offer, add: bool = True, user: str = ADMIN,  # type: ignore[no-untyped-def]
-                  url: str | None = None):  # -> httpx.Response
+def choose_upload(
+    stack: Stack,
+    offer,
+    add: bool = True,
+    user: str = ADMIN,  # type: ignore[no-untyped-def]
+    url: str | None = None,
+):  # -> httpx.Response
     """Click "Add to knowledge base" (or "Don't add") on the bot's offer to add an admin's files."""
     from bot import blocks
 
     [button] = [b for b in buttons(offer) if b["action_id"] == (blocks.UPLOAD_ADD if add else blocks.UPLOAD_SKIP)]
-    response = stack.fake.click(url or stack.events_url, action_id=button["action_id"], value=button["value"],
-                                user=user, channel=offer["channel"], message=offer.response["message"],
-                                block_id=blocks.UPLOAD_BLOCK)
+    response = stack.fake.click(
+        url or stack.events_url,
+        action_id=button["action_id"],
+        value=button["value"],
+        user=user,
+        channel=offer["channel"],
+        message=offer.response["message"],
+        block_id=blocks.UPLOAD_BLOCK,
+    )
     assert response.status_code == 200
     return response
 

@@ -20,8 +20,16 @@ from slack_helpers import stack  # noqa: F401
 pytestmark = pytest.mark.timeout(300)
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 REPO = Path(__file__).resolve().parent.parent
 SEED_CHANNEL = "CCONSOLE02"  # seeded_log's rows for this module
 ARTIFACTS = Path(os.environ.get("POLICYBOT_ARTIFACTS_DIR") or REPO / ".artifacts") / "console"
@@ -66,8 +74,14 @@ def page(browser, console_url):  # type: ignore[no-untyped-def]
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
     # JavaScript errors and CSP violations; refused resources are expected (the wrong password's 401)
-    opened.on("console", lambda message: errors.append(message.text)
-              if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
+    opened.on(
+        "console",
+        lambda message: (
+            errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     opened.js_errors = errors
     yield opened
     context.close()
@@ -131,8 +145,10 @@ def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path)
     from policybot.manage import list_documents
 
     upload = tmp_path / "console-e2e-parking.md"
-    upload.write_text("# Parking Policy\n\n## Visitor parking\n\nVisitors park in the green zone of garage B for up to "
-                      "four hours. Employees must not use the green zone.\n")
+    upload.write_text(
+        "# Parking Policy\n\n## Visitor parking\n\nVisitors park in the green zone of garage B for up to "
+        "four hours. Employees must not use the green zone.\n"
+    )
     page.goto(console_url + "/documents")
     page.set_input_files("input[name=files]", str(upload))
     page.fill("input[name=collection]", "console-e2e")
@@ -141,8 +157,9 @@ def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path)
     assert "queued for ingestion into console-e2e" in page.inner_text(".flash.ok")
     shot(page, "05-upload-queued")
     # the worker ingests it; the page follows the job and reloads the list when it is done
-    page.wait_for_selector('table[data-collection="console-e2e"] tr[data-document="console-e2e-parking.md"]',
-                           timeout=120_000)
+    page.wait_for_selector(
+        'table[data-collection="console-e2e"] tr[data-document="console-e2e-parking.md"]', timeout=120_000
+    )
     row = page.locator('tr[data-document="console-e2e-parking.md"]')
     assert "Parking Policy" in row.inner_text()
     [document] = [d for d in list_documents(stack.settings, "console-e2e") if d.name == "console-e2e-parking.md"]

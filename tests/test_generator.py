@@ -15,8 +15,13 @@ from policybot.config import Settings
 from policybot.generator import openai_generator
 
 PASSAGE = Passage(
-    id="c1", text="This section covers domestic travel in 2026. Submit your expense report within 30 calendar days after the trip.",
-    origin="kb", source="policies", document="travel-expenses.md", title="Travel", section="Travel > Domestic",
+    id="c1",
+    text="This section covers domestic travel in 2026. Submit your expense report within 30 calendar days after the trip.",
+    origin="kb",
+    source="policies",
+    document="travel-expenses.md",
+    title="Travel",
+    section="Travel > Domestic",
 )
 
 
@@ -43,11 +48,22 @@ def chat_server() -> Iterator[dict]:
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state["requests"].append({"path": self.path, "body": body})
-            payload = json.dumps({
-                "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": state["reply"]}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }).encode()
+            payload = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": state["reply"]},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

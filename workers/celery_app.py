@@ -183,7 +183,9 @@ def delivered_too_often(task: Any) -> bool:
         return False  # not delivered by a broker
     key = f"policybot:deliveries:{request.id}:{request.retries}"
     try:
-        count, _ = _broker_client(task.app.conf.broker_url).pipeline().incr(key).expire(key, DELIVERY_COUNT_TTL_S).execute()
+        count, _ = (
+            _broker_client(task.app.conf.broker_url).pipeline().incr(key).expire(key, DELIVERY_COUNT_TTL_S).execute()
+        )
     except redis.RedisError as error:
         log.warning("could not count the deliveries of task %s[%s]: %s", task.name, request.id, error)
         return False
@@ -216,4 +218,5 @@ def load_models(**_: object) -> None:
     import bot.blocks  # noqa: F401
     import bot.listeners  # noqa: F401
     import policybot.answering  # noqa: F401
+
     log.info("worker process %s ready: %s", os.getpid(), runtime.loaded.description)
