@@ -22,7 +22,7 @@ from pathlib import Path
 from bench.common import Report, cpu_seconds, fmt_ms, summary, table, use_bench_home
 
 
-async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
+async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tuple[int, float]]:
     import httpx
 
     gate = asyncio.Semaphore(concurrency)
@@ -45,7 +45,7 @@ async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tu
         return await asyncio.gather(*(one(body) for body in bodies))
 
 
-def _time_the_store(settings, bodies: list[dict]) -> list[float]:  # type: ignore[no-untyped-def]
+def _time_the_store(settings, bodies: list[dict]) -> list[float]:
     """Seconds each store-before-ack insert takes on its own (then removed again)."""
     from bot import inbox
 
@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         assert warm.status_code == 200, warm.status_code
         time.sleep(1.0)
         bench.purge_answer_queue()
-        bot_cpu_before, own_cpu_before = cpu_seconds(bench.bot.process.pid), time.process_time()
+        assert bench.bot is not None and bench.bot.process is not None  # started by SlackBench.__enter__
+        bot_pid = bench.bot.process.pid
+        bot_cpu_before, own_cpu_before = cpu_seconds(bot_pid), time.process_time()
         started = time.perf_counter()
         results = asyncio.run(_load(bench.fake, bench.events_url, bodies, args.concurrency))
         wall = time.perf_counter() - started
@@ -113,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                 break
             time.sleep(0.5)
         drained = time.perf_counter() - started
-        bot_cpu = cpu_seconds(bench.bot.process.pid) - bot_cpu_before
+        bot_cpu = cpu_seconds(bot_pid) - bot_cpu_before
         own_cpu = time.process_time() - own_cpu_before
         queued = bench.queued_question_ids()
         with db.session(settings) as session:

@@ -117,7 +117,9 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def fmt_ms(seconds_or_ms: float, *, ms: bool = False) -> str:
+def fmt_ms(seconds_or_ms: float | None, *, ms: bool = False) -> str:
+    if seconds_or_ms is None:  # not measured
+        return "n/a"
     value = seconds_or_ms if ms else seconds_or_ms * 1000
     if math.isnan(value):
         return "n/a"

@@ -25,19 +25,19 @@ from pathlib import Path
 
 from bench.quality import REPO
 from crag.decision import decide
-from crag.types import Action, Thresholds
+from crag.types import Action, Evaluator, Thresholds
 
 CATEGORIES = ("kb, answer retrieved", "kb, answer not retrieved", "fallback", "none-on-topic", "none-off-topic")
 
 
-def category(asked) -> str:  # type: ignore[no-untyped-def]
+def category(asked) -> str:
     label = asked.question.label
     if label != "kb":
         return label
     return CATEGORIES[0] if any(asked.holds_answer(c) for c in asked.candidates) else CATEGORIES[1]
 
 
-def _every_nth(items: list, wanted: int) -> list:  # type: ignore[type-arg]
+def _every_nth(items: list, wanted: int) -> list:
     """An even spread of `wanted` items (questions are written topic by topic), or all of them."""
     if wanted <= 0 or wanted >= len(items):
         return items
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         "cosine": measure(cosine, held_out(dev)).thresholds,
         "T5 evaluator": {"upper": row.upper, "lower": row.lower, "strip": row.strip_threshold},
     }
-    judges = {"cosine": cosine, "T5 evaluator": evaluator}
+    judges: dict[str, Evaluator] = {"cosine": cosine, "T5 evaluator": evaluator}
     lines = [
         f"Routing on the policy-qa test organisations ({len(corpus.in_split('test'))} organisations, "
         f"{len(test)} questions), evaluator {row.version}:",

@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from bench.common import Report, fmt_ms, prepared_settings, summary, table, use_bench_home
 
@@ -42,7 +43,7 @@ class QuestionSet:
     strips: list[str]
 
 
-def question_sets(settings, limit: int) -> list[QuestionSet]:  # type: ignore[no-untyped-def]
+def question_sets(settings, limit: int) -> list[QuestionSet]:
     """Benchmark questions with their retrieved top-k chunks and those chunks' strips."""
     import yaml
 
@@ -65,10 +66,10 @@ class WordPieceForT5:
 
     pad_token_id = 0
 
-    def __init__(self, wordpiece) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, wordpiece) -> None:
         self.wordpiece = wordpiece
 
-    def __call__(self, texts, truncation=True, max_length=512):  # type: ignore[no-untyped-def]
+    def __call__(self, texts, truncation=True, max_length=512):
         ids = self.wordpiece(list(texts), add_special_tokens=False, truncation=truncation, max_length=max_length - 1)
         return {"input_ids": [row + [1] for row in ids["input_ids"]]}
 
@@ -133,7 +134,7 @@ def t5_large_evaluator(int8: bool):  # -> TorchEvaluator
 
 def pairs_per_second(
     evaluator, groups: list[tuple[str, list[str]]], batch: int, time_cap_s: float
-) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+) -> tuple[float, int]:
     """Score question groups at one batch size (after one warm-up batch); stop after time_cap_s."""
     evaluator.batch_size = batch
     evaluator.logits(groups[0][0], groups[0][1][:batch])  # warm-up: first-call allocations
@@ -147,7 +148,7 @@ def pairs_per_second(
     return done / (time.perf_counter() - started), done
 
 
-def per_question_ms(evaluator, sets: list[QuestionSet]) -> list[float]:  # type: ignore[no-untyped-def]
+def per_question_ms(evaluator, sets: list[QuestionSet]) -> list[float]:
     """Wall time to score one question's candidates and all their strips (two calls, as the worker does)."""
     evaluator.score(sets[0].question, sets[0].candidates[:2])  # warm-up
     times = []
@@ -209,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     torch.set_num_threads(1)
-    rows, figures = [], {}
+    rows: list[list[Any]] = []
+    figures: dict[str, Any] = {}
     for precision in PRECISIONS:
         evaluator = load_evaluator(active.path, threads=1, quantize_int8=precision == "int8", bf16=precision == "bf16")
         for batch in BATCHES:

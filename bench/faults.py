@@ -216,7 +216,7 @@ def _replies(run: FaultRun, asked: Asked) -> list[Any]:
     return [post for post in run.fake.posts(asked.channel, asked.ts) if post.response.get("ok")]
 
 
-def run_faults(run: FaultRun, per_fault: int, bound_s: float, faults=FAULTS) -> list[FaultRow]:  # type: ignore[no-untyped-def]
+def run_faults(run: FaultRun, per_fault: int, bound_s: float, faults=FAULTS) -> list[FaultRow]:
     """Inject each fault in turn and heal it, then wait up to `bound_s` for every reply to
     its questions before the next fault; one row per fault."""
     run.start_bot()
@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             POLICYBOT_CELERY_VISIBILITY_TIMEOUT="10",
         )
 
-        def start_worker():  # type: ignore[no-untyped-def]
+        def start_worker():
             return (
                 WorkerProcess(env, log_dir / f"worker-{time.time():.0f}.log", queues=("answer",))
                 .start()

@@ -85,7 +85,7 @@ def _holds_expected_phrase(item: dict, text: str) -> bool:
     return any(phrase.lower() in text.lower() for phrase in item.get("expected_phrases", []))
 
 
-def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:  # type: ignore[no-untyped-def]
+def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:
     from sqlalchemy import select
 
     from ingestion.ingest import ingest_paths
@@ -110,7 +110,7 @@ def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:  # 
         print(f"trained {result.version}: AUC {result.evaluator.auc:.3f} vs cosine {result.cosine.auc:.3f}", flush=True)
 
 
-def plain_rag(settings, question: str, top_k: int):  # type: ignore[no-untyped-def]
+def plain_rag(settings, question: str, top_k: int):
     """Baseline (a): top-k straight to the answer: the best chunk, always answered."""
     from ingestion.retriever import ChunkRetriever
     from policybot.runtime import knowledge_base_collections
@@ -121,7 +121,7 @@ def plain_rag(settings, question: str, top_k: int):  # type: ignore[no-untyped-d
     return passages[0].text, True, [(passages[0].document, "kb")], "correct"
 
 
-def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:  # type: ignore[no-untyped-def]
+def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:
     """One question's internals under one system, for reading misses (--dump)."""
     return {
         "id": item["id"],
@@ -150,7 +150,7 @@ def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:  # t
     }
 
 
-def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0):  # type: ignore[no-untyped-def]
+def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0):
     """Settings on the benchmark's own POLICYBOT_HOME, with the samples ingested and an evaluator trained."""
     os.environ["POLICYBOT_HOME"] = str(home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")

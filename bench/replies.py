@@ -68,7 +68,7 @@ def reply_words(text: str) -> int:
     return len(_ANY_MARKER.sub(" ", text).split())
 
 
-def judge(record, text: str, found: bool, citations) -> Judged:  # type: ignore[no-untyped-def]
+def judge(record, text: str, found: bool, citations) -> Judged:
     """record: a corpus question's record; citations: crag.types.Citation of the reply."""
     from ingestion.chunking import HEADING_SEPARATOR
     from policybot.corpus import normalise, section_matches
@@ -76,7 +76,7 @@ def judge(record, text: str, found: bool, citations) -> Judged:  # type: ignore[
     origin = "kb" if record.label == "kb" else "fallback"
     gold_document = Path(record.document or "").name
 
-    def on_gold(citation) -> bool:  # type: ignore[no-untyped-def]
+    def on_gold(citation) -> bool:
         if citation.origin != origin or citation.document != gold_document:
             return False
         return not record.section or section_matches(record.section, citation.section.split(HEADING_SEPARATOR))
@@ -210,7 +210,7 @@ def ask(
     chunks,
     loaded,
     base_config,
-    per_org: int,  # type: ignore[no-untyped-def]
+    per_org: int,
 ) -> tuple[list[Judged], list[tuple[QuestionRecord, str, Answer]], list[str]]:
     """Every organisation's sampled kb and fallback questions through the pipeline, over its own
     documents: judged, with the answers and one JSON line each."""

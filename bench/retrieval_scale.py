@@ -38,7 +38,7 @@ DIM = 384
 TOP_K = 10
 
 
-def topics(settings) -> tuple[np.ndarray, np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
+def topics(settings) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Real chunk embeddings and texts of the sample corpus, and the benchmark questions' embeddings."""
     import yaml
     from sqlalchemy import text
@@ -103,7 +103,7 @@ def copy_binary(ids: np.ndarray, vectors: np.ndarray, half: bool) -> bytes:
     return header + data.tobytes() + struct.pack(">h", -1)
 
 
-def connect(settings):  # type: ignore[no-untyped-def]
+def connect(settings):
     """A plain psycopg 3 connection to the bench database (autocommit)."""
     import psycopg
     from sqlalchemy.engine import make_url
@@ -118,12 +118,12 @@ def literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
 
 
-def top_ids(cursor, name: str, kind: str, query: np.ndarray) -> list[int]:  # type: ignore[no-untyped-def]
+def top_ids(cursor, name: str, kind: str, query: np.ndarray) -> list[int]:
     cursor.execute(f"SELECT id FROM {name} ORDER BY embedding <=> %s::{kind}({DIM}) LIMIT {TOP_K}", (literal(query),))
     return [r[0] for r in cursor.fetchall()]
 
 
-def timed_queries(cursor, name: str, kind: str, queries: np.ndarray) -> tuple[list[float], list[list[int]]]:  # type: ignore[no-untyped-def]
+def timed_queries(cursor, name: str, kind: str, queries: np.ndarray) -> tuple[list[float], list[list[int]]]:
     times, results = [], []
     for query in queries:
         started = time.perf_counter()
@@ -138,7 +138,7 @@ def run_size(
     kind: str,
     bases: np.ndarray,
     queries: np.ndarray,
-    exact_queries: int,  # type: ignore[no-untyped-def]
+    exact_queries: int,
     ef_values: list[int],
     m: int,
     ef_construction: int,
@@ -203,7 +203,7 @@ def run_size(
     }
 
 
-def embedding_rate(settings, texts: list[str], sample: int) -> float:  # type: ignore[no-untyped-def]
+def embedding_rate(settings, texts: list[str], sample: int) -> float:
     from policybot.runtime import embed_function
 
     embed = embed_function(settings)

@@ -34,7 +34,7 @@ from bench.quality import CATEGORIES, REPO, load_questions, open_bench
 BestScores = dict[str, tuple[np.ndarray, np.ndarray]]  # reading -> (best KB score, best fallback score) per question
 
 
-def best_scores(settings, evaluator, questions: list[dict]) -> BestScores:  # type: ignore[no-untyped-def]
+def best_scores(settings, evaluator, questions: list[dict]) -> BestScores:
     """Per question and reading ("passage": whole passages; "best strip": each passage's best
     strip): the best knowledge-base score and the best fallback score (-inf when none)."""
     from crag.pipeline import AskContext, plan_fallback

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -100,7 +100,7 @@ class SlackBench:
         from bot.fake_slack import FakeSlack
 
         self.fake = FakeSlack().start()
-        self.env = worker_env(self.settings, self.fake, PYTHONPATH=str(REPO), **self.worker_env_extra)
+        self.env = worker_env(self.settings, self.fake, None, PYTHONPATH=str(REPO), **self.worker_env_extra)
         self.purge_answer_queue()
         self.bot = BotProcess(self.env, self.log_dir / "bot.log").start()
         return self
@@ -161,7 +161,7 @@ class SlackBench:
 
         client = redis.Redis.from_url(services.redis_url(self.settings))
         ids = []
-        for raw in client.lrange("answer", 0, -1):
+        for raw in cast(list[bytes], client.lrange("answer", 0, -1)):  # redis-py types replies "Awaitable or Any"
             message = json.loads(raw)
             args = json.loads(base64.b64decode(message["body"]))[0]
             ids.append(int(args[0]))

@@ -118,7 +118,7 @@ class ChannelAudience:
         return guests
 
 
-def answer_place(row: Any) -> dict[str, str]:
+def answer_place(row: Any) -> dict[str, Any]:
     """Where a question's answer is posted: its thread, or for a private reply the asker's DM
     with the bot (chat.postMessage to a user ID posts there)."""
     if row.private_reply:

@@ -260,7 +260,7 @@ def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
     return {"text": notification_text(view.text) or "policybot answer", "blocks": blocks}
 
 
-def private_answer_lead(channel: str, question: str) -> str:
+def private_answer_lead(channel: str | None, question: str) -> str:
     """What a private answer (bot/audience.py) answers: the asker's question and where they asked it."""
     return f"🔒 Your question in <#{channel}>: {escape(_truncate(question, 500))}"
 

@@ -110,7 +110,7 @@ def render_post(call: Call) -> list[tuple[str, str]]:
     return lines
 
 
-def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> None:  # type: ignore[no-untyped-def]
+def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
@@ -132,7 +132,7 @@ def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> No
     console.print(Panel(body, title=f"#{DEMO_CHANNEL} · thread", expand=False))
 
 
-def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> None:  # type: ignore[no-untyped-def]
+def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> None:
     from rich.table import Table
 
     from policybot.cli_ops import query_logs
@@ -171,7 +171,7 @@ def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> 
 # ------------------------------------------------------------------ the loop
 
 
-def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> None:  # type: ignore[no-untyped-def]
+def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> None:
     """Start a local Slack, the Bolt HTTP app and a Celery worker; ask `questions`; show threads and log rows."""
     from sqlalchemy import select
 

@@ -145,6 +145,7 @@ class FakeSlack:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an IPv4 server's address (typeshed also allows bytes, for other families)
         return f"http://{host}:{port}"
 
     @property
@@ -486,7 +487,7 @@ class FakeSlack:
             return 200, b"<!DOCTYPE html><html><body>Sign in to Slack</body></html>", "text/html"
         return 200, file.content, file.mimetype
 
-    def _handler_class(self):  # type: ignore[no-untyped-def]
+    def _handler_class(self):
         fake = self
 
         class Handler(BaseHTTPRequestHandler):

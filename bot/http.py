@@ -117,7 +117,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_lev
 class BackgroundServer:
     """uvicorn serving an ASGI app in a thread on a free local port (the demo and the tests)."""
 
-    def __init__(self, asgi_app, host: str = "127.0.0.1", port: int = 0) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, asgi_app, host: str = "127.0.0.1", port: int = 0) -> None:
         import threading
 
         import uvicorn

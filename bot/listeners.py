@@ -324,10 +324,15 @@ def show_progress(client: WebClient, surface: str, channel: str, thread_ts: str,
         log.warning("could not show progress in %s: %s", channel, error.response.get("error"))
 
 
-def clear_progress(client: WebClient, surface: str, channel: str, thread_ts: str, message_ts: str | None) -> None:
+def clear_progress(
+    client: WebClient, surface: str, channel: str | None, thread_ts: str | None, message_ts: str | None
+) -> None:
+    if channel is None:  # a question asked outside Slack (the CLI) shows no progress there
+        return
     try:
         if surface == "assistant":
-            client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status="")
+            if thread_ts is not None:
+                client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status="")
         elif message_ts:
             client.reactions_remove(channel=channel, timestamp=message_ts, name=PROGRESS_REACTION)
     except SlackApiError as error:

@@ -640,7 +640,7 @@ class Console:
             ) from None
         return job_id
 
-    async def _document(self, request: Request):  # type: ignore[no-untyped-def]
+    async def _document(self, request: Request):
         document = await self._call(manage.get_document, self.settings, request.path_params["id"])
         if document is None:
             raise BadRequest(f"no document {request.path_params['id']}", 404)

@@ -349,7 +349,10 @@ class LoginThrottle:
     def succeeded(self, client: str, user: str, stamp: str) -> None:
         address, name = self._keys(client, user)
         try:
-            self._redis().pipeline().delete(address).zrem(name, stamp).execute()
+            pipe = self._redis().pipeline()
+            pipe.delete(address)
+            pipe.zrem(name, stamp)
+            pipe.execute()
         except (redis.RedisError, UserError) as error:  # the attempts stay counted: at worst fewer tries left
             log.warning("could not clear the sign-in throttle after a success: %s", type(error).__name__)
 

@@ -411,7 +411,7 @@ def _addresses_reached(address: str) -> list[IPAddress]:
     if not isinstance(ip, ipaddress.IPv6Address):
         return [ip]
     last_32_bits = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    carried = [embedded for embedded in (ip.ipv4_mapped, ip.sixtofour) if embedded is not None]
+    carried: list[IPAddress] = [embedded for embedded in (ip.ipv4_mapped, ip.sixtofour) if embedded is not None]
     carried += [*(ip.teredo or ()), *([last_32_bits] if ip in _NAT64 else [])]
     if carried:
         return carried

@@ -41,6 +41,8 @@ from crag.evaluator import (
     CosineEvaluator,
     EvaluatorConfig,
     JudgeBundle,
+    MiniLMT5Judge,
+    T5EncoderJudge,
     build_judge,
     collate,
     encode_pairs,
@@ -521,6 +523,8 @@ def fit_judge(
     step time, replanned every 10 steps."""
     rng = random.Random(seed)
     model = bundle.model
+    if not isinstance(model, MiniLMT5Judge | T5EncoderJudge):
+        raise TypeError(f"only the judges built here can be trained, not {type(model).__name__}")
     model.train()
     rows = [
         encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0] for p in pairs
@@ -794,7 +798,7 @@ def train_evaluator(
     t_save = time.monotonic()
     emit("save", 0, 1)
     seconds = time.monotonic() - t0
-    metadata = {
+    metadata: dict[str, Any] = {
         "version": version,
         "kind": config.kind,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),

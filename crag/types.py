@@ -104,7 +104,8 @@ class Answer:
 class Evaluator(Protocol):
     """Scores how well a passage supports answering a question, roughly in [-1, 1]."""
 
-    version: str
+    @property
+    def version(self) -> str: ...
 
     def score(self, question: str, passages: Sequence[str]) -> list[float]: ...
 

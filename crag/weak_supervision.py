@@ -467,7 +467,9 @@ def near_duplicate_groups(
 ) -> dict[str, frozenset[str]]:
     """For each chunk, the chunks (itself included) whose embedding cosine exceeds `threshold`."""
     sims = embeddings @ embeddings.T
-    return {cid: frozenset(ids[j] for j in np.flatnonzero(sims[i] > threshold)) | {cid} for i, cid in enumerate(ids)}
+    return {
+        cid: frozenset(ids[int(j)] for j in np.flatnonzero(sims[i] > threshold)) | {cid} for i, cid in enumerate(ids)
+    }
 
 
 def _split_ids(

@@ -538,9 +538,9 @@ def _headings_only_from_tags(text: str) -> str:
     return "\n".join(out)
 
 
-class _PolicyMarkdown(MarkdownConverter):  # type: ignore[misc]
+class _PolicyMarkdown(MarkdownConverter):
     def convert_hN(self, n: int, el: Any, text: str, parent_tags: set[str]) -> str:
-        converted = super().convert_hN(n, el, text, parent_tags)
+        converted = super().convert_hN(n, el, text, parent_tags)  # type: ignore[misc]  # missing from markdownify's stub
         if "_inline" in parent_tags:
             return converted
         return re.sub(r"^(\s*)#", lambda m: m.group(1) + _HEADING_MARK + "#", converted, count=1)
@@ -561,7 +561,7 @@ class _PolicyMarkdown(MarkdownConverter):  # type: ignore[misc]
         return f" {text} " if text else ""
 
     def convert_td(self, el: Any, text: str, parent_tags: set[str]) -> str:
-        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)
+        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)  # type: ignore[misc]  # missing from markdownify's stub
 
     def convert_th(self, el: Any, text: str, parent_tags: set[str]) -> str:
-        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)
+        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)  # type: ignore[misc]  # missing from markdownify's stub

@@ -217,14 +217,14 @@ def _embedding_text(title: str, section: str, body: str) -> str:
     return f"{heading}\n{body}" if heading else body
 
 
-def _find(session, collection: str, source: str, for_update: bool = False) -> Document | None:  # type: ignore[no-untyped-def]
+def _find(session, collection: str, source: str, for_update: bool = False) -> Document | None:
     query = select(Document).where(Document.collection == collection, Document.source == source)
     if for_update:
         query = query.with_for_update()
     return session.execute(query).scalar_one_or_none()
 
 
-def _live_twin(session, collection: str, content_hash: str) -> Document | None:  # type: ignore[no-untyped-def]
+def _live_twin(session, collection: str, content_hash: str) -> Document | None:
     """A live document of `collection` with exactly this content, if any."""
     query = select(Document).where(
         Document.collection == collection, Document.content_hash == content_hash, Document.deleted.is_(False)

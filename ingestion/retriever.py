@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from llama_index.core.vector_stores.types import (
     FilterCondition,
@@ -112,7 +113,7 @@ class ChunkRetriever:
         best = sorted(fused.items(), key=lambda item: item[1], reverse=True)[:top_k]
         return [self._passage(nodes[node_id], score) for node_id, score in best]
 
-    def _passage(self, node, score: float) -> Passage:  # type: ignore[no-untyped-def]
+    def _passage(self, node, score: float) -> Passage:
         metadata = node.metadata
         return Passage(
             id=node.node_id,
@@ -134,7 +135,7 @@ class CollectionFallbackSource:
 
     name: str
     retriever: ChunkRetriever
-    kind: str = "collection"
+    kind: Literal["collection", "http"] = "collection"
     open_web: bool = False
 
     def search(self, keywords: str, limit: int) -> list[Passage]:

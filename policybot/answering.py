@@ -187,9 +187,10 @@ def log_answer(
         row.evaluator_version = answer.evaluator_version
         row.upper = answer.thresholds.upper if answer.thresholds else None
         row.lower = answer.thresholds.lower if answer.thresholds else None
-        row.timings_ms = dict(answer.timings_ms)
+        timings: dict[str, float | list[str]] = dict(answer.timings_ms)
         if answer.notes:
-            row.timings_ms["notes"] = list(answer.notes)  # why a source was skipped or failed
+            timings["notes"] = list(answer.notes)  # why a source was skipped or failed
+        row.timings_ms = timings
         row.latency_ms = round(latency_ms, 1)
         row.error = None
         row.answered_at = datetime.now(UTC)

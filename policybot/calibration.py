@@ -266,7 +266,7 @@ class Proposal:
         }
 
 
-def _version_row(session, version: str | None) -> EvaluatorVersion:  # type: ignore[no-untyped-def]
+def _version_row(session, version: str | None) -> EvaluatorVersion:
     query = select(EvaluatorVersion).where(
         EvaluatorVersion.version == version if version else EvaluatorVersion.active.is_(True)
     )

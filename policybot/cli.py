@@ -34,6 +34,7 @@ from policybot.wording import describe_action
 if TYPE_CHECKING:
     from crag.types import Answer
     from ingestion.ingest import IngestReport
+    from policybot.evaluators import Activation
     from policybot.models import Document
     from policybot.services import ServiceStatus
 
@@ -194,7 +195,7 @@ def ingest(
         ) as progress:
             task = progress.add_task("ingest", total=None, rate="", current="loading models")
 
-            def show(step) -> None:  # type: ignore[no-untyped-def]
+            def show(step) -> None:
                 elapsed = max(progress.tasks[0].elapsed or 0.0, 1e-6)
                 rate = f"{step.done / elapsed:.1f} files/s, {step.chunks / elapsed:.0f} chunks/s"
                 progress.update(task, total=step.total, completed=step.done, rate=rate, current=step.result.document)
@@ -632,7 +633,8 @@ def evaluator_train(
 ) -> None:
     """Train an evaluator on the policy-qa corpus and on weak supervision from the ingested documents
     (and, optionally, review labels); it is gated against cosine on the corpus's dev questions."""
-    if activate not in ("if-better", "always", "never"):
+    activations: dict[str, Activation] = {"if-better": "if_better", "always": "always", "never": "never"}
+    if activate not in activations:
         _fail("--activate must be if-better, always or never", 1)
     if minutes is not None and minutes <= 0:
         _fail("--minutes must be positive", 1)
@@ -645,8 +647,8 @@ def evaluator_train(
             result = evaluators.train_and_register(
                 settings,
                 budget_s,
-                activate.replace("-", "_"),
-                progress=show,  # type: ignore[arg-type]
+                activations[activate],
+                progress=show,
                 with_reviews=with_reviews,
                 with_feedback=with_feedback,
                 seed=seed,

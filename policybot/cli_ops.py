@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
     app.command()(stats)
 
 
-def _require(settings, *names: str) -> None:  # type: ignore[no-untyped-def]
+def _require(settings, *names: str) -> None:
     from bot.app import SlackConfigError, require_slack_settings  # Slack Bolt and SQLAlchemy: only for serve and worker
 
     try:
@@ -260,10 +260,10 @@ def logs_show(
     record = find_record(cli._settings(), ref)
     if record is None:
         cli._fail(f"no logged question {ref!r}", 1)
-    if as_json:
+    elif as_json:
         print(json.dumps(record, default=str))
-        return
-    _print_record(record)
+    else:
+        _print_record(record)
 
 
 def _print_record(record: dict[str, Any]) -> None:

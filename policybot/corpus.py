@@ -129,7 +129,7 @@ class Organisation:
         """Each document's text as policybot reads it, by its path relative to the organisation."""
         texts: dict[str, str | LoadError] = {}
         for role in ("kb", "fallback"):
-            for path in self.documents(role):  # type: ignore[arg-type]
+            for path in self.documents(role):
                 try:
                     texts[f"{role}/{path.name}"] = load_document(path).text
                 except LoadError as error:

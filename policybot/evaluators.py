@@ -118,9 +118,10 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
     """Every live chunk with its stored embedding, in document order."""
     table = chunk_table(settings.embed_dim)
     with db.session(settings) as session:
-        live = dict(
-            session.execute(select(Document.id, Document.content_hash).where(Document.deleted.is_(False))).all()
-        )
+        live: dict[int, str] = {
+            row.id: row.content_hash
+            for row in session.execute(select(Document.id, Document.content_hash).where(Document.deleted.is_(False)))
+        }
         rows = session.execute(select(table.c.node_id, table.c.text, table.c.metadata_, table.c.embedding)).all()
     chunks = []
     order: dict[str, tuple[str, int]] = {}  # chunk -> (its document's content hash, its position)

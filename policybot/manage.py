@@ -5,10 +5,10 @@ and the admin console both do, so a change made in one is the same change made i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 
 from policybot import db
 from policybot.config import Settings
@@ -149,7 +149,11 @@ def add_fallback_source(
 
 def remove_fallback_source(settings: Settings, name: str) -> None:
     with db.session(settings) as session:
-        removed = session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == name)).rowcount
+        # a DELETE's result is a CursorResult (Session.execute is typed to return any Result)
+        result = cast(
+            CursorResult[Any], session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == name))
+        )
+        removed = result.rowcount
     if not removed:
         raise ManageNotFound(f"no fallback source named {name!r}")
 

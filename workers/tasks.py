@@ -42,7 +42,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.error import URLError
 from urllib.parse import urlsplit
 
@@ -59,6 +59,9 @@ from workers.celery_app import (
     celery_app,
     delivered_too_often,
 )
+
+if TYPE_CHECKING:
+    from policybot.evaluators import Activation
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +100,7 @@ class DeliveredTooOften(RuntimeError):
         )
 
 
-def _log_given_up(task, what: str) -> None:  # type: ignore[no-untyped-def]
+def _log_given_up(task, what: str) -> None:
     log.error(
         "%s: the worker running task %s[%s] stopped during each of its %s deliveries; not running it again",
         what,
@@ -127,7 +130,7 @@ def _test_hooks(question: str) -> None:
         raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
 
 
-def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def]
+def earlier_questions_for(settings, row) -> list:
     """The thread's earlier questions this one continues, oldest first: none when it stands
     alone; "What about contractors?" then "And interns?" reach back to the question they follow."""
     from crag.followups import continues_earlier
@@ -157,7 +160,7 @@ def answer_question_task(
     self,
     question_id: int,
     waited_later: int = 0,
-    db_waits: int = 0,  # type: ignore[no-untyped-def]
+    db_waits: int = 0,
     posted_ts: str | None = None,
 ) -> str:
     """Answer a recorded question through CRAG and post it in the question's Slack thread
@@ -176,7 +179,7 @@ def answer_question_task(
         )
 
 
-def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts: str | None) -> str:  # type: ignore[no-untyped-def]
+def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts: str | None) -> str:
     from bot import blocks
     from bot.app import web_client
     from bot.askers import SLACK_USERS
@@ -237,8 +240,9 @@ def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts:
                     pipeline_question=" ".join(question.question for question in context) if len(context) > 1 else None,
                     asker_names=tuple(name for asker in askers for name in SLACK_USERS.names(client, asker)),
                 )
-                row = get_question(settings, question_id)
-                assert row is not None
+                answered_row = get_question(settings, question_id)
+                assert answered_row is not None
+                row = answered_row
             # Asked where outsiders read: to the asker alone, as decided when it arrived (bot/audience.py).
             lead = blocks.private_answer_lead(row.channel, row.question) if row.private_reply else None
             message = blocks.answer_message(blocks.AnswerView.from_row(row), lead)
@@ -325,7 +329,7 @@ def _in_chain(
     return None
 
 
-def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwargs: dict[str, Any]) -> str:  # type: ignore[no-untyped-def]
+def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwargs: dict[str, Any]) -> str:
     """Retry a task after a database failure (with `kwargs`, its question ID staying in its
     arguments), or leave it to the sweep once the waits are spent."""
     if db_waits >= len(DATABASE_WAITS_S):
@@ -345,7 +349,7 @@ def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwa
     ) from None
 
 
-def _fail_question(settings, poster, row, error: BaseException) -> str:  # type: ignore[no-untyped-def]
+def _fail_question(settings, poster, row, error: BaseException) -> str:
     """A question given up: the log row says failed, and the asker is owed the apology."""
     from policybot import outbox
     from policybot.answering import mark_failed
@@ -360,7 +364,7 @@ def _fail_question(settings, poster, row, error: BaseException) -> str:  # type:
     return "failed"
 
 
-def _apologise(settings, poster, row) -> None:  # type: ignore[no-untyped-def]
+def _apologise(settings, poster, row) -> None:
     from bot.recovery import apologise
 
     if apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
@@ -418,7 +422,7 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
     return None
 
 
-def _apologise_later(settings, question_id: int) -> None:  # type: ignore[no-untyped-def]
+def _apologise_later(settings, question_id: int) -> None:
     from policybot import outbox
 
     outbox.due_in(settings, question_id, LATER_COUNTDOWNS_S[0])
@@ -435,7 +439,7 @@ def _apologise_later(settings, question_id: int) -> None:  # type: ignore[no-unt
     soft_time_limit=ANSWER_SOFT_LIMIT_S,
     time_limit=ANSWER_HARD_LIMIT_S,
 )
-def apologise_task(self, question_id: int, db_waits: int = 0) -> str:  # type: ignore[no-untyped-def]
+def apologise_task(self, question_id: int, db_waits: int = 0) -> str:
     """Post the apology for a failed question that Slack would not take at the time (it was
     down, or rate-limited the thread): tried again later, so the asker is not left in silence."""
     try:
@@ -446,7 +450,7 @@ def apologise_task(self, question_id: int, db_waits: int = 0) -> str:  # type: i
         return _wait_for_database(self, f"the apology for question {question_id}", error, db_waits, {})
 
 
-def _apologise_again(task, question_id: int, db_waits: int) -> str:  # type: ignore[no-untyped-def]
+def _apologise_again(task, question_id: int, db_waits: int) -> str:
     from bot.app import web_client
     from bot.recovery import apologise
     from policybot import outbox
@@ -472,7 +476,7 @@ def _apologise_again(task, question_id: int, db_waits: int) -> str:  # type: ign
 def _retry_after_s(error: BaseException) -> int:
     """Slack's Retry-After for a rate-limited call, in seconds (0 when it gives none)."""
     headers = getattr(getattr(error, "response", None), "headers", None) or {}
-    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
+    value: Any = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
     value = value[0] if isinstance(value, list) and value else value
     return min(int(value), MAX_RETRY_AFTER_S) if str(value).isdigit() else 0
 
@@ -489,7 +493,7 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._ -]+", "_", name)[:200].lstrip(".") or "upload"
 
 
-def _trusted_file_url(settings, url: str) -> bool:  # type: ignore[no-untyped-def]
+def _trusted_file_url(settings, url: str) -> bool:
     """Only send the bot token to Slack's own file hosts (or to the configured API host: a local fake)."""
     host = (urlsplit(url).hostname or "").lower()
     api_host = (urlsplit(settings.slack_api_url).hostname or "").lower()
@@ -498,7 +502,7 @@ def _trusted_file_url(settings, url: str) -> bool:  # type: ignore[no-untyped-de
     )
 
 
-def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type: ignore[no-untyped-def]
+def download_file(client, settings, file_id: str, folder: Path) -> Path:
     """Fetch an uploaded file with the bot token into `folder` (same name: a re-upload updates the document)."""
     import httpx
 
@@ -552,7 +556,7 @@ def ingest_file_task(
     claim_id: int,
     file_ids: Sequence[str],
     channel: str,
-    thread_ts: str,  # type: ignore[no-untyped-def]
+    thread_ts: str,
     user: str,
     collection: str | None = None,
 ) -> str:
@@ -601,7 +605,7 @@ def ingest_file_task(
     return outcome
 
 
-def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) -> tuple[list[str], bool]:  # type: ignore[no-untyped-def]
+def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) -> tuple[list[str], bool]:
     from ingestion.ingest import ingest_paths
 
     folder = settings.home / "uploads" / collection
@@ -633,7 +637,7 @@ def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) 
     return lines, ok
 
 
-def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
+def _start_first_training(settings) -> bool:
     """After the first ingestion, train an evaluator on the ingest queue (POLICYBOT_AUTO_TRAIN)."""
     from policybot import evaluators
 
@@ -657,7 +661,7 @@ MAX_TRAIN_MINUTES = (INGEST_SOFT_LIMIT_S - 60) / 60
 def train_evaluator_task(
     self,
     minutes: float | None = None,
-    activate: str = "if_better",  # type: ignore[no-untyped-def]
+    activate: Activation = "if_better",
     job_id: int | None = None,
     with_reviews: bool = False,
     with_feedback: bool = False,
@@ -699,7 +703,7 @@ def train_evaluator_task(
         result = train_and_register(
             settings,
             budget_s=budget_minutes * 60,
-            activate=activate,  # type: ignore[arg-type]
+            activate=activate,
             progress=progress,
             with_reviews=with_reviews,
             with_feedback=with_feedback,
@@ -735,7 +739,7 @@ def train_evaluator_task(
     soft_time_limit=INGEST_SOFT_LIMIT_S,
     time_limit=INGEST_HARD_LIMIT_S,
 )
-def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
+def ingest_job_task(self, job_id: int) -> str:
     """Ingest the files of a console job (uploads or a re-ingest), reporting progress per file."""
     from ingestion.ingest import ingest_paths
     from policybot import jobs
@@ -760,7 +764,7 @@ def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     report_progress = jobs.progress_reporter(settings, job_id, every_s=0.5)
     files: list[dict[str, Any]] = []
 
-    def show(step) -> None:  # type: ignore[no-untyped-def]
+    def show(step) -> None:
         files.append(
             {
                 "document": step.result.document,
