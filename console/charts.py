@@ -7,6 +7,7 @@ Every label is escaped; numbers are formatted here. Each chart carries a <title>
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from markupsafe import Markup, escape
 
@@ -134,13 +135,13 @@ def line_chart(
 
 
 def score_axis(
-    scores: Sequence[Mapping[str, object]],
+    scores: Sequence[Mapping[str, Any]],  # the logged candidates, as stored in JSON
     upper: float | None,
     lower: float | None,
     title: str = "evaluator scores and thresholds",
 ) -> Markup:
     """Every candidate's score as a dot on one axis, with the upper/lower thresholds drawn on it."""
-    numbers = [float(s.get("score", 0.0) or 0.0) for s in scores]  # type: ignore[arg-type]
+    numbers = [float(s.get("score", 0.0) or 0.0) for s in scores]
     marks = [v for v in (upper, lower) if v is not None]
     low = min([-1.0, *numbers, *marks])
     high = max([1.0, *numbers, *marks])

@@ -606,7 +606,9 @@ class CachedEvaluator:
                     self._cache.popitem(last=False)
             for i in missing:
                 out[i] = fresh[keys[i]]
-        return [float(v) for v in out]  # type: ignore[arg-type]
+        filled = [v for v in out if v is not None]
+        assert len(filled) == len(out), "every passage has its score by now"
+        return [float(v) for v in filled]
 
 
 # ---------------------------------------------------------------------------------------

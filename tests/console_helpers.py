@@ -25,7 +25,7 @@ MINIBAR = (
 _HASHES: dict[str, str] = {}
 
 
-def console_settings(settings, **updates: Any):  # type: ignore[no-untyped-def]
+def console_settings(settings, **updates: Any):
     from console.auth import hash_password
 
     if ADMIN_PASSWORD not in _HASHES:

@@ -118,7 +118,7 @@ def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) 
     yield from running_stack(settings, tmp_path_factory)
 
 
-def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_extra_env: str) -> Iterator[Stack]:  # type: ignore[no-untyped-def]
+def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_extra_env: str) -> Iterator[Stack]:
     """The local Slack, the Bolt app serving HTTP in this process, and a worker process."""
     from bot.app import build_app
     from bot.demo import slack_settings
@@ -140,7 +140,7 @@ def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_e
         fake.stop()
 
 
-def question_for(settings, channel: str, message_ts: str):  # type: ignore[no-untyped-def]
+def question_for(settings, channel: str, message_ts: str):
     from sqlalchemy import select
 
     from policybot import db
@@ -165,15 +165,15 @@ def wait_until(condition: Callable[[], Any], timeout: float = 60.0, what: str = 
         time.sleep(step)
 
 
-def section_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
+def section_texts(post) -> list[str]:
     return [b["text"]["text"] for b in post["blocks"] if b["type"] == "section"]
 
 
-def context_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
+def context_texts(post) -> list[str]:
     return [e["text"] for b in post["blocks"] if b["type"] == "context" for e in b["elements"]]
 
 
-def buttons(post) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def buttons(post) -> list[dict[str, Any]]:
     return [e for b in post["blocks"] if b["type"] == "actions" for e in b["elements"]]
 
 
@@ -181,7 +181,7 @@ def choose_upload(
     stack: Stack,
     offer,
     add: bool = True,
-    user: str = ADMIN,  # type: ignore[no-untyped-def]
+    user: str = ADMIN,
     url: str | None = None,
 ):  # -> httpx.Response
     """Click "Add to knowledge base" (or "Don't add") on the bot's offer to add an admin's files."""
@@ -201,7 +201,7 @@ def choose_upload(
     return response
 
 
-def answered_once_about_parental_leave(stack: Stack, channel: str, ts: str):  # type: ignore[no-untyped-def]
+def answered_once_about_parental_leave(stack: Stack, channel: str, ts: str):
     """The question's log row, once its one answer (16 weeks of parental leave) is in its thread."""
     post = stack.fake.wait_for_posts(channel, ts, timeout=90)[0]
     assert "16 weeks" in "\n".join(section_texts(post))

@@ -36,7 +36,7 @@ def view(
     )
 
 
-def source(n: int, **kw) -> blocks.SourceView:  # type: ignore[no-untyped-def]
+def source(n: int, **kw) -> blocks.SourceView:
     values = dict(
         document="leave-policy.md",
         title="Leave Policy",
@@ -295,7 +295,7 @@ def test_mentions_become_questions_or_notices(slack_settings) -> None:
         ({"hidden": True}, "hidden"),
     ],
 )
-def test_messages_that_are_ignored(slack_settings, extra, reason) -> None:  # type: ignore[no-untyped-def]
+def test_messages_that_are_ignored(slack_settings, extra, reason) -> None:
     event = {
         "type": "message",
         "channel_type": "im",
@@ -432,7 +432,7 @@ def test_bookkeeping_after_a_request_went_through_only_logs_a_database_error(sla
     """Once a question is queued, losing the note that says so must not reach the user as an outage."""
     from sqlalchemy.exc import OperationalError
 
-    def mark_enqueued(settings, claim_id: int) -> None:  # type: ignore[no-untyped-def]
+    def mark_enqueued(settings, claim_id: int) -> None:
         raise OperationalError("UPDATE slack_messages", {}, Exception("server closed the connection"))
 
     Listeners(slack_settings)._bookkeep(mark_enqueued, 42)

@@ -24,7 +24,7 @@ KB_CITE = {"n": 1, "origin": "kb", "document": "leave-policy.md"}
 FB_CITE = {"n": 1, "origin": "fallback", "document": "hr-faq.md"}
 
 
-def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=None, **values):  # type: ignore[no-untyped-def]
+def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=None, **values):
     if scores is None:
         scores = [dict(KB, score=top), dict(OTHER_KB, score=top - 0.3), dict(FALLBACK, score=0.9)]
     return question_row(question="q?", action=action, found=found, citations=list(citations), scores=scores, **values)
@@ -61,7 +61,7 @@ def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=N
         (_q("incorrect", found=False, scores=[dict(FALLBACK, score=0.2)]), "right", None, None),  # no KB candidate
     ],
 )
-def test_label_rule(question, verdict, expected, label) -> None:  # type: ignore[no-untyped-def]
+def test_label_rule(question, verdict, expected, label) -> None:
     from policybot.calibration import label_review
 
     got, reason = label_review(question, verdict, expected)
@@ -82,7 +82,7 @@ PRESENT = [0.35 + 0.05 * i for i in range(12)]  # 0.35 .. 0.90
 ABSENT = [-0.6 + 0.07 * i for i in range(12)]  # -0.60 .. 0.17
 
 
-def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str, Path]:  # type: ignore[no-untyped-def]
+def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str, Path]:
     """A stored version with its folder, and reviewed questions logged with it."""
     from policybot import db
     from policybot.models import EvaluatorVersion, Review
@@ -134,7 +134,7 @@ def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str,
     return version, folder
 
 
-def _stored(settings, version: str) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+def _stored(settings, version: str) -> tuple[float, float, float]:
     from sqlalchemy import select
 
     from policybot import db
@@ -309,7 +309,7 @@ def test_reviewed_questions_become_training_pairs(settings) -> None:
 # ------------------------------------------------------------------ askers' 👍/👎 votes as labels
 
 
-def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:
     """Questions of a fresh version with votes (and one admin review), by name."""
     from policybot import db
     from policybot.models import EvaluatorVersion, Feedback, Review

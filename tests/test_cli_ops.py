@@ -97,7 +97,7 @@ def log_rows(settings):  # -> dict[str, int]: label -> question id
         return {label: row.id for label, row in rows.items()}
 
 
-def _ids(result) -> set[int]:  # type: ignore[no-untyped-def]
+def _ids(result) -> set[int]:
     assert result.returncode == 0, result.stderr
     return {record["id"] for record in json.loads(result.stdout)}
 

@@ -26,12 +26,12 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def csettings(settings):  # type: ignore[no-untyped-def]
+def csettings(settings):
     return console_settings(settings)
 
 
 @pytest.fixture(autouse=True)
-def fresh_sign_in_throttle(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def fresh_sign_in_throttle(settings) -> Iterator[None]:
     """The throttle lives in the run's Redis: one test's failed sign-ins must not lock out the next's."""
     import redis
 
@@ -44,7 +44,7 @@ def fresh_sign_in_throttle(settings) -> Iterator[None]:  # type: ignore[no-untyp
         client.delete(key)
 
 
-def _client(csettings):  # type: ignore[no-untyped-def]
+def _client(csettings):
     from starlette.testclient import TestClient
 
     from console.app import create_standalone_app
@@ -52,7 +52,7 @@ def _client(csettings):  # type: ignore[no-untyped-def]
     return TestClient(create_standalone_app(csettings))
 
 
-def _sign_in(client, password: str = ADMIN_PASSWORD):  # type: ignore[no-untyped-def]
+def _sign_in(client, password: str = ADMIN_PASSWORD):
     page = client.get("/admin/login")
     return client.post(
         "/admin/login",
@@ -62,14 +62,14 @@ def _sign_in(client, password: str = ADMIN_PASSWORD):  # type: ignore[no-untyped
 
 
 @pytest.fixture()
-def admin(csettings):  # type: ignore[no-untyped-def]
+def admin(csettings):
     client = _client(csettings)
     response = _sign_in(client)
     assert response.status_code == 303 and response.headers["location"] == "/admin/activity"
     return client
 
 
-def _csrf(client, path: str = "/admin/activity") -> str:  # type: ignore[no-untyped-def]
+def _csrf(client, path: str = "/admin/activity") -> str:
     return csrf_of(client.get(path).text)
 
 
@@ -643,14 +643,14 @@ def test_request_bodies_are_capped_before_the_form_is_read(csettings) -> None:
     sent: list[dict] = []
     body = [b"a=" + b"b" * 10_000] * 5
 
-    async def receive():  # type: ignore[no-untyped-def]
+    async def receive():
         return (
             {"type": "http.request", "body": body.pop(0), "more_body": bool(body)}
             if body
             else {"type": "http.disconnect"}
         )
 
-    async def send(message):  # type: ignore[no-untyped-def]
+    async def send(message):
         sent.append(message)
 
     scope = {
@@ -797,7 +797,7 @@ def test_login_throttle_counts_before_checking_per_address_and_per_name(csetting
 
     running, peak = [0], [0]
 
-    def slow_check(settings, user, password) -> bool:  # type: ignore[no-untyped-def]
+    def slow_check(settings, user, password) -> bool:
         running[0] += 1
         peak[0] = max(peak[0], running[0])
         time.sleep(0.05)

@@ -36,7 +36,7 @@ ARTIFACTS = Path(os.environ.get("POLICYBOT_ARTIFACTS_DIR") or REPO / ".artifacts
 
 
 @pytest.fixture(scope="module")
-def console_url(stack) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def console_url(stack) -> Iterator[str]:
     from bot.app import build_app
     from bot.http import BackgroundServer, create_asgi_app
 
@@ -66,7 +66,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def page(browser, console_url):  # type: ignore[no-untyped-def]
+def page(browser, console_url):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(20_000)
@@ -87,11 +87,11 @@ def page(browser, console_url):  # type: ignore[no-untyped-def]
     context.close()
 
 
-def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
+def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
-def test_sign_in(page, console_url) -> None:  # type: ignore[no-untyped-def]
+def test_sign_in(page, console_url) -> None:
     page.goto(console_url + "/activity")
     assert "/admin/login" in page.url
     page.fill("input[name=username]", ADMIN_USER)
@@ -109,7 +109,7 @@ def test_sign_in(page, console_url) -> None:  # type: ignore[no-untyped-def]
     shot(page, "02-activity")
 
 
-def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -> None:  # type: ignore[no-untyped-def]
+def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -> None:
     page.goto(console_url + "/activity")
     page.fill("input[name=channel]", SEED_CHANNEL)
     page.select_option("select[name=action]", "incorrect")
@@ -141,7 +141,7 @@ def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -
     assert not page.js_errors, page.js_errors
 
 
-def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path) -> None:
     from policybot.manage import list_documents
 
     upload = tmp_path / "console-e2e-parking.md"
@@ -171,7 +171,7 @@ def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path)
     assert not page.js_errors, page.js_errors
 
 
-def test_dashboard_renders_seeded_data(page, console_url, seeded_log) -> None:  # type: ignore[no-untyped-def]
+def test_dashboard_renders_seeded_data(page, console_url, seeded_log) -> None:
     page.goto(console_url + "/dashboard")
     assert page.is_visible("#incorrect-alert")
     assert page.locator("svg.chart").count() == 4

@@ -106,7 +106,7 @@ PORTAL_PAGE = Passage(
 class _ByText:
     version = "by-text"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+    def score(self, question: str, passages):
         return [0.8 if "Payslips" in p else 0.6 for p in passages]  # both above the middle (0.45); the portal stronger
 
 
@@ -142,7 +142,7 @@ class _PassageOverStrips:
 
     version = "passage-over-strips"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+    def score(self, question: str, passages):
         return [0.7 if p == KB_RULE.text + " " + KB_EXTRA else (0.2 if "carry over" in p else -0.5) for p in passages]
 
 
@@ -229,7 +229,7 @@ class _Recording:
 class _Judge:
     version = "judge"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+    def score(self, question: str, passages):
         return [
             0.9 if "November 2" in p or "published on the HR portal" in p else (0.5 if "Enroll" in p else -0.9)
             for p in passages
@@ -305,7 +305,7 @@ def test_sources_used_are_the_sources_the_reply_cites():
 class _Broken:
     kind, open_web = "http", False
 
-    def __init__(self, name: str, reply):  # type: ignore[no-untyped-def]
+    def __init__(self, name: str, reply):
         self.name, self.reply = name, reply
 
     def search(self, keywords: str, limit: int) -> list[Passage]:

@@ -347,7 +347,7 @@ def test_weak_supervision_is_deterministic(chunks, embed):
     moved = [replace(chunk, id=hashlib.sha1(f"/elsewhere/{chunk.id}".encode()).hexdigest()) for chunk in chunks]
     c = build_weak_supervision(moved, embed, seed=3)
 
-    def content(pairs):  # type: ignore[no-untyped-def]
+    def content(pairs):
         return [(p.question, p.passage, p.label, p.kind) for p in pairs]
 
     assert content(c.train_pairs) == content(a.train_pairs) and content(c.val_pairs) == content(a.val_pairs)

@@ -214,7 +214,7 @@ def test_a_copy_of_an_ingested_file_is_skipped_not_doubled(settings, tmp_path):
     assert first.files[0].status == "added"
 
 
-def _documents(settings, collection: str) -> list[Document]:  # type: ignore[no-untyped-def]
+def _documents(settings, collection: str) -> list[Document]:
     with db.session(settings) as session:
         return list(
             session.execute(

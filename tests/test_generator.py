@@ -30,7 +30,7 @@ class OverlapEvaluator:
 
     version = "overlap"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+    def score(self, question: str, passages):
         words = {w.strip("?.,").lower() for w in question.split() if len(w) > 3}
         return [2 * len([w for w in words if w in p.lower()]) / max(len(words), 1) - 1 for p in passages]
 
@@ -70,7 +70,7 @@ def chat_server() -> Iterator[dict]:
             self.end_headers()
             self.wfile.write(payload)
 
-        def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
+        def log_message(self, *args) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

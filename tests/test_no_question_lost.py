@@ -32,7 +32,7 @@ pytestmark = pytest.mark.timeout(300)
 PARENTAL_LEAVE = "How many weeks of parental leave do primary caregivers get?"
 
 
-def _stop_postgres(stack) -> None:  # type: ignore[no-untyped-def]
+def _stop_postgres(stack) -> None:
     """A fast shutdown of the embedded PostgreSQL (what `pg_ctl stop -m fast` sends: SIGINT to
     the postmaster, which ends every session), waited for."""
     import psutil
@@ -43,7 +43,7 @@ def _stop_postgres(stack) -> None:  # type: ignore[no-untyped-def]
     postmaster.wait(timeout=30)
 
 
-def _restart_postgres_after(stack, seconds: float) -> None:  # type: ignore[no-untyped-def]
+def _restart_postgres_after(stack, seconds: float) -> None:
     """Stop the embedded PostgreSQL, wait, start it again (the same data, a fresh server)."""
     from policybot import services
 
@@ -52,7 +52,7 @@ def _restart_postgres_after(stack, seconds: float) -> None:  # type: ignore[no-u
     services.start_postgres(stack.settings)
 
 
-def _restart_redis_without_persistence(stack) -> None:  # type: ignore[no-untyped-def]
+def _restart_redis_without_persistence(stack) -> None:
     """What a Redis without persistence is after a restart: empty, every connection dropped."""
     from policybot import services
 
@@ -62,15 +62,15 @@ def _restart_redis_without_persistence(stack) -> None:  # type: ignore[no-untype
     services.start_redis(stack.settings)
 
 
-def _answering_log(stack, question_id: int) -> int:  # type: ignore[no-untyped-def]
+def _answering_log(stack, question_id: int) -> int:
     return sum(worker.log_text().count(f"answering question {question_id} ") for worker in _workers(stack))
 
 
-def _workers(stack) -> list:  # type: ignore[no-untyped-def]
+def _workers(stack) -> list:
     return [*getattr(stack, "ended_workers", []), stack.worker]
 
 
-def _keep_worker_alive(stack):  # type: ignore[no-untyped-def]  # -> WorkerProcess
+def _keep_worker_alive(stack):  # -> WorkerProcess
     """Start a worker in place of one that exited, as its supervisor would (a Redis restart can
     end a Celery worker: kombu fails to restore the messages it held; bench/faults.py)."""
     if stack.worker.process.poll() is not None:
@@ -216,7 +216,7 @@ def _left_behind(
     due_in_s: float,
     *,
     queued: bool = True,
-    sweeps: int = 0,  # type: ignore[no-untyped-def]
+    sweeps: int = 0,
     owed: str = "answer",
     posting: bool = False,
     **question: object,
@@ -281,7 +281,7 @@ class _QueueThatLoses:
         self.taken.append(question_id)
 
 
-def _owed(stack, channel: str, ts: str):  # type: ignore[no-untyped-def]  # -> Outbox row
+def _owed(stack, channel: str, ts: str):  # -> Outbox row
     from policybot import db
     from policybot.models import Outbox
 
@@ -290,7 +290,7 @@ def _owed(stack, channel: str, ts: str):  # type: ignore[no-untyped-def]  # -> O
         return session.get(Outbox, row.id)
 
 
-def _make_due(stack, question_id: int) -> None:  # type: ignore[no-untyped-def]
+def _make_due(stack, question_id: int) -> None:
     """Move a reply's due time to now, instead of waiting for it."""
     from sqlalchemy import func, update
 
@@ -301,7 +301,7 @@ def _make_due(stack, question_id: int) -> None:  # type: ignore[no-untyped-def]
         session.execute(update(Outbox).where(Outbox.question_id == question_id).values(due_at=func.now()))
 
 
-def _sweep(stack, enqueuer, client, mine) -> tuple[list[int], list[int]]:  # type: ignore[no-untyped-def]
+def _sweep(stack, enqueuer, client, mine) -> tuple[list[int], list[int]]:
     """One sweep; what it queued and gave up of `mine` (other modules' questions share the database)."""
     from bot.recovery import sweep_outbox
 

@@ -40,20 +40,20 @@ def _worker(env: dict[str, str], log_path: Path):  # -> WorkerProcess
     return WorkerProcess(env, log_path).start().wait_ready(timeout=300)
 
 
-def _dying_worker_env(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _dying_worker_env(stack) -> dict[str, str]:
     env = stack.worker_env(POLICYBOT_TEST_TASK_DELAY_S="600")  # every answer delivery stays in the task
     env["POLICYBOT_CELERY_VISIBILITY_TIMEOUT"] = str(KILL_TEST_VISIBILITY_S)
     return env
 
 
-def _replace_worker(stack, name: str):  # type: ignore[no-untyped-def]  # -> WorkerProcess
+def _replace_worker(stack, name: str):  # -> WorkerProcess
     """A fresh worker for the module's stack (whose fixture stops whichever is current)."""
     stack.worker.stop()
     stack.worker = _worker(_dying_worker_env(stack), stack.log_dir / f"{name}.log")
     return stack.worker
 
 
-def _kill_pool_process(worker) -> None:  # type: ignore[no-untyped-def]
+def _kill_pool_process(worker) -> None:
     """SIGKILL the worker's one pool process, as the kernel's OOM killer would; its parent lives."""
     [child] = psutil.Process(worker.process.pid).children()
     child.send_signal(signal.SIGKILL)
@@ -252,7 +252,7 @@ def test_an_upload_whose_worker_keeps_dying_gets_the_failure_reply_after_three_d
     assert stack.worker.log_text().count(f"upload {_claim_of(stack, channel, upload['ts'])}: the worker") == 1
 
 
-def _claim_of(stack, channel: str, ts: str) -> int:  # type: ignore[no-untyped-def]
+def _claim_of(stack, channel: str, ts: str) -> int:
     from sqlalchemy import select
 
     from policybot import db

@@ -39,7 +39,7 @@ def _settle(seconds: float = 1.5) -> None:
     time.sleep(seconds)
 
 
-def _private_answer(stack: Stack, event: dict, user: str = "UEMPLOYEE1"):  # type: ignore[no-untyped-def]
+def _private_answer(stack: Stack, event: dict, user: str = "UEMPLOYEE1"):
     """The answer DMed to the asker for a question asked where outsiders read, once the thread
     has its note; asserts that no policy text reached the channel."""
     channel, ts = event["channel"], event["ts"]
@@ -146,7 +146,7 @@ deposit of 20 euros, returned when the key is handed back.
 """
 
 
-def _documents(settings, name: str) -> list:  # type: ignore[no-untyped-def]
+def _documents(settings, name: str) -> list:
     from sqlalchemy import select
 
     from policybot import db

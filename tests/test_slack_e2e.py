@@ -38,13 +38,13 @@ def _settle(seconds: float = 1.5) -> None:
     time.sleep(seconds)
 
 
-def _answer_post(stack, channel: str, ts: str, timeout: float = 60):  # type: ignore[no-untyped-def]
+def _answer_post(stack, channel: str, ts: str, timeout: float = 60):
     posts = stack.fake.wait_for_posts(channel, ts, timeout=timeout)
     return posts[0]
 
 
 @contextmanager
-def _rate_limited_posts(stack, times: int, **fake_settings: object) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def _rate_limited_posts(stack, times: int, **fake_settings: object) -> Iterator[None]:
     """chat.postMessage answers HTTP 429 its next `times` calls, with the Slack fake's
     `fake_settings` (how it answers them) for the length of the block."""
     saved = {name: getattr(stack.fake, name) for name in fake_settings}
@@ -59,7 +59,7 @@ def _rate_limited_posts(stack, times: int, **fake_settings: object) -> Iterator[
             setattr(stack.fake, name, value)
 
 
-def _posted(stack, channel: str, ts: str, timeout: float = 120):  # type: ignore[no-untyped-def]
+def _posted(stack, channel: str, ts: str, timeout: float = 120):
     """The posts Slack took in a thread, once there is one."""
     return stack.fake.wait_for(
         lambda: [p for p in stack.fake.posts(channel, ts) if p.response.get("ok")],

@@ -63,7 +63,7 @@ class Endpoint:
 
 
 @pytest.fixture(scope="module")
-def endpoint(policybot_home) -> Iterator[Endpoint]:  # type: ignore[no-untyped-def]
+def endpoint(policybot_home) -> Iterator[Endpoint]:
     # No PostgreSQL or Redis: every request here is refused, or answered by Bolt itself (url_verification).
     from bot.app import build_app
     from bot.demo import slack_settings
