@@ -20,10 +20,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policybot.errors import NotFound, UserError
 from policybot.wording import describe_action
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from policybot.config import Settings
 
 ACTIONS = ("correct", "ambiguous", "incorrect")
 STATUSES = ("answered", "failed", "pending")
@@ -97,7 +102,7 @@ class LogFilters:
         return query
 
 
-def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, int]]:
+def _feedback_counts(session: Session, question_ids: list[int]) -> dict[int, tuple[int, int]]:
     from sqlalchemy import case, func, select
 
     from policybot.models import Feedback
@@ -112,7 +117,7 @@ def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, i
     return {qid: (int(up), int(down)) for qid, up, down in rows}
 
 
-def _latest_reviews(session, question_ids: list[int]) -> dict[int, dict[str, Any]]:
+def _latest_reviews(session: Session, question_ids: list[int]) -> dict[int, dict[str, Any]]:
     from sqlalchemy import select
 
     from policybot.models import Review
@@ -158,7 +163,7 @@ def query_logs(
     return [log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id)) for row in rows]
 
 
-def count_logs(settings, filters: LogFilters) -> int:
+def count_logs(settings: Settings, filters: LogFilters) -> int:
     from sqlalchemy import func, select
 
     from policybot import db
@@ -168,7 +173,7 @@ def count_logs(settings, filters: LogFilters) -> int:
         return int(session.execute(filters.apply(select(func.count()).select_from(Question))).scalar_one())
 
 
-def logged_evaluator_versions(settings) -> list[str]:
+def logged_evaluator_versions(settings: Settings) -> list[str]:
     """The evaluator versions that answered logged questions (the console's evaluator filter)."""
     from sqlalchemy import select
 
@@ -193,7 +198,7 @@ def record_id(ref: str) -> int | None:
     return int(digits) if digits.isascii() and digits.isdigit() and int(digits) < 2**31 else None
 
 
-def find_record(settings, ref: str) -> dict[str, Any] | None:
+def find_record(settings: Settings, ref: str) -> dict[str, Any] | None:
     """One logged question by the reference users quote (e.g. Q7K2M9) or by row id (`record_id`)."""
     from sqlalchemy import func, select
 
@@ -373,7 +378,7 @@ def set_review(
         return review_json(row)
 
 
-def reviews_for(settings, question_id: int) -> list[dict[str, Any]]:
+def reviews_for(settings: Settings, question_id: int) -> list[dict[str, Any]]:
     from sqlalchemy import select
 
     from policybot import db
@@ -433,7 +438,7 @@ def _day_start(day) -> datetime:
     return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
 
 
-def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:
+def daily_stats(settings: Settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:
     """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
     from sqlalchemy import text
 
@@ -463,7 +468,7 @@ def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[st
     return {"days": days, "since": start.date().isoformat(), "total": total, "per_day": per_day}
 
 
-def stats_summary(settings, days: int = 7) -> dict[str, Any]:
+def stats_summary(settings: Settings, days: int = 7) -> dict[str, Any]:
     """The totals of `daily_stats`, flat (what the bot's admin `stats` reply shows)."""
     return {"days": days} | daily_stats(settings, days)["total"]
 
@@ -474,7 +479,7 @@ ALERT_MIN_RECENT = 5  # answered questions in the last 7 days before the alert c
 ALERT_MIN_PRIOR = 10  # and in the 28 days before them (no baseline, no rise to measure)
 
 
-def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:
+def _incorrect_share(session: Session, since: datetime, until: datetime) -> tuple[int, int]:
     from sqlalchemy import text
 
     row = session.execute(
@@ -487,7 +492,7 @@ def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, in
     return int(row.incorrect), int(row.answered)
 
 
-def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dict[str, Any]:
+def incorrect_alert(settings: Settings, margin: float, now: datetime | None = None) -> dict[str, Any]:
     """Incorrect share of the last 7 days against the 28 days before them; `alert` when it rose by > margin."""
     from policybot import db
 
@@ -510,7 +515,7 @@ def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dic
     }
 
 
-def _misses(settings, since: datetime) -> Sequence[Any]:
+def _misses(settings: Settings, since: datetime) -> Sequence[Any]:
     from sqlalchemy import or_, select
 
     from policybot import db
@@ -526,7 +531,7 @@ def _misses(settings, since: datetime) -> Sequence[Any]:
         ).all()
 
 
-def misses(settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+def misses(settings: Settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """What lies behind Incorrect/abstained questions, from one read of them:
 
     - documents: the knowledge-base document that ranked first (likely stale there);

@@ -61,7 +61,11 @@ from workers.celery_app import (
 )
 
 if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
+    from policybot.config import Settings
     from policybot.evaluators import Activation
+    from policybot.models import Question
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +114,7 @@ def _log_given_up(task, what: str) -> None:
     )
 
 
-def _settings():  # -> Settings
+def _settings() -> Settings:
     from policybot.config import get_settings
 
     return get_settings()
@@ -130,7 +134,7 @@ def _test_hooks(question: str) -> None:
         raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
 
 
-def earlier_questions_for(settings, row) -> list:
+def earlier_questions_for(settings: Settings, row: Question) -> list:
     """The thread's earlier questions this one continues, oldest first: none when it stands
     alone; "What about contractors?" then "And interns?" reach back to the question they follow."""
     from crag.followups import continues_earlier
@@ -349,7 +353,7 @@ def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwa
     ) from None
 
 
-def _fail_question(settings, poster, row, error: BaseException) -> str:
+def _fail_question(settings: Settings, poster: WebClient, row: Question, error: BaseException) -> str:
     """A question given up: the log row says failed, and the asker is owed the apology."""
     from policybot import outbox
     from policybot.answering import mark_failed
@@ -364,7 +368,7 @@ def _fail_question(settings, poster, row, error: BaseException) -> str:
     return "failed"
 
 
-def _apologise(settings, poster, row) -> None:
+def _apologise(settings: Settings, poster: WebClient, row: Question) -> None:
     from bot.recovery import apologise
 
     if apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
@@ -422,7 +426,7 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
     return None
 
 
-def _apologise_later(settings, question_id: int) -> None:
+def _apologise_later(settings: Settings, question_id: int) -> None:
     from policybot import outbox
 
     outbox.due_in(settings, question_id, LATER_COUNTDOWNS_S[0])
@@ -493,7 +497,7 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._ -]+", "_", name)[:200].lstrip(".") or "upload"
 
 
-def _trusted_file_url(settings, url: str) -> bool:
+def _trusted_file_url(settings: Settings, url: str) -> bool:
     """Only send the bot token to Slack's own file hosts (or to the configured API host: a local fake)."""
     host = (urlsplit(url).hostname or "").lower()
     api_host = (urlsplit(settings.slack_api_url).hostname or "").lower()
@@ -502,7 +506,7 @@ def _trusted_file_url(settings, url: str) -> bool:
     )
 
 
-def download_file(client, settings, file_id: str, folder: Path) -> Path:
+def download_file(client: WebClient, settings: Settings, file_id: str, folder: Path) -> Path:
     """Fetch an uploaded file with the bot token into `folder` (same name: a re-upload updates the document)."""
     import httpx
 
@@ -605,7 +609,9 @@ def ingest_file_task(
     return outcome
 
 
-def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) -> tuple[list[str], bool]:
+def _ingest_uploads(
+    client: WebClient, settings: Settings, file_ids: Sequence[str], collection: str
+) -> tuple[list[str], bool]:
     from ingestion.ingest import ingest_paths
 
     folder = settings.home / "uploads" / collection
@@ -637,7 +643,7 @@ def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) 
     return lines, ok
 
 
-def _start_first_training(settings) -> bool:
+def _start_first_training(settings: Settings) -> bool:
     """After the first ingestion, train an evaluator on the ingest queue (POLICYBOT_AUTO_TRAIN)."""
     from policybot import evaluators
 
