@@ -22,13 +22,14 @@ from pathlib import Path
 from bench.common import Report, cpu_seconds, fmt_ms, summary, table, use_bench_home
 
 
-async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
+async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tuple[int, float]]:
     import httpx
 
     gate = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
     async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+
         async def one(body: dict) -> tuple[int, float]:
             async with gate:
                 raw = json.dumps(body)
@@ -44,7 +45,7 @@ async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tu
         return await asyncio.gather(*(one(body) for body in bodies))
 
 
-def _time_the_store(settings, bodies: list[dict]) -> list[float]:  # type: ignore[no-untyped-def]
+def _time_the_store(settings, bodies: list[dict]) -> list[float]:
     """Seconds each store-before-ack insert takes on its own (then removed again)."""
     from bot import inbox
 
@@ -77,15 +78,27 @@ def main(argv: list[str] | None = None) -> int:
     settings = prepared_settings()
     channel = f"CACK{int(time.time()) % 10**6:06d}"
     with SlackBench(settings, Path(settings.home) / "logs" / "bench-ack") as bench:
-        bodies = [bench.fake.event_body(mention_event(bench.fake, f"benchmark question {i}: what is the travel policy?",
-                                                      channel=channel, user=f"UBENCH{i % 50:04d}"))
-                  for i in range(args.events)]
-        warm = bench.fake.deliver(bench.events_url, bench.fake.event_body(
-            mention_event(bench.fake, "warm-up question", channel=channel + "W")))  # first request loads lazily
+        bodies = [
+            bench.fake.event_body(
+                mention_event(
+                    bench.fake,
+                    f"benchmark question {i}: what is the travel policy?",
+                    channel=channel,
+                    user=f"UBENCH{i % 50:04d}",
+                )
+            )
+            for i in range(args.events)
+        ]
+        warm = bench.fake.deliver(
+            bench.events_url,
+            bench.fake.event_body(mention_event(bench.fake, "warm-up question", channel=channel + "W")),
+        )  # first request loads lazily
         assert warm.status_code == 200, warm.status_code
         time.sleep(1.0)
         bench.purge_answer_queue()
-        bot_cpu_before, own_cpu_before = cpu_seconds(bench.bot.process.pid), time.process_time()
+        assert bench.bot is not None and bench.bot.process is not None  # started by SlackBench.__enter__
+        bot_pid = bench.bot.process.pid
+        bot_cpu_before, own_cpu_before = cpu_seconds(bot_pid), time.process_time()
         started = time.perf_counter()
         results = asyncio.run(_load(bench.fake, bench.events_url, bodies, args.concurrency))
         wall = time.perf_counter() - started
@@ -93,13 +106,16 @@ def main(argv: list[str] | None = None) -> int:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             with db.session(settings) as session:
-                enqueued = session.execute(select(func.count()).select_from(SlackMessage).where(
-                    SlackMessage.channel == channel, SlackMessage.enqueued_at.is_not(None))).scalar_one()
+                enqueued = session.execute(
+                    select(func.count())
+                    .select_from(SlackMessage)
+                    .where(SlackMessage.channel == channel, SlackMessage.enqueued_at.is_not(None))
+                ).scalar_one()
             if enqueued >= args.events:
                 break
             time.sleep(0.5)
         drained = time.perf_counter() - started
-        bot_cpu = cpu_seconds(bench.bot.process.pid) - bot_cpu_before
+        bot_cpu = cpu_seconds(bot_pid) - bot_cpu_before
         own_cpu = time.process_time() - own_cpu_before
         queued = bench.queued_question_ids()
         with db.session(settings) as session:
@@ -107,8 +123,11 @@ def main(argv: list[str] | None = None) -> int:
         bot_rss = bench.bot.peak_rss_mb() if bench.bot else None
         bench.purge_answer_queue()
         with db.session(settings) as session:
-            inbox_left = session.execute(select(func.count()).select_from(SlackInbox).where(
-                SlackInbox.body["event"]["channel"].astext == channel)).scalar_one()
+            inbox_left = session.execute(
+                select(func.count())
+                .select_from(SlackInbox)
+                .where(SlackInbox.body["event"]["channel"].astext == channel)
+            ).scalar_one()
         store_s = _time_the_store(settings, bodies[:200])
 
     latencies = [seconds for status, seconds in results if status == 200]
@@ -118,23 +137,67 @@ def main(argv: list[str] | None = None) -> int:
     s = summary(latencies)
     met = s["p99"] < 0.100 and errors == 0 and once and inbox_left == 0
     stored = summary(store_s)
-    report.add(table(
-        ["events", "concurrency", "p50", "p95", "p99", "max", "errors", "questions recorded", "tasks enqueued (distinct)",
-         "throughput", "all enqueued", "left in the inbox",
-         "target (p99 < 100 ms, no errors, each once, none left)"],
-        [[args.events, args.concurrency, fmt_ms(s["p50"]), fmt_ms(s["p95"]), fmt_ms(s["p99"]), fmt_ms(s["max"]), errors,
-          len(ours), f"{len(queued_ours)} ({len(set(queued_ours))})", f"{args.events / wall:.0f} events/s",
-          f"after {drained:.1f} s", inbox_left, "met" if met else "not met"]]))
-    report.add(f"The ack time above includes storing each event before its ack (one INSERT into the inbox); "
-               f"that insert alone, {len(store_s)} times in a row from this process: p50 {fmt_ms(stored['p50'])}, "
-               f"p99 {fmt_ms(stored['p99'])}.")
-    report.add(f"Bot process (`policybot serve --http`): peak RSS {bot_rss or float('nan'):.0f} MiB after the load; "
-               f"{bot_cpu / args.events * 1000:.1f} ms of CPU per event (ack, then record and enqueue), against "
-               f"{own_cpu / args.events * 1000:.1f} ms per event in the load generator.")
-    report.figures.update({"ack": s, "store_before_ack": stored, "inbox_left": inbox_left, "errors": errors, "recorded": len(ours), "enqueued": len(queued_ours),
-                           "distinct": len(set(queued_ours)), "bot_rss_mb": bot_rss, "met": met,
-                           "bot_cpu_ms_per_event": bot_cpu / args.events * 1000,
-                           "events_per_s": args.events / wall})
+    report.add(
+        table(
+            [
+                "events",
+                "concurrency",
+                "p50",
+                "p95",
+                "p99",
+                "max",
+                "errors",
+                "questions recorded",
+                "tasks enqueued (distinct)",
+                "throughput",
+                "all enqueued",
+                "left in the inbox",
+                "target (p99 < 100 ms, no errors, each once, none left)",
+            ],
+            [
+                [
+                    args.events,
+                    args.concurrency,
+                    fmt_ms(s["p50"]),
+                    fmt_ms(s["p95"]),
+                    fmt_ms(s["p99"]),
+                    fmt_ms(s["max"]),
+                    errors,
+                    len(ours),
+                    f"{len(queued_ours)} ({len(set(queued_ours))})",
+                    f"{args.events / wall:.0f} events/s",
+                    f"after {drained:.1f} s",
+                    inbox_left,
+                    "met" if met else "not met",
+                ]
+            ],
+        )
+    )
+    report.add(
+        f"The ack time above includes storing each event before its ack (one INSERT into the inbox); "
+        f"that insert alone, {len(store_s)} times in a row from this process: p50 {fmt_ms(stored['p50'])}, "
+        f"p99 {fmt_ms(stored['p99'])}."
+    )
+    report.add(
+        f"Bot process (`policybot serve --http`): peak RSS {bot_rss or float('nan'):.0f} MiB after the load; "
+        f"{bot_cpu / args.events * 1000:.1f} ms of CPU per event (ack, then record and enqueue), against "
+        f"{own_cpu / args.events * 1000:.1f} ms per event in the load generator."
+    )
+    report.figures.update(
+        {
+            "ack": s,
+            "store_before_ack": stored,
+            "inbox_left": inbox_left,
+            "errors": errors,
+            "recorded": len(ours),
+            "enqueued": len(queued_ours),
+            "distinct": len(set(queued_ours)),
+            "bot_rss_mb": bot_rss,
+            "met": met,
+            "bot_cpu_ms_per_event": bot_cpu / args.events * 1000,
+            "events_per_s": args.events / wall,
+        }
+    )
     report.finish()
     return 0
 

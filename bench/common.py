@@ -90,8 +90,10 @@ def machine() -> str:
         memory = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, ValueError, IndexError):  # pragma: no cover
         pass
-    return (f"{cpu}, {os.cpu_count()} cores{memory}, Python {platform.python_version()}, torch {torch.__version__}, "
-            f"load average {load_average()} (1/5 min)")
+    return (
+        f"{cpu}, {os.cpu_count()} cores{memory}, Python {platform.python_version()}, torch {torch.__version__}, "
+        f"load average {load_average()} (1/5 min)"
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -106,11 +108,18 @@ def percentile(values: Sequence[float], q: float) -> float:
 def summary(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {"n": 0, "p50": float("nan"), "p95": float("nan"), "p99": float("nan"), "max": float("nan")}
-    return {"n": len(values), "p50": statistics.median(values), "p95": percentile(values, 95),
-            "p99": percentile(values, 99), "max": max(values)}
+    return {
+        "n": len(values),
+        "p50": statistics.median(values),
+        "p95": percentile(values, 95),
+        "p99": percentile(values, 99),
+        "max": max(values),
+    }
 
 
-def fmt_ms(seconds_or_ms: float, *, ms: bool = False) -> str:
+def fmt_ms(seconds_or_ms: float | None, *, ms: bool = False) -> str:
+    if seconds_or_ms is None:  # not measured
+        return "n/a"
     value = seconds_or_ms if ms else seconds_or_ms * 1000
     if math.isnan(value):
         return "n/a"
@@ -140,18 +149,22 @@ class Report:
     def markdown(self) -> str:
         return f"## {self.title}\n\n" + "\n\n".join(self.sections) + "\n"
 
-    def finish(self) -> "Report":
+    def finish(self) -> Report:
         """Print the closing line and store the report for `bench.run_all` (bench/results/NAME.json)."""
         self.figures["duration_s"] = round(time.perf_counter() - self.started, 1)
         self.figures["machine"] = machine()
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         (RESULTS_DIR / f"{self.name}.json").write_text(
-            json.dumps({"name": self.name, "title": self.title, "markdown": self.markdown(), "figures": self.figures},
-                       indent=2, default=str))
+            json.dumps(
+                {"name": self.name, "title": self.title, "markdown": self.markdown(), "figures": self.figures},
+                indent=2,
+                default=str,
+            )
+        )
         print(f"[{self.name}] done in {self.figures['duration_s']:.0f} s on {self.figures['machine']}", flush=True)
         return self
 
-    def begin(self) -> "Report":
+    def begin(self) -> Report:
         print(f"# {self.title}\n\nMachine: {machine()}\n", flush=True)
         return self
 

@@ -25,19 +25,19 @@ from pathlib import Path
 
 from bench.quality import REPO
 from crag.decision import decide
-from crag.types import Action, Thresholds
+from crag.types import Action, Evaluator, Thresholds
 
 CATEGORIES = ("kb, answer retrieved", "kb, answer not retrieved", "fallback", "none-on-topic", "none-off-topic")
 
 
-def category(asked) -> str:  # type: ignore[no-untyped-def]
+def category(asked) -> str:
     label = asked.question.label
     if label != "kb":
         return label
     return CATEGORIES[0] if any(asked.holds_answer(c) for c in asked.candidates) else CATEGORIES[1]
 
 
-def _every_nth(items: list, wanted: int) -> list:  # type: ignore[type-arg]
+def _every_nth(items: list, wanted: int) -> list:
     """An even spread of `wanted` items (questions are written topic by topic), or all of them."""
     if wanted <= 0 or wanted >= len(items):
         return items
@@ -49,9 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench")
     parser.add_argument("--write", type=Path, help="also write the Markdown table to this file")
-    parser.add_argument("--per-org", type=int, default=0,
-                        help="route only this many test questions per organisation (every n-th; 0: all; "
-                             "each costs about 0.5 s per judge on 2 cores)")
+    parser.add_argument(
+        "--per-org",
+        type=int,
+        default=0,
+        help="route only this many test questions per organisation (every n-th; 0: all; "
+        "each costs about 0.5 s per judge on 2 cores)",
+    )
     args = parser.parse_args(argv)
 
     from crag.evaluator import CachedEvaluator, load_evaluator
@@ -83,15 +87,23 @@ def main(argv: list[str] | None = None) -> int:
         "cosine": measure(cosine, held_out(dev)).thresholds,
         "T5 evaluator": {"upper": row.upper, "lower": row.lower, "strip": row.strip_threshold},
     }
-    judges = {"cosine": cosine, "T5 evaluator": evaluator}
-    lines = [f"Routing on the policy-qa test organisations ({len(corpus.in_split('test'))} organisations, "
-             f"{len(test)} questions), evaluator {row.version}:", ""]
+    judges: dict[str, Evaluator] = {"cosine": cosine, "T5 evaluator": evaluator}
+    lines = [
+        f"Routing on the policy-qa test organisations ({len(corpus.in_split('test'))} organisations, "
+        f"{len(test)} questions), evaluator {row.version}:",
+        "",
+    ]
     for split, items in (("dev", dev), ("test", test)):
         kb = [a for a in items if a.question.label == "kb"]
         hit = sum(any(a.holds_answer(c) for c in a.candidates) for a in kb)
-        lines.append(f"- retrieval recall@{settings.top_k} ({split}): {hit}/{len(kb)} = {hit / len(kb):.1%} of kb questions")
-    lines += ["", "| judge | AUC | routing | " + " | ".join(CATEGORIES) + " |",
-              "| --- | --- | --- | " + " | ".join("---" for _ in CATEGORIES) + " |"]
+        lines.append(
+            f"- retrieval recall@{settings.top_k} ({split}): {hit}/{len(kb)} = {hit / len(kb):.1%} of kb questions"
+        )
+    lines += [
+        "",
+        "| judge | AUC | routing | " + " | ".join(CATEGORIES) + " |",
+        "| --- | --- | --- | " + " | ".join("---" for _ in CATEGORIES) + " |",
+    ]
     for name, judge in judges.items():
         t = thresholds[name]
         metrics = measure(judge, held_out(test), fixed_thresholds=t)
@@ -107,11 +119,16 @@ def main(argv: list[str] | None = None) -> int:
         for c in CATEGORIES:
             n = sum(routed[c].values())
             share = (routed[c][Action.CORRECT] if c == CATEGORIES[0] else n - routed[c][Action.CORRECT]) / max(n, 1)
-            cells.append(f"{share:.0%} of {n} (C/A/I {routed[c][Action.CORRECT]}/{routed[c][Action.AMBIGUOUS]}/"
-                         f"{routed[c][Action.INCORRECT]})")
+            cells.append(
+                f"{share:.0%} of {n} (C/A/I {routed[c][Action.CORRECT]}/{routed[c][Action.AMBIGUOUS]}/"
+                f"{routed[c][Action.INCORRECT]})"
+            )
         lines.append(f"| {name} | {metrics.auc:.3f} | {metrics.routing_accuracy:.1%} | " + " | ".join(cells) + " |")
-    lines += ["", "Each cell: the share routed right (Correct for an answer retrieved, anything else otherwise), "
-              "and the counts routed Correct / Ambiguous / Incorrect. Routing counts Ambiguous as half right."]
+    lines += [
+        "",
+        "Each cell: the share routed right (Correct for an answer retrieved, anything else otherwise), "
+        "and the counts routed Correct / Ambiguous / Incorrect. Routing counts Ambiguous as half right.",
+    ]
     text = "\n".join(lines)
     print(text)
     if args.write:

@@ -59,30 +59,67 @@ def main(argv: list[str] | None = None) -> int:
             if level == 1:
                 met = "met" if s["p50"] < 1.0 and s["p95"] < 2.5 else "not met"
                 figures["met"] = met == "met"
-            per_cat = {c: statistics.median([r["e2e_s"] for r in ok if r["category"] == c] or [float("nan")])
-                       for c in ("kb", "fallback", "none")}
-            rows.append([level, len(ok), fmt_ms(s["p50"]), fmt_ms(s["p95"]), fmt_ms(s["max"]),
-                         " / ".join(fmt_ms(per_cat[c]) for c in ("kb", "fallback", "none")),
-                         f"{len(ok) / wall * 60:.0f}", len(results) - len(ok), met])
+            per_cat = {
+                c: statistics.median([r["e2e_s"] for r in ok if r["category"] == c] or [float("nan")])
+                for c in ("kb", "fallback", "none")
+            }
+            rows.append(
+                [
+                    level,
+                    len(ok),
+                    fmt_ms(s["p50"]),
+                    fmt_ms(s["p95"]),
+                    fmt_ms(s["max"]),
+                    " / ".join(fmt_ms(per_cat[c]) for c in ("kb", "fallback", "none")),
+                    f"{len(ok) / wall * 60:.0f}",
+                    len(results) - len(ok),
+                    met,
+                ]
+            )
             stages = bench.stage_rows(results)
             actions = {a: sum(1 for r in stages if r["action"] == a) for a in ("correct", "ambiguous", "incorrect")}
             figures[f"c{level}_actions"] = actions
-            stage_table.append([level] + [fmt_ms(statistics.median([r.get(k, 0.0) for r in stages]), ms=True)
-                                          for k in STAGES + ("total",)]
-                               + [fmt_ms(statistics.median([r["e2e"] for r in stages]), ms=True)])
+            stage_table.append(
+                [level]
+                + [fmt_ms(statistics.median([r.get(k, 0.0) for r in stages]), ms=True) for k in STAGES + ("total",)]
+                + [fmt_ms(statistics.median([r["e2e"] for r in stages]), ms=True)]
+            )
             figures[f"c{level}_stages"] = {k: statistics.median([r.get(k, 0.0) for r in stages]) for k in STAGES}
-    report.add(f"{len(items)} questions per level ({counts['kb']} kb, {counts['fallback']} fallback-only, "
-               f"{counts['none']} unanswerable); worker torch threads {args.threads or settings.evaluator_threads}; "
-               f"actions at the last level: {actions}.")
-    report.add(table(["concurrency", "answered", "p50", "p95", "max", "p50 kb / fallback / none", "answers/min",
-                      "errors", "target (c=1: p50 < 1.0 s, p95 < 2.5 s)"], rows))
-    report.add("Median per stage (ms; `queue+task` is the wait in Redis plus the task's own reads and writes "
-               "around the pipeline, `total` is the pipeline):\n\n"
-               + table(["concurrency", *STAGES, "total", "end to end"], stage_table))
-    report.add("First question after the worker reported ready (not counted above): "
-               + ", ".join(f"{fmt_ms(figures[f'c{level}_first_question_s'])} (level {level})" for level in levels) + ".")
-    report.add(f"Worker peak RSS with models loaded: pool child {rss.get('child', 0):.0f} MiB, "
-               f"main process {rss.get('main', 0):.0f} MiB.")
+    report.add(
+        f"{len(items)} questions per level ({counts['kb']} kb, {counts['fallback']} fallback-only, "
+        f"{counts['none']} unanswerable); worker torch threads {args.threads or settings.evaluator_threads}; "
+        f"actions at the last level: {actions}."
+    )
+    report.add(
+        table(
+            [
+                "concurrency",
+                "answered",
+                "p50",
+                "p95",
+                "max",
+                "p50 kb / fallback / none",
+                "answers/min",
+                "errors",
+                "target (c=1: p50 < 1.0 s, p95 < 2.5 s)",
+            ],
+            rows,
+        )
+    )
+    report.add(
+        "Median per stage (ms; `queue+task` is the wait in Redis plus the task's own reads and writes "
+        "around the pipeline, `total` is the pipeline):\n\n"
+        + table(["concurrency", *STAGES, "total", "end to end"], stage_table)
+    )
+    report.add(
+        "First question after the worker reported ready (not counted above): "
+        + ", ".join(f"{fmt_ms(figures[f'c{level}_first_question_s'])} (level {level})" for level in levels)
+        + "."
+    )
+    report.add(
+        f"Worker peak RSS with models loaded: pool child {rss.get('child', 0):.0f} MiB, "
+        f"main process {rss.get('main', 0):.0f} MiB."
+    )
     figures["worker_rss_mb"] = rss
     report.figures.update(figures)
     report.finish()

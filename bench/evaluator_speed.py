@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from bench.common import Report, fmt_ms, prepared_settings, summary, table, use_bench_home
 
@@ -42,7 +43,7 @@ class QuestionSet:
     strips: list[str]
 
 
-def question_sets(settings, limit: int) -> list[QuestionSet]:  # type: ignore[no-untyped-def]
+def question_sets(settings, limit: int) -> list[QuestionSet]:
     """Benchmark questions with their retrieved top-k chunks and those chunks' strips."""
     import yaml
 
@@ -65,10 +66,10 @@ class WordPieceForT5:
 
     pad_token_id = 0
 
-    def __init__(self, wordpiece) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, wordpiece) -> None:
         self.wordpiece = wordpiece
 
-    def __call__(self, texts, truncation=True, max_length=512):  # type: ignore[no-untyped-def]
+    def __call__(self, texts, truncation=True, max_length=512):
         ids = self.wordpiece(list(texts), add_special_tokens=False, truncation=truncation, max_length=max_length - 1)
         return {"input_ids": [row + [1] for row in ids["input_ids"]]}
 
@@ -78,10 +79,25 @@ def t5_large_config():  # -> T5Config
     from transformers import T5Config
 
     return T5Config(
-        vocab_size=32128, d_model=1024, d_kv=64, d_ff=4096, num_layers=24, num_decoder_layers=24, num_heads=16,
-        relative_attention_num_buckets=32, relative_attention_max_distance=128, dropout_rate=0.1,
-        layer_norm_epsilon=1e-6, initializer_factor=1.0, feed_forward_proj="relu", is_encoder_decoder=True,
-        tie_word_embeddings=True, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, num_labels=1,
+        vocab_size=32128,
+        d_model=1024,
+        d_kv=64,
+        d_ff=4096,
+        num_layers=24,
+        num_decoder_layers=24,
+        num_heads=16,
+        relative_attention_num_buckets=32,
+        relative_attention_max_distance=128,
+        dropout_rate=0.1,
+        layer_norm_epsilon=1e-6,
+        initializer_factor=1.0,
+        feed_forward_proj="relu",
+        is_encoder_decoder=True,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+        num_labels=1,
         use_cache=False,
     )
 
@@ -89,10 +105,9 @@ def t5_large_config():  # -> T5Config
 def t5_large_evaluator(int8: bool):  # -> TorchEvaluator
     import torch
     from transformers import AutoTokenizer, T5ForSequenceClassification
+    from transformers.initialization import no_init_weights
 
     from crag.evaluator import TorchEvaluator, minilm_folder, quantize_int8_linear
-
-    from transformers.initialization import no_init_weights
 
     with no_init_weights():  # transformers' own init of ~0.8B weights takes about a minute here
         model = T5ForSequenceClassification(t5_large_config()).eval()
@@ -101,30 +116,39 @@ def t5_large_evaluator(int8: bool):  # -> TorchEvaluator
         for param in model.parameters():
             flat = param.view(-1)
             for start in range(0, flat.numel(), block.numel()):
-                piece = flat[start:start + block.numel()]
+                piece = flat[start : start + block.numel()]
                 piece.copy_(block[: piece.numel()])
     if int8:
         model = quantize_int8_linear(model)
     tokenizer = WordPieceForT5(AutoTokenizer.from_pretrained(minilm_folder(), local_files_only=True))
-    return TorchEvaluator(model, tokenizer, "t5_seq_cls", "t5-large-random" + ("+int8" if int8 else ""),
-                          max_length=512, raw_scores=True, quantized=int8)
+    return TorchEvaluator(
+        model,
+        tokenizer,
+        "t5_seq_cls",
+        "t5-large-random" + ("+int8" if int8 else ""),
+        max_length=512,
+        raw_scores=True,
+        quantized=int8,
+    )
 
 
-def pairs_per_second(evaluator, groups: list[tuple[str, list[str]]], batch: int, time_cap_s: float) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+def pairs_per_second(
+    evaluator, groups: list[tuple[str, list[str]]], batch: int, time_cap_s: float
+) -> tuple[float, int]:
     """Score question groups at one batch size (after one warm-up batch); stop after time_cap_s."""
     evaluator.batch_size = batch
     evaluator.logits(groups[0][0], groups[0][1][:batch])  # warm-up: first-call allocations
     done, started = 0, time.perf_counter()
     for question, passages in groups:
         for start in range(0, len(passages), batch):
-            evaluator.logits(question, passages[start:start + batch])
-            done += len(passages[start:start + batch])
+            evaluator.logits(question, passages[start : start + batch])
+            done += len(passages[start : start + batch])
             if time.perf_counter() - started > time_cap_s:
                 return done / (time.perf_counter() - started), done
     return done / (time.perf_counter() - started), done
 
 
-def per_question_ms(evaluator, sets: list[QuestionSet]) -> list[float]:  # type: ignore[no-untyped-def]
+def per_question_ms(evaluator, sets: list[QuestionSet]) -> list[float]:
     """Wall time to score one question's candidates and all their strips (two calls, as the worker does)."""
     evaluator.score(sets[0].question, sets[0].candidates[:2])  # warm-up
     times = []
@@ -171,16 +195,23 @@ def main(argv: list[str] | None = None) -> int:
             break
     sample = [(q, p) for q, ps in groups for p in ps]
     default_fp32 = load_evaluator(active.path, threads=1, quantize_int8=False)
-    lengths = [len(r["input_ids"]) for q, p in sample
-               for r in __import__("crag.evaluator", fromlist=["encode_pairs"]).encode_pairs(
-                   default_fp32.tokenizer, default_fp32.kind, q, [p], 512)]
-    report.add(f"Inputs: {len(sets)} benchmark questions, each with its top-{settings.top_k} retrieved chunks "
-               f"(median {statistics.median(n_cands):.0f}) and their strips (median {statistics.median(n_strips):.0f}, "
-               f"max {max(n_strips)}). Throughput sample: {len(sample)} pairs, median {statistics.median(lengths):.0f} "
-               f"word pieces per pair (max {max(lengths)}). Evaluator `{active.version}`.")
+    lengths = [
+        len(r["input_ids"])
+        for q, p in sample
+        for r in __import__("crag.evaluator", fromlist=["encode_pairs"]).encode_pairs(
+            default_fp32.tokenizer, default_fp32.kind, q, [p], 512
+        )
+    ]
+    report.add(
+        f"Inputs: {len(sets)} benchmark questions, each with its top-{settings.top_k} retrieved chunks "
+        f"(median {statistics.median(n_cands):.0f}) and their strips (median {statistics.median(n_strips):.0f}, "
+        f"max {max(n_strips)}). Throughput sample: {len(sample)} pairs, median {statistics.median(lengths):.0f} "
+        f"word pieces per pair (max {max(lengths)}). Evaluator `{active.version}`."
+    )
 
     torch.set_num_threads(1)
-    rows, figures = [], {}
+    rows: list[list[Any]] = []
+    figures: dict[str, Any] = {}
     for precision in PRECISIONS:
         evaluator = load_evaluator(active.path, threads=1, quantize_int8=precision == "int8", bf16=precision == "bf16")
         for batch in BATCHES:
@@ -209,32 +240,51 @@ def main(argv: list[str] | None = None) -> int:
                 rate, n = pairs_per_second(evaluator, large_groups, batch, cap)
                 figures[f"large_{precision}_b{batch}"] = rate
                 rows.append(["T5-large seq-cls (paper), random weights", precision, batch, 1, f"{rate:.2f}", n])
-            print(f"T5-large {precision} built in {build_s:.0f} s"
-                  + (f", {params / 1e6:.0f}M parameters" if params else ""), flush=True)
+            print(
+                f"T5-large {precision} built in {build_s:.0f} s"
+                + (f", {params / 1e6:.0f}M parameters" if params else ""),
+                flush=True,
+            )
             del evaluator
     largest = max([b for b in BATCHES if b <= args.large_pairs] or [1])
     for row in rows:
         key = f"{'default' if row[0].startswith('default') else 'large'}_{row[1]}_b{row[2]}"
         base = figures.get(f"large_{row[1]}_b{min(row[2], largest)}")
         mark = "" if row[2] <= largest else f" (vs batch {largest})"
-        row.append(f"{figures[key] / base:.0f}×{mark}" if base and key in figures and row[0].startswith("default") else "")
-    report.add("Throughput, 1 torch thread (one worker process per core):\n\n" + table(
-        ["model", "precision", "batch", "threads", "pairs/s", "pairs timed", "× T5-large (same precision, batch)"], rows))
+        row.append(
+            f"{figures[key] / base:.0f}×{mark}" if base and key in figures and row[0].startswith("default") else ""
+        )
+    report.add(
+        "Throughput, 1 torch thread (one worker process per core):\n\n"
+        + table(
+            ["model", "precision", "batch", "threads", "pairs/s", "pairs timed", "× T5-large (same precision, batch)"],
+            rows,
+        )
+    )
 
     per_q_rows = []
     deployed = "bf16" if native_bf16() else "fp32"  # what POLICYBOT_EVALUATOR_BF16=auto picks here
     for precision, threads in (("fp32", 1), ("bf16", 1), ("int8", 1), (deployed, 2)):
         torch.set_num_threads(threads)
-        evaluator = load_evaluator(active.path, threads=threads, quantize_int8=precision == "int8",
-                                   bf16=precision == "bf16")
+        evaluator = load_evaluator(
+            active.path, threads=threads, quantize_int8=precision == "int8", bf16=precision == "bf16"
+        )
         times = per_question_ms(evaluator, sets[: args.per_question])
         s = summary(times)
         figures[f"per_question_{precision}_t{threads}"] = s
         if precision == deployed and threads == 1:
             figures["per_question_default"] = s
-        per_q_rows.append([precision + (" (deployed default)" if precision == deployed and threads == 1 else ""),
-                           threads, evaluator.batch_size, fmt_ms(s["p50"], ms=True), fmt_ms(s["p95"], ms=True),
-                           fmt_ms(s["max"], ms=True), "met" if s["p50"] < 300 else "not met"])
+        per_q_rows.append(
+            [
+                precision + (" (deployed default)" if precision == deployed and threads == 1 else ""),
+                threads,
+                evaluator.batch_size,
+                fmt_ms(s["p50"], ms=True),
+                fmt_ms(s["p95"], ms=True),
+                fmt_ms(s["max"], ms=True),
+                "met" if s["p50"] < 300 else "not met",
+            ]
+        )
     # The deployed default again, with the cache of passages' MiniLM states (POLICYBOT_EVALUATOR_CACHE_MB):
     # a first pass over the questions (a passage is read once, then reused by later questions),
     # then a second pass with every passage cached, as for a knowledge base the worker has seen.
@@ -243,12 +293,22 @@ def main(argv: list[str] | None = None) -> int:
     for label, key in (("first pass", "per_question_cache_first_pass"), ("warm", "per_question_cache_warm")):
         s = summary(per_question_ms(evaluator, sets[: args.per_question]))
         figures[key] = s
-        per_q_rows.append([f"{deployed} (deployed default), passage cache {label}", 1, evaluator.batch_size,
-                           fmt_ms(s["p50"], ms=True), fmt_ms(s["p95"], ms=True), fmt_ms(s["max"], ms=True),
-                           "met" if s["p50"] < 300 else "not met"])
-    report.add("One question: its top-10 candidates plus all their strips (target under 300 ms); rows without "
-               "\"passage cache\" read every passage afresh:\n\n" + table(
-        ["precision", "threads", "batch", "p50", "p95", "max", "target (p50 < 300 ms)"], per_q_rows))
+        per_q_rows.append(
+            [
+                f"{deployed} (deployed default), passage cache {label}",
+                1,
+                evaluator.batch_size,
+                fmt_ms(s["p50"], ms=True),
+                fmt_ms(s["p95"], ms=True),
+                fmt_ms(s["max"], ms=True),
+                "met" if s["p50"] < 300 else "not met",
+            ]
+        )
+    report.add(
+        "One question: its top-10 candidates plus all their strips (target under 300 ms); rows without "
+        '"passage cache" read every passage afresh:\n\n'
+        + table(["precision", "threads", "batch", "p50", "p95", "max", "target (p50 < 300 ms)"], per_q_rows)
+    )
     report.figures.update(figures)
     report.finish()
     return 0

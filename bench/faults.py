@@ -34,9 +34,11 @@ from typing import Any
 # queued again (the default is 120 s), each bot sweeps every second (the default: a minute).
 FAULT_ENV = {"POLICYBOT_REPLY_WAIT_S": "6", "POLICYBOT_SWEEP_INTERVAL_S": "1"}
 SLOW_MARKER = "zzslowonpurpose"  # the worker sleeps 4 s before answering it (POLICYBOT_TEST_SLOW_MARKER)
-QUESTIONS = ("How many weeks of parental leave do primary caregivers get?",
-             "How many PTO days can I carry over?",
-             "What is the hotel limit per night when travelling?")
+QUESTIONS = (
+    "How many weeks of parental leave do primary caregivers get?",
+    "How many PTO days can I carry over?",
+    "What is the hotel limit per night when travelling?",
+)
 APOLOGIES = ("went wrong", "can't take questions right now")
 POSTGRES_DOWN_S = 5.0
 
@@ -122,8 +124,9 @@ class FaultRun:
         deadline = time.monotonic() + timeout
         while True:
             with db.session(self.settings) as session:
-                question_id = session.execute(select(Question.id).where(
-                    Question.channel == asked.channel, Question.message_ts == asked.ts)).scalar_one_or_none()
+                question_id = session.execute(
+                    select(Question.id).where(Question.channel == asked.channel, Question.message_ts == asked.ts)
+                ).scalar_one_or_none()
             if question_id is not None and f"answering question {question_id} " in self.worker.log_text():
                 return
             if time.monotonic() > deadline:
@@ -198,8 +201,12 @@ def slack_429_then_503(run: FaultRun, count: int) -> None:
 
 
 FAULTS: tuple[Callable[[FaultRun, int], None], ...] = (
-    bot_killed_after_the_ack, worker_killed_mid_answer, redis_restarted_without_persistence,
-    postgres_restarted_mid_answer, slack_429_then_503)
+    bot_killed_after_the_ack,
+    worker_killed_mid_answer,
+    redis_restarted_without_persistence,
+    postgres_restarted_mid_answer,
+    slack_429_then_503,
+)
 
 
 # ------------------------------------------------------------------ the outcome
@@ -209,7 +216,7 @@ def _replies(run: FaultRun, asked: Asked) -> list[Any]:
     return [post for post in run.fake.posts(asked.channel, asked.ts) if post.response.get("ok")]
 
 
-def run_faults(run: FaultRun, per_fault: int, bound_s: float, faults=FAULTS) -> list[FaultRow]:  # type: ignore[no-untyped-def]
+def run_faults(run: FaultRun, per_fault: int, bound_s: float, faults=FAULTS) -> list[FaultRow]:
     """Inject each fault in turn and heal it, then wait up to `bound_s` for every reply to
     its questions before the next fault; one row per fault."""
     run.start_bot()
@@ -234,22 +241,38 @@ def run_faults(run: FaultRun, per_fault: int, bound_s: float, faults=FAULTS) -> 
         once = [asked for asked in mine if len(replies[asked.ts]) == 1]
         apologised = [asked for asked in once if any(words in replies[asked.ts][0]["text"] for words in APOLOGIES)]
         times = [replies[asked.ts][0].at - asked.sent for asked in mine if replies[asked.ts]]
-        rows.append(FaultRow(name, len(mine), len(once) - len(apologised), len(apologised),
-                             sum(1 for asked in mine if not replies[asked.ts]),
-                             sum(1 for asked in mine if len(replies[asked.ts]) > 1), max(times, default=float("nan"))))
+        rows.append(
+            FaultRow(
+                name,
+                len(mine),
+                len(once) - len(apologised),
+                len(apologised),
+                sum(1 for asked in mine if not replies[asked.ts]),
+                sum(1 for asked in mine if len(replies[asked.ts]) > 1),
+                max(times, default=float("nan")),
+            )
+        )
     return rows
 
 
 def total(rows: list[FaultRow]) -> FaultRow:
-    return FaultRow(f"all {len(rows)} faults", sum(r.asked for r in rows), sum(r.answered for r in rows),
-                    sum(r.apologised for r in rows), sum(r.lost for r in rows), sum(r.duplicated for r in rows),
-                    max((r.worst_s for r in rows), default=float("nan")))
+    return FaultRow(
+        f"all {len(rows)} faults",
+        sum(r.asked for r in rows),
+        sum(r.answered for r in rows),
+        sum(r.apologised for r in rows),
+        sum(r.lost for r in rows),
+        sum(r.duplicated for r in rows),
+        max((r.worst_s for r in rows), default=float("nan")),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--per-fault", type=int, default=4, help="questions asked around each fault")
-    parser.add_argument("--bound", type=float, default=300.0, help="seconds to wait for a fault's replies once it healed")
+    parser.add_argument(
+        "--bound", type=float, default=300.0, help="seconds to wait for a fault's replies once it healed"
+    )
     args = parser.parse_args(argv)
 
     from bench.common import Report, table, use_bench_home
@@ -270,11 +293,20 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = settings.home / "logs" / "bench-faults"
     log_dir.mkdir(parents=True, exist_ok=True)
     with FakeSlack() as fake:
-        env = worker_env(settings, fake, PYTHONPATH=str(repo), POLICYBOT_TEST_SLOW_MARKER=SLOW_MARKER,
-                         POLICYBOT_CELERY_VISIBILITY_TIMEOUT="10")
-        def start_worker():  # type: ignore[no-untyped-def]
-            return WorkerProcess(env, log_dir / f"worker-{time.time():.0f}.log", queues=("answer",)).start().wait_ready(
-                timeout=600)
+        env = worker_env(
+            settings,
+            fake,
+            PYTHONPATH=str(repo),
+            POLICYBOT_TEST_SLOW_MARKER=SLOW_MARKER,
+            POLICYBOT_CELERY_VISIBILITY_TIMEOUT="10",
+        )
+
+        def start_worker():
+            return (
+                WorkerProcess(env, log_dir / f"worker-{time.time():.0f}.log", queues=("answer",))
+                .start()
+                .wait_ready(timeout=600)
+            )
 
         run = FaultRun(settings, fake, start_worker(), env, log_dir, restart_worker=start_worker)
         try:
@@ -282,14 +314,26 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             run.worker.stop()
     every = [*rows, total(rows)]
-    report.add(table(["fault injected", "questions asked", "answered once", "apologised", "lost (must be 0)",
-                      "duplicated (must be 0)", "worst time to a reply"],
-                     [[r.fault, r.asked, r.answered, r.apologised, r.lost, r.duplicated, f"{r.worst_s:.1f} s"]
-                      for r in every]))
-    report.add(f"Waits shortened for the run: {', '.join(f'{k}={v}' for k, v in FAULT_ENV.items())}, "
-               f"POLICYBOT_CELERY_VISIBILITY_TIMEOUT=10; PostgreSQL down {POSTGRES_DOWN_S:.0f} s. The worker exited "
-               f"{run.worker_restarts} time(s) and was started again, as a supervisor would. "
-               "docs/operations.md gives the bounds with the defaults.")
+    report.add(
+        table(
+            [
+                "fault injected",
+                "questions asked",
+                "answered once",
+                "apologised",
+                "lost (must be 0)",
+                "duplicated (must be 0)",
+                "worst time to a reply",
+            ],
+            [[r.fault, r.asked, r.answered, r.apologised, r.lost, r.duplicated, f"{r.worst_s:.1f} s"] for r in every],
+        )
+    )
+    report.add(
+        f"Waits shortened for the run: {', '.join(f'{k}={v}' for k, v in FAULT_ENV.items())}, "
+        f"POLICYBOT_CELERY_VISIBILITY_TIMEOUT=10; PostgreSQL down {POSTGRES_DOWN_S:.0f} s. The worker exited "
+        f"{run.worker_restarts} time(s) and was started again, as a supervisor would. "
+        "docs/operations.md gives the bounds with the defaults."
+    )
     report.figures.update({"rows": [r.__dict__ for r in every], "worker_restarts": run.worker_restarts})
     report.finish()
     return 0 if every[-1].lost == 0 and every[-1].duplicated == 0 else 1

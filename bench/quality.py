@@ -85,19 +85,24 @@ def _holds_expected_phrase(item: dict, text: str) -> bool:
     return any(phrase.lower() in text.lower() for phrase in item.get("expected_phrases", []))
 
 
-def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:  # type: ignore[no-untyped-def]
+def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:
     from sqlalchemy import select
 
     from ingestion.ingest import ingest_paths
     from policybot import db, evaluators
     from policybot.models import FallbackSourceRow
 
-    for folder, collection in ((REPO / "samples" / "policies", "policies"), (REPO / "samples" / "hr-portal", "hr-portal")):
+    for folder, collection in (
+        (REPO / "samples" / "policies", "policies"),
+        (REPO / "samples" / "hr-portal", "hr-portal"),
+    ):
         report = ingest_paths(settings, [folder], collection=collection, prune=True)
         if report.failed:
             raise SystemExit(f"ingestion failed: {report.failed}")
     with db.session(settings) as session:
-        if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
+        if not session.execute(
+            select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")
+        ).scalar_one_or_none():
             session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
     if retrain or evaluators.active_version(settings) is None:
         print(f"training the evaluator ({minutes:g} min budget, seed {seed})...", flush=True)
@@ -105,7 +110,7 @@ def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:  # 
         print(f"trained {result.version}: AUC {result.evaluator.auc:.3f} vs cosine {result.cosine.auc:.3f}", flush=True)
 
 
-def plain_rag(settings, question: str, top_k: int):  # type: ignore[no-untyped-def]
+def plain_rag(settings, question: str, top_k: int):
     """Baseline (a): top-k straight to the answer: the best chunk, always answered."""
     from ingestion.retriever import ChunkRetriever
     from policybot.runtime import knowledge_base_collections
@@ -116,7 +121,7 @@ def plain_rag(settings, question: str, top_k: int):  # type: ignore[no-untyped-d
     return passages[0].text, True, [(passages[0].document, "kb")], "correct"
 
 
-def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:  # type: ignore[no-untyped-def]
+def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:
     """One question's internals under one system, for reading misses (--dump)."""
     return {
         "id": item["id"],
@@ -126,17 +131,26 @@ def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:  # t
         "action": outcome.action,
         "found": outcome.found,
         "right": outcome.right,
-        "thresholds": None if answer.thresholds is None else {"upper": answer.thresholds.upper, "lower": answer.thresholds.lower},
+        "thresholds": None
+        if answer.thresholds is None
+        else {"upper": answer.thresholds.upper, "lower": answer.thresholds.lower},
         "scores": [
-            {"origin": s.passage.origin, "document": s.passage.document, "section": s.passage.section, "score": round(s.score, 4)}
+            {
+                "origin": s.passage.origin,
+                "document": s.passage.document,
+                "section": s.passage.section,
+                "score": round(s.score, 4),
+            }
             for s in answer.scores
         ],
-        "strips": [{"document": s.passage.document, "score": round(s.score or 0.0, 4), "text": s.text} for s in answer.strips],
+        "strips": [
+            {"document": s.passage.document, "score": round(s.score or 0.0, 4), "text": s.text} for s in answer.strips
+        ],
         "answer": answer.text,
     }
 
 
-def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0):  # type: ignore[no-untyped-def]
+def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0):
     """Settings on the benchmark's own POLICYBOT_HOME, with the samples ingested and an evaluator trained."""
     os.environ["POLICYBOT_HOME"] = str(home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")
@@ -177,7 +191,9 @@ def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Pat
                 text, found, action = answer.text, answer.found, answer.action.value
                 cites = [(c.document, c.origin) for c in answer.citations]
             right = judge(item, text, found, cites)
-            outcome = Outcome(found, right, action, time.perf_counter() - started, right and leads_with_answer(item, text))
+            outcome = Outcome(
+                found, right, action, time.perf_counter() - started, right and leads_with_answer(item, text)
+            )
             results[name].outcomes[item["category"]].append(outcome)
             if runtime is not None and dump is not None:
                 dumped.append(dump_record(item, name, answer, outcome))

@@ -68,7 +68,7 @@ def reply_words(text: str) -> int:
     return len(_ANY_MARKER.sub(" ", text).split())
 
 
-def judge(record, text: str, found: bool, citations) -> Judged:  # type: ignore[no-untyped-def]
+def judge(record, text: str, found: bool, citations) -> Judged:
     """record: a corpus question's record; citations: crag.types.Citation of the reply."""
     from ingestion.chunking import HEADING_SEPARATOR
     from policybot.corpus import normalise, section_matches
@@ -76,7 +76,7 @@ def judge(record, text: str, found: bool, citations) -> Judged:  # type: ignore[
     origin = "kb" if record.label == "kb" else "fallback"
     gold_document = Path(record.document or "").name
 
-    def on_gold(citation) -> bool:  # type: ignore[no-untyped-def]
+    def on_gold(citation) -> bool:
         if citation.origin != origin or citation.document != gold_document:
             return False
         return not record.section or section_matches(record.section, citation.section.split(HEADING_SEPARATOR))
@@ -92,8 +92,16 @@ def judge(record, text: str, found: bool, citations) -> Judged:  # type: ignore[
             if marker and int(marker.group(1)) in by_number:
                 lines += 1
                 off += not on_gold(by_number[int(marker.group(1))])
-    return Judged(record.id, record.label, found, right, right and all(p in normalise(first_line) for p in phrases),
-                  reply_words(text) if found else 0, lines, off)
+    return Judged(
+        record.id,
+        record.label,
+        found,
+        right,
+        right and all(p in normalise(first_line) for p in phrases),
+        reply_words(text) if found else 0,
+        lines,
+        off,
+    )
 
 
 def figures(results: list[Judged]) -> dict[str, float | int]:
@@ -113,16 +121,26 @@ def figures(results: list[Judged]) -> dict[str, float | int]:
 
 
 def summary(split: str, evaluator: str, f: dict[str, float | int]) -> str:
-    return "\n".join([
-        (f"Replies on the policy-qa {split} organisations, {evaluator}: {f['questions']} kb and fallback "
-         f"questions, {f['answered']} answered, {f['right']} right."),
-        (f"- cited lines outside the labelled document and section: {f['off_section_right']:.1%} of right "
-         f"replies' lines (target <= 10%); {f['off_section_answered']:.1%} of every answered reply's lines"),
-        (f"- median words of a kb reply: {f['median_words_kb']:g} over {f['kb_answered']} answered kb "
-         f"questions (target <= 60)"),
-        (f"- right replies whose first line holds the key phrases: {f['answer_first']:.1%} of {f['right']} "
-         f"(target >= 90%)"),
-    ])
+    return "\n".join(
+        [
+            (
+                f"Replies on the policy-qa {split} organisations, {evaluator}: {f['questions']} kb and fallback "
+                f"questions, {f['answered']} answered, {f['right']} right."
+            ),
+            (
+                f"- cited lines outside the labelled document and section: {f['off_section_right']:.1%} of right "
+                f"replies' lines (target <= 10%); {f['off_section_answered']:.1%} of every answered reply's lines"
+            ),
+            (
+                f"- median words of a kb reply: {f['median_words_kb']:g} over {f['kb_answered']} answered kb "
+                f"questions (target <= 60)"
+            ),
+            (
+                f"- right replies whose first line holds the key phrases: {f['answer_first']:.1%} of {f['right']} "
+                f"(target >= 90%)"
+            ),
+        ]
+    )
 
 
 def recompose(replies: list[tuple[QuestionRecord, str, Answer]], shape: ReplyShape, floor: float) -> list[Judged]:
@@ -152,7 +170,8 @@ def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str
 
     rows = []
     for lead, follow, other, following, on_topic in itertools.product(
-            (0.3, 0.5, 0.6, 0.8, 1.0), (0.25, 0.5, 0.75, 0.9), (0.75, 0.9, 1.01), (0, 1, 2), (False, True)):
+        (0.3, 0.5, 0.6, 0.8, 1.0), (0.25, 0.5, 0.75, 0.9), (0.75, 0.9, 1.01), (0, 1, 2), (False, True)
+    ):
         if other < follow:
             continue  # another section never follows more easily than the lead's own
         shape = ReplyShape(lead, follow, other, following, on_topic)
@@ -161,15 +180,22 @@ def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str
         rows.append((within, f["right"], round(f["answer_first"] * f["right"]), -f["median_words_kb"], shape, f))
     rows.sort(key=lambda row: row[:4], reverse=True)
     best_per_lines = [next(row for row in rows if row[4].max_following == n) for n in (0, 1, 2)]
-    lines = ["", ("Reply shapes on these replies, best first (within half the bounds on off-section lines and words, "
-                  "right replies, replies led by the key phrases, fewer words), then the best with 0, 1 and 2 "
-                  "following lines:"),
-             "| lead | follow | other | lines | on topic | right | led by the key phrases | off-section | median words |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "",
+        (
+            "Reply shapes on these replies, best first (within half the bounds on off-section lines and words, "
+            "right replies, replies led by the key phrases, fewer words), then the best with 0, 1 and 2 "
+            "following lines:"
+        ),
+        "| lead | follow | other | lines | on topic | right | led by the key phrases | off-section | median words |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for within, right, led, _, shape, f in rows[:10] + best_per_lines:
-        lines.append(f"| {shape.lead_share:g} | {shape.follow_share:g} | {shape.other_share:g} | {shape.max_following} | "
-                     f"{shape.on_topic_only} | {right} | {led} ({f['answer_first']:.1%}) | "
-                     f"{f['off_section_right']:.1%} | {f['median_words_kb']:g}{'' if within else ' (out of bounds)'} |")
+        lines.append(
+            f"| {shape.lead_share:g} | {shape.follow_share:g} | {shape.other_share:g} | {shape.max_following} | "
+            f"{shape.on_topic_only} | {right} | {led} ({f['answer_first']:.1%}) | "
+            f"{f['off_section_right']:.1%} | {f['median_words_kb']:g}{'' if within else ' (out of bounds)'} |"
+        )
     return "\n".join(lines)
 
 
@@ -178,8 +204,14 @@ def _same_retriever(retriever: Retriever, _context: AskContext) -> Retriever:
     return retriever
 
 
-def ask(organisations, qa, chunks, loaded, base_config, per_org: int,  # type: ignore[no-untyped-def]
-        ) -> tuple[list[Judged], list[tuple[QuestionRecord, str, Answer]], list[str]]:
+def ask(
+    organisations,
+    qa,
+    chunks,
+    loaded,
+    base_config,
+    per_org: int,
+) -> tuple[list[Judged], list[tuple[QuestionRecord, str, Answer]], list[str]]:
     """Every organisation's sampled kb and fallback questions through the pipeline, over its own
     documents: judged, with the answers and one JSON line each."""
     from crag.pipeline import CragPipeline
@@ -192,43 +224,68 @@ def ask(organisations, qa, chunks, loaded, base_config, per_org: int,  # type: i
     dumped: list[str] = []
     for org in organisations:
         texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in chunks[name]]
-        portal = CollectionFallbackSource(PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback",
-                                                                      source_name=PORTAL_NAME))
+        portal = CollectionFallbackSource(
+            PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback", source_name=PORTAL_NAME)
+        )
         kb_retriever = ChunkRetriever(qa, [kb_collection(org)])
-        pipeline = CragPipeline(functools.partial(_same_retriever, kb_retriever), loaded.evaluator, [portal],
-                                replace(base_config, vocabulary=document_vocabulary(texts)))
+        pipeline = CragPipeline(
+            functools.partial(_same_retriever, kb_retriever),
+            loaded.evaluator,
+            [portal],
+            replace(base_config, vocabulary=document_vocabulary(texts)),
+        )
         questions = _every_nth([q for q in org.questions if q.label in ("kb", "fallback")], per_org)
         for question in questions:
             answer = pipeline.answer(as_asked(question))
             judged = judge(question.record, answer.text, answer.found, answer.citations)
             results.append(judged)
             replies.append((question.record, as_asked(question), answer))
-            dumped.append(json.dumps({**judged.__dict__, "question": question.record.question,
-                                      "section": question.record.section, "document": question.record.document,
-                                      "phrases": list(question.record.phrases), "action": answer.action.value,
-                                      "reply": answer.text,
-                                      "citations": [[c.n, c.document, c.section] for c in answer.citations]},
-                                     ensure_ascii=False))
+            dumped.append(
+                json.dumps(
+                    {
+                        **judged.__dict__,
+                        "question": question.record.question,
+                        "section": question.record.section,
+                        "document": question.record.document,
+                        "phrases": list(question.record.phrases),
+                        "action": answer.action.value,
+                        "reply": answer.text,
+                        "citations": [[c.n, c.document, c.section] for c in answer.citations],
+                    },
+                    ensure_ascii=False,
+                )
+            )
         print(f"{org.id}: {len(questions)} questions asked", file=sys.stderr, flush=True)
     return results, replies, dumped
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--split", choices=("dev", "test"), required=True,
-                        help="dev to tune on; test once, for the reported figures")
-    parser.add_argument("--per-org", type=int, default=0,
-                        help="ask only this many kb and fallback questions per organisation (an even spread; 0: all)")
+    parser.add_argument(
+        "--split", choices=("dev", "test"), required=True, help="dev to tune on; test once, for the reported figures"
+    )
+    parser.add_argument(
+        "--per-org",
+        type=int,
+        default=0,
+        help="ask only this many kb and fallback questions per organisation (an even spread; 0: all)",
+    )
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME to run in")
     parser.add_argument("--trained", action="store_true", help="judge with the home's active evaluator, not cosine")
     parser.add_argument("--dump", type=Path, help="write every reply and its judgement as JSONL")
-    parser.add_argument("--tune", action="store_true",
-                        help="also recompose every reply under a grid of reply shapes (crag.compose.ReplyShape) "
-                             "and print the best; dev only. The pipeline's answers are kept under the home "
-                             "(replies-dev-N.pickle) for --reuse")
-    parser.add_argument("--reuse", action="store_true",
-                        help="with --tune: compose again the answers kept by the last --tune run instead of asking "
-                             "again (the pipeline's steps before composing are not run)")
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="also recompose every reply under a grid of reply shapes (crag.compose.ReplyShape) "
+        "and print the best; dev only. The pipeline's answers are kept under the home "
+        "(replies-dev-N.pickle) for --reuse",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --tune: compose again the answers kept by the last --tune run instead of asking "
+        "again (the pipeline's steps before composing are not run)",
+    )
     args = parser.parse_args(argv)
     if args.tune and args.split != "dev":
         parser.error("--tune tunes on the dev split only")

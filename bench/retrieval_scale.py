@@ -26,7 +26,6 @@ and the index (about 0.8 + 1 GB instead of 1.6 + 2 GB); --types changes that.
 from __future__ import annotations
 
 import argparse
-import io
 import struct
 import sys
 import time
@@ -39,7 +38,7 @@ DIM = 384
 TOP_K = 10
 
 
-def topics(settings) -> tuple[np.ndarray, np.ndarray, list[str]]:  # type: ignore[no-untyped-def]
+def topics(settings) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Real chunk embeddings and texts of the sample corpus, and the benchmark questions' embeddings."""
     import yaml
     from sqlalchemy import text
@@ -81,8 +80,17 @@ def synthetic(bases: np.ndarray, n: int, rng: np.random.Generator, noise: float 
 def copy_binary(ids: np.ndarray, vectors: np.ndarray, half: bool) -> bytes:
     """A PostgreSQL binary COPY stream of (bigint, vector|halfvec) rows, built with numpy."""
     element = ">f2" if half else ">f4"
-    row = np.dtype([("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("vec_len", ">i4"), ("dim", ">i2"),
-                    ("unused", ">i2"), ("values", element, (vectors.shape[1],))])
+    row = np.dtype(
+        [
+            ("fields", ">i2"),
+            ("id_len", ">i4"),
+            ("id", ">i8"),
+            ("vec_len", ">i4"),
+            ("dim", ">i2"),
+            ("unused", ">i2"),
+            ("values", element, (vectors.shape[1],)),
+        ]
+    )
     data = np.empty(len(ids), dtype=row)
     data["fields"] = 2
     data["id_len"] = 8
@@ -95,7 +103,7 @@ def copy_binary(ids: np.ndarray, vectors: np.ndarray, half: bool) -> bytes:
     return header + data.tobytes() + struct.pack(">h", -1)
 
 
-def connect(settings):  # type: ignore[no-untyped-def]
+def connect(settings):
     """A plain psycopg 3 connection to the bench database (autocommit)."""
     import psycopg
     from sqlalchemy.engine import make_url
@@ -110,12 +118,12 @@ def literal(vector: np.ndarray) -> str:
     return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
 
 
-def top_ids(cursor, name: str, kind: str, query: np.ndarray) -> list[int]:  # type: ignore[no-untyped-def]
+def top_ids(cursor, name: str, kind: str, query: np.ndarray) -> list[int]:
     cursor.execute(f"SELECT id FROM {name} ORDER BY embedding <=> %s::{kind}({DIM}) LIMIT {TOP_K}", (literal(query),))
     return [r[0] for r in cursor.fetchall()]
 
 
-def timed_queries(cursor, name: str, kind: str, queries: np.ndarray) -> tuple[list[float], list[list[int]]]:  # type: ignore[no-untyped-def]
+def timed_queries(cursor, name: str, kind: str, queries: np.ndarray) -> tuple[list[float], list[list[int]]]:
     times, results = [], []
     for query in queries:
         started = time.perf_counter()
@@ -124,8 +132,18 @@ def timed_queries(cursor, name: str, kind: str, queries: np.ndarray) -> tuple[li
     return times, results
 
 
-def run_size(conn, n: int, kind: str, bases: np.ndarray, queries: np.ndarray, exact_queries: int,  # type: ignore[no-untyped-def]
-             ef_values: list[int], m: int, ef_construction: int, rng: np.random.Generator) -> dict:
+def run_size(
+    conn,
+    n: int,
+    kind: str,
+    bases: np.ndarray,
+    queries: np.ndarray,
+    exact_queries: int,
+    ef_values: list[int],
+    m: int,
+    ef_construction: int,
+    rng: np.random.Generator,
+) -> dict:
     name = f"bench_vectors_{n}_{kind}"
     half = kind == "halfvec"
     cur = conn.cursor()
@@ -139,14 +157,16 @@ def run_size(conn, n: int, kind: str, bases: np.ndarray, queries: np.ndarray, ex
         started = time.perf_counter()
         with cur.copy(f"COPY {name} (id, embedding) FROM STDIN WITH (FORMAT binary)") as copy:
             for offset in range(0, len(payload), 8 << 20):
-                copy.write(payload[offset:offset + (8 << 20)])
+                copy.write(payload[offset : offset + (8 << 20)])
         write_s += time.perf_counter() - started
     cur.execute(f"ANALYZE {name}")
     cur.execute("SET maintenance_work_mem = '4GB'")
     cur.execute("SET max_parallel_maintenance_workers = 1")  # 2 processes in all: the machine's 2 cores
     started = time.perf_counter()
-    cur.execute(f"CREATE INDEX ON {name} USING hnsw (embedding {kind}_cosine_ops) "
-                f"WITH (m = {m}, ef_construction = {ef_construction})")
+    cur.execute(
+        f"CREATE INDEX ON {name} USING hnsw (embedding {kind}_cosine_ops) "
+        f"WITH (m = {m}, ef_construction = {ef_construction})"
+    )
     build_s = time.perf_counter() - started
     cur.execute(f"SELECT pg_relation_size('{name}'), pg_indexes_size('{name}')")
     table_bytes, index_bytes = cur.fetchone()
@@ -169,12 +189,21 @@ def run_size(conn, n: int, kind: str, bases: np.ndarray, queries: np.ndarray, ex
     with cur.copy(f"COPY {name} (id, embedding) FROM STDIN WITH (FORMAT binary)") as copy:
         copy.write(payload)
     insert_rate = extra / (time.perf_counter() - started)
-    return {"n": n, "kind": kind, "copy_rate": n / write_s, "build_s": build_s, "insert_rate": insert_rate,
-            "table_mb": table_bytes / 2**20, "index_mb": index_bytes / 2**20, "exact": summary(exact_times),
-            "hnsw": hnsw, "name": name}
+    return {
+        "n": n,
+        "kind": kind,
+        "copy_rate": n / write_s,
+        "build_s": build_s,
+        "insert_rate": insert_rate,
+        "table_mb": table_bytes / 2**20,
+        "index_mb": index_bytes / 2**20,
+        "exact": summary(exact_times),
+        "hnsw": hnsw,
+        "name": name,
+    }
 
 
-def embedding_rate(settings, texts: list[str], sample: int) -> float:  # type: ignore[no-untyped-def]
+def embedding_rate(settings, texts: list[str], sample: int) -> float:
     from policybot.runtime import embed_function
 
     embed = embed_function(settings)
@@ -211,9 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(7)
     queries = question_vectors[: args.queries]  # what production searches with: embedded questions
     embed_rate = embedding_rate(settings, texts, args.embed_sample)
-    report.add(f"Embedding (MiniLM, measured on {args.embed_sample} real chunk texts): {embed_rate:.0f} chunks/s, so "
-               f"embedding 1M chunks would take {1_000_000 / embed_rate / 3600:.1f} h on this machine; the corpora "
-               "below are synthetic vectors, so only writing and searching are timed at scale.")
+    report.add(
+        f"Embedding (MiniLM, measured on {args.embed_sample} real chunk texts): {embed_rate:.0f} chunks/s, so "
+        f"embedding 1M chunks would take {1_000_000 / embed_rate / 3600:.1f} h on this machine; the corpora "
+        "below are synthetic vectors, so only writing and searching are timed at scale."
+    )
     results = []
     conn = connect(settings)
     try:
@@ -223,35 +254,81 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
             if not args.keep:
                 conn.execute(f"DROP TABLE {result['name']}")
-            print(f"    copy {result['copy_rate']:.0f} rows/s, build {result['build_s']:.0f} s, "
-                  f"exact p50 {fmt_ms(result['exact']['p50'])}, "
-                  + ", ".join(f"ef{ef} p50 {fmt_ms(h['latency']['p50'])} recall {h['recall']:.3f}"
-                              for ef, h in result["hnsw"].items()), flush=True)
+            print(
+                f"    copy {result['copy_rate']:.0f} rows/s, build {result['build_s']:.0f} s, "
+                f"exact p50 {fmt_ms(result['exact']['p50'])}, "
+                + ", ".join(
+                    f"ef{ef} p50 {fmt_ms(h['latency']['p50'])} recall {h['recall']:.3f}"
+                    for ef, h in result["hnsw"].items()
+                ),
+                flush=True,
+            )
     finally:
         conn.close()
 
-    write_rows = [[f"{r['n']:,}", r["kind"], f"{r['copy_rate']:,.0f}", f"{r['build_s']:.0f} s",
-                   f"{r['n'] / (r['n'] / r['copy_rate'] + r['build_s']):,.0f}", f"{r['insert_rate']:,.0f}",
-                   f"{r['table_mb']:.0f} / {r['index_mb']:.0f} MB"] for r in results]
-    report.add(f"Writing (embedding excluded; HNSW m={args.m}, ef_construction={args.ef_construction}):\n\n" + table(
-        ["chunks", "type", "COPY rows/s", "HNSW build", "load + build rows/s", "inserts with index, rows/s",
-         "table / index"], write_rows))
+    write_rows = [
+        [
+            f"{r['n']:,}",
+            r["kind"],
+            f"{r['copy_rate']:,.0f}",
+            f"{r['build_s']:.0f} s",
+            f"{r['n'] / (r['n'] / r['copy_rate'] + r['build_s']):,.0f}",
+            f"{r['insert_rate']:,.0f}",
+            f"{r['table_mb']:.0f} / {r['index_mb']:.0f} MB",
+        ]
+        for r in results
+    ]
+    report.add(
+        f"Writing (embedding excluded; HNSW m={args.m}, ef_construction={args.ef_construction}):\n\n"
+        + table(
+            [
+                "chunks",
+                "type",
+                "COPY rows/s",
+                "HNSW build",
+                "load + build rows/s",
+                "inserts with index, rows/s",
+                "table / index",
+            ],
+            write_rows,
+        )
+    )
     query_rows = []
     for r in results:
-        query_rows.append([f"{r['n']:,}", "exact (seq scan)", fmt_ms(r["exact"]["p50"]), fmt_ms(r["exact"]["p99"]),
-                           "1.000", r["exact"]["n"]])
+        query_rows.append(
+            [
+                f"{r['n']:,}",
+                "exact (seq scan)",
+                fmt_ms(r["exact"]["p50"]),
+                fmt_ms(r["exact"]["p99"]),
+                "1.000",
+                r["exact"]["n"],
+            ]
+        )
         for ef, h in r["hnsw"].items():
-            query_rows.append([f"{r['n']:,}", f"HNSW ef_search={ef}", fmt_ms(h["latency"]["p50"]),
-                               fmt_ms(h["latency"]["p99"]), f"{h['recall']:.3f}", h["latency"]["n"]])
-    report.add("Top-10 query latency and recall@10 against exact search:\n\n" + table(
-        ["chunks", "search", "p50", "p99", "recall@10", "queries"], query_rows))
+            query_rows.append(
+                [
+                    f"{r['n']:,}",
+                    f"HNSW ef_search={ef}",
+                    fmt_ms(h["latency"]["p50"]),
+                    fmt_ms(h["latency"]["p99"]),
+                    f"{h['recall']:.3f}",
+                    h["latency"]["n"],
+                ]
+            )
+    report.add(
+        "Top-10 query latency and recall@10 against exact search:\n\n"
+        + table(["chunks", "search", "p50", "p99", "recall@10", "queries"], query_rows)
+    )
     largest = results[-1]
     ok = [(ef, h) for ef, h in largest["hnsw"].items() if h["recall"] >= 0.95]
     if ok:
         ef, h = min(ok, key=lambda item: item[1]["latency"]["p99"])
-        verdict = (f"At {largest['n']:,} chunks ({largest['kind']}), ef_search={ef}: p99 {fmt_ms(h['latency']['p99'])}, "
-                   f"recall@10 {h['recall']:.3f}: target (p99 < 50 ms, recall ≥ 0.95) "
-                   + ("met." if h["latency"]["p99"] < 0.050 else "not met on latency."))
+        verdict = (
+            f"At {largest['n']:,} chunks ({largest['kind']}), ef_search={ef}: p99 {fmt_ms(h['latency']['p99'])}, "
+            f"recall@10 {h['recall']:.3f}: target (p99 < 50 ms, recall ≥ 0.95) "
+            + ("met." if h["latency"]["p99"] < 0.050 else "not met on latency.")
+        )
     else:
         verdict = f"At {largest['n']:,} chunks no ef_search tried reached recall@10 0.95: target not met."
     report.add(verdict)

@@ -31,11 +31,10 @@ import numpy as np
 
 from bench.quality import CATEGORIES, REPO, load_questions, open_bench
 
-
 BestScores = dict[str, tuple[np.ndarray, np.ndarray]]  # reading -> (best KB score, best fallback score) per question
 
 
-def best_scores(settings, evaluator, questions: list[dict]) -> BestScores:  # type: ignore[no-untyped-def]
+def best_scores(settings, evaluator, questions: list[dict]) -> BestScores:
     """Per question and reading ("passage": whole passages; "best strip": each passage's best
     strip): the best knowledge-base score and the best fallback score (-inf when none)."""
     from crag.pipeline import AskContext, plan_fallback
@@ -57,7 +56,9 @@ def best_scores(settings, evaluator, questions: list[dict]) -> BestScores:  # ty
     return {reading: (np.asarray(kb), np.asarray(fallback)) for reading, (kb, fallback) in best.items()}
 
 
-def ceiling(kb_best: np.ndarray, fallback_best: np.ndarray, categories: np.ndarray) -> tuple[float, float, dict[str, float]]:
+def ceiling(
+    kb_best: np.ndarray, fallback_best: np.ndarray, categories: np.ndarray
+) -> tuple[float, float, dict[str, float]]:
     """(worst-category accuracy, threshold, accuracy per category) of the best single threshold."""
     best: tuple[float, float, dict[str, float]] = (-1.0, 0.0, {})
     finite = np.concatenate([kb_best, fallback_best])
@@ -82,15 +83,21 @@ def main(argv: list[str] | None = None) -> int:
     categories = np.asarray([q["category"] for q in questions])
     not_kb = categories != "kb"
     print(f"{len(questions)} questions; thresholds below are fitted on them (a ceiling, not a result)")
-    print("| evaluator | passage scored as | AUC kb vs rest | AUC fallback vs none | ceiling (worst category) | t | kb | fallback | none |")
+    print(
+        "| evaluator | passage scored as | AUC kb vs rest | AUC fallback vs none | ceiling (worst category) | t | kb | fallback | none |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for evaluator in (cosine_evaluator(settings), load_active_evaluator(settings)):
         for reading, (kb_best, fallback_best) in best_scores(settings, evaluator, questions).items():
             auc_kb = roc_auc(kb_best.tolist(), (categories == "kb").tolist())
             auc_fallback = roc_auc(fallback_best[not_kb].tolist(), (categories[not_kb] == "fallback").tolist())
             worst, t, accuracy = ceiling(kb_best, fallback_best, categories)
-            print(f"| {evaluator.description} | {reading} | {auc_kb:.3f} | {auc_fallback:.3f} | {worst:.0%} | {t:.3f} | "
-                  + " | ".join(f"{accuracy.get(c, 0.0):.0%}" for c in CATEGORIES) + " |", flush=True)
+            print(
+                f"| {evaluator.description} | {reading} | {auc_kb:.3f} | {auc_fallback:.3f} | {worst:.0%} | {t:.3f} | "
+                + " | ".join(f"{accuracy.get(c, 0.0):.0%}" for c in CATEGORIES)
+                + " |",
+                flush=True,
+            )
     return 0
 
 

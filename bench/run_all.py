@@ -16,7 +16,6 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from bench.common import REPO, RESULTS_DIR, load_average, machine, table
 
@@ -30,30 +29,50 @@ def targets(results: dict[str, dict]) -> list[list[str]]:
     rows = []
     ack = results.get("ack", {}).get("figures")
     if ack:
-        rows.append(["Ack p99 < 100 ms at concurrency 20, no errors, each event enqueued once",
-                     f"p99 {ack['ack']['p99'] * 1000:.0f} ms, {ack['errors']} errors, "
-                     f"{ack['distinct']}/{ack['recorded']} enqueued once", "met" if ack["met"] else "not met"])
+        rows.append(
+            [
+                "Ack p99 < 100 ms at concurrency 20, no errors, each event enqueued once",
+                f"p99 {ack['ack']['p99'] * 1000:.0f} ms, {ack['errors']} errors, "
+                f"{ack['distinct']}/{ack['recorded']} enqueued once",
+                "met" if ack["met"] else "not met",
+            ]
+        )
     e2e = results.get("e2e", {}).get("figures")
     if e2e and "c1" in e2e:
         c1 = e2e["c1"]
-        rows.append(["End to end at concurrency 1: p50 < 1.0 s, p95 < 2.5 s",
-                     f"p50 {c1['p50']:.2f} s, p95 {c1['p95']:.2f} s", "met" if e2e.get("met") else "not met"])
+        rows.append(
+            [
+                "End to end at concurrency 1: p50 < 1.0 s, p95 < 2.5 s",
+                f"p50 {c1['p50']:.2f} s, p95 {c1['p95']:.2f} s",
+                "met" if e2e.get("met") else "not met",
+            ]
+        )
     ev = results.get("evaluator_speed", {}).get("figures")
     if ev:
         fresh = {k: v for k, v in ev.items() if k.startswith("per_question_") and "cache" not in k}
         best = min(fresh, key=lambda k: fresh[k]["p50"])
         default = ev.get("per_question_default") or ev.get("per_question_fp32_t1")
         warm = ev.get("per_question_cache_warm")
-        rows.append(["Default evaluator scores 10 candidates + their strips in < 300 ms",
-                     f"as deployed (bf16 where native, 1 thread), every passage read afresh: p50 {default['p50']:.0f} ms"
-                     + (f"; passages cached: p50 {warm['p50']:.0f} ms" if warm else "")
-                     + f"; fastest setting {best.removeprefix('per_question_')}: p50 {fresh[best]['p50']:.0f} ms",
-                     "met" if default["p50"] < 300 else "not met (passages read afresh)"])
+        rows.append(
+            [
+                "Default evaluator scores 10 candidates + their strips in < 300 ms",
+                f"as deployed (bf16 where native, 1 thread), every passage read afresh: p50 {default['p50']:.0f} ms"
+                + (f"; passages cached: p50 {warm['p50']:.0f} ms" if warm else "")
+                + f"; fastest setting {best.removeprefix('per_question_')}: p50 {fresh[best]['p50']:.0f} ms",
+                "met" if default["p50"] < 300 else "not met (passages read afresh)",
+            ]
+        )
     ret = results.get("retrieval_scale", {}).get("figures")
     if ret:
-        rows.append(["Retrieval p99 < 50 ms at 1M chunks, recall@10 ≥ 0.95", ret["verdict"],
-                     "met" if "target (p99 < 50 ms, recall ≥ 0.95) met" in ret["verdict"]
-                     and ret["results"][-1]["n"] >= 1_000_000 else "not met"])
+        rows.append(
+            [
+                "Retrieval p99 < 50 ms at 1M chunks, recall@10 ≥ 0.95",
+                ret["verdict"],
+                "met"
+                if "target (p99 < 50 ms, recall ≥ 0.95) met" in ret["verdict"] and ret["results"][-1]["n"] >= 1_000_000
+                else "not met",
+            ]
+        )
     return rows
 
 
@@ -73,8 +92,11 @@ def write_doc(results: dict[str, dict], command: str, duration_s: float) -> None
     ]
     for name in BENCHMARKS:
         if name in results:
-            generated += [results[name]["markdown"].replace("## ", "### ", 1),
-                          f"_`python -m bench.{name}` took {results[name]['figures']['duration_s']:.0f} s._", ""]
+            generated += [
+                results[name]["markdown"].replace("## ", "### ", 1),
+                f"_`python -m bench.{name}` took {results[name]['figures']['duration_s']:.0f} s._",
+                "",
+            ]
     generated.append(END)
     block = "\n".join(generated)
     text = DOC.read_text() if DOC.exists() else "# Performance\n\n" + BEGIN + "\n" + END + "\n"
@@ -106,7 +128,11 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = json.loads(path.read_text())
     print("\n======== summary ========\n")
     print(table(["target (issue #5)", "measured", "status"], targets(results)))
-    print(f"\nAll benchmarks took {duration / 60:.1f} minutes" + (f"; failed: {', '.join(failed)}" if failed else "") + ".")
+    print(
+        f"\nAll benchmarks took {duration / 60:.1f} minutes"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+        + "."
+    )
     if not args.no_write and not args.only:
         write_doc(results, command, duration)
         print(f"Wrote {DOC.relative_to(REPO)}.")

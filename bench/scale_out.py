@@ -32,12 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     items = interleaved(bench_questions(), args.questions)
     rows, figures, base = [], {}, None
     run_tag = f"{int(time.time()) % 10**5:05d}"
-    with SlackBench(settings, Path(settings.home) / "logs" / "bench-scale",
-                    worker_env_extra={"POLICYBOT_TORCH_THREADS": "1"}) as bench:
+    with SlackBench(
+        settings, Path(settings.home) / "logs" / "bench-scale", worker_env_extra={"POLICYBOT_TORCH_THREADS": "1"}
+    ) as bench:
         for processes in [int(p) for p in args.processes.split(",")]:
             bench.start_worker(concurrency=processes)
-            bench.ask_many([{"question": "warm-up: what is the travel policy?", "category": "kb"}] * processes,
-                           processes, f"W{run_tag}P{processes}Q")  # every child opens its connections
+            bench.ask_many(
+                [{"question": "warm-up: what is the travel policy?", "category": "kb"}] * processes,
+                processes,
+                f"W{run_tag}P{processes}Q",
+            )  # every child opens its connections
             results = bench.ask_many(items, len(items), f"S{run_tag}P{processes}Q")
             bench.stop_workers()
             ok = [r for r in results if "e2e_s" in r]
@@ -46,11 +50,21 @@ def main(argv: list[str] | None = None) -> int:
             base = base or rate
             s = summary([r["e2e_s"] for r in ok])
             figures[f"p{processes}"] = {"per_min": rate, "latency": s, "errors": len(results) - len(ok)}
-            rows.append([processes, len(ok), f"{span:.1f} s", f"{rate:.0f}", f"{rate / base:.2f}×",
-                         fmt_ms(s["p50"]), len(results) - len(ok)])
-    report.add(f"Burst of {len(items)} questions (kb, fallback-only, unanswerable mixed), all delivered at once:\n\n"
-               + table(["worker processes", "answered", "wall", "questions/min", "speed-up", "p50 latency", "errors"],
-                       rows))
+            rows.append(
+                [
+                    processes,
+                    len(ok),
+                    f"{span:.1f} s",
+                    f"{rate:.0f}",
+                    f"{rate / base:.2f}×",
+                    fmt_ms(s["p50"]),
+                    len(results) - len(ok),
+                ]
+            )
+    report.add(
+        f"Burst of {len(items)} questions (kb, fallback-only, unanswerable mixed), all delivered at once:\n\n"
+        + table(["worker processes", "answered", "wall", "questions/min", "speed-up", "p50 latency", "errors"], rows)
+    )
     report.figures.update(figures)
     report.finish()
     return 0

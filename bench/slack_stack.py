@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -55,13 +55,14 @@ class BotProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 120.0) -> "BotProcess":
+    def start(self, timeout: float = 120.0) -> BotProcess:
         import httpx
 
         from workers.process import spawn_logged
 
-        self.process = spawn_logged([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(self.port)],
-                                    self.env, self.log_path)
+        self.process = spawn_logged(
+            [sys.executable, "-m", "policybot", "serve", "--http", "--port", str(self.port)], self.env, self.log_path
+        )
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -94,12 +95,12 @@ class SlackBench:
     bot: BotProcess | None = None
     workers: list[Any] = field(default_factory=list)
 
-    def __enter__(self) -> "SlackBench":
+    def __enter__(self) -> SlackBench:
         from bot.demo import worker_env
         from bot.fake_slack import FakeSlack
 
         self.fake = FakeSlack().start()
-        self.env = worker_env(self.settings, self.fake, PYTHONPATH=str(REPO), **self.worker_env_extra)
+        self.env = worker_env(self.settings, self.fake, None, PYTHONPATH=str(REPO), **self.worker_env_extra)
         self.purge_answer_queue()
         self.bot = BotProcess(self.env, self.log_dir / "bot.log").start()
         return self
@@ -118,8 +119,12 @@ class SlackBench:
     def start_worker(self, concurrency: int = 1, **extra_env: str):  # -> WorkerProcess
         from workers.process import WorkerProcess
 
-        worker = WorkerProcess({**self.env, **extra_env}, self.log_dir / f"worker-{len(self.workers)}.log",
-                               queues=("answer",), concurrency=concurrency).start()
+        worker = WorkerProcess(
+            {**self.env, **extra_env},
+            self.log_dir / f"worker-{len(self.workers)}.log",
+            queues=("answer",),
+            concurrency=concurrency,
+        ).start()
         self.workers.append(worker)
         return worker.wait_ready(timeout=600)
 
@@ -156,7 +161,7 @@ class SlackBench:
 
         client = redis.Redis.from_url(services.redis_url(self.settings))
         ids = []
-        for raw in client.lrange("answer", 0, -1):
+        for raw in cast(list[bytes], client.lrange("answer", 0, -1)):  # redis-py types replies "Awaitable or Any"
             message = json.loads(raw)
             args = json.loads(base64.b64decode(message["body"]))[0]
             ids.append(int(args[0]))
@@ -175,11 +180,18 @@ class SlackBench:
         if response.status_code != 200:
             return {"error": f"HTTP {response.status_code}", "ts": event["ts"], "channel": channel}
         post = self.fake.wait_for_posts(channel, event["ts"], timeout=timeout)[0]
-        return {"ts": event["ts"], "channel": channel, "sent": sent, "ack_s": acked - sent,
-                "e2e_s": post.at - sent, "posted": post.at}
+        return {
+            "ts": event["ts"],
+            "channel": channel,
+            "sent": sent,
+            "ack_s": acked - sent,
+            "e2e_s": post.at - sent,
+            "posted": post.at,
+        }
 
     def ask_many(self, items: Sequence[dict[str, Any]], concurrency: int, tag: str) -> list[dict[str, Any]]:
         """Ask every item with `concurrency` questions in flight; one channel per question."""
+
         def one(index_item: tuple[int, dict[str, Any]]) -> dict[str, Any]:
             index, item = index_item
             result = self.ask(item["question"], f"C{tag}{index:05d}".upper()[:24])
@@ -207,7 +219,15 @@ class SlackBench:
             timings = {k: float(v) for k, v in row.timings_ms.items() if isinstance(v, (int, float))}
             post_ms = (result["posted"] - row.answered_at.timestamp()) * 1000
             e2e_ms = result["e2e_s"] * 1000
-            out.append({"category": result["category"], "action": row.action, "e2e": e2e_ms,
-                        "ack": result["ack_s"] * 1000, **timings, "post": post_ms,
-                        "queue+task": e2e_ms - timings.get("total", 0.0) - post_ms})
+            out.append(
+                {
+                    "category": result["category"],
+                    "action": row.action,
+                    "e2e": e2e_ms,
+                    "ack": result["ack_s"] * 1000,
+                    **timings,
+                    "post": post_ms,
+                    "queue+task": e2e_ms - timings.get("total", 0.0) - post_ms,
+                }
+            )
         return out

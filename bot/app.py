@@ -32,8 +32,11 @@ def require_slack_settings(settings: Settings, *names: str) -> None:
     missing = [name for name in names if not getattr(settings, name.lower(), None)]
     if missing:
         raise SlackConfigError(
-            "missing " + ", ".join(missing) + ": set " + ("it" if len(missing) == 1 else "them")
-            + " in the environment or .env (see docs/slack.md, \"Connect to Slack\")"
+            "missing "
+            + ", ".join(missing)
+            + ": set "
+            + ("it" if len(missing) == 1 else "them")
+            + ' in the environment or .env (see docs/slack.md, "Connect to Slack")'
         )
 
 
@@ -41,8 +44,9 @@ def require_slack_settings(settings: Settings, *names: str) -> None:
 LOOKUP_TIMEOUT_S = 3
 
 
-def web_client(settings: Settings, *, wait_out_rate_limits: bool = True, timeout_s: int = 15,
-               connection_retries: int = 2) -> WebClient:
+def web_client(
+    settings: Settings, *, wait_out_rate_limits: bool = True, timeout_s: int = 15, connection_retries: int = 2
+) -> WebClient:
     """The Slack Web API client for settings.slack_api_url (Slack itself, or a local fake).
 
     It waits out a rate limit (Slack's Retry-After, twice) unless `wait_out_rate_limits` is
@@ -50,12 +54,19 @@ def web_client(settings: Settings, *, wait_out_rate_limits: bool = True, timeout
     thread must not stall behind a lookup."""
     # Only a request never sent (urllib's URLError) is sent again: one that reached Slack before
     # the connection dropped may have posted already, and a second post would show twice.
-    handlers: list = ([ConnectionErrorRetryHandler(max_retry_count=connection_retries, error_types=[URLError])]
-                      if connection_retries else [])
+    handlers: list = (
+        [ConnectionErrorRetryHandler(max_retry_count=connection_retries, error_types=[URLError])]
+        if connection_retries
+        else []
+    )
     if wait_out_rate_limits:
         handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
-    return WebClient(token=secret_value(settings.slack_bot_token), base_url=settings.slack_api_url, timeout=timeout_s,
-                     retry_handlers=handlers)
+    return WebClient(
+        token=secret_value(settings.slack_bot_token),
+        base_url=settings.slack_api_url,
+        timeout=timeout_s,
+        retry_handlers=handlers,
+    )
 
 
 def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mode: bool = False) -> App:
@@ -85,6 +96,7 @@ def _store_before_ack(settings: Settings) -> Callable[..., None]:
     """A middleware, run after Bolt verified the request and before its listener acks it: the
     event goes into the inbox (bot/inbox.py), so a bot killed between the ack and the
     listener's work leaves it for the sweep to replay."""
+
     def store_event(body: dict[str, Any], next: Callable[[], None]) -> None:  # noqa: A002 - Bolt's argument name
         event_id = inbox.event_id_to_store(body)
         if event_id is not None:
@@ -116,8 +128,11 @@ def replay_event(app: App, body: dict[str, Any]) -> None:
 
 
 def _identity(context: BoltContext) -> BotIdentity:
-    return BotIdentity(user_id=context.bot_user_id, bot_id=context.bot_id,
-                       teams=frozenset(team for team in (context.team_id, context.enterprise_id) if team))
+    return BotIdentity(
+        user_id=context.bot_user_id,
+        bot_id=context.bot_id,
+        teams=frozenset(team for team in (context.team_id, context.enterprise_id) if team),
+    )
 
 
 def register(app: App, listeners: Listeners) -> None:

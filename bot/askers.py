@@ -32,8 +32,12 @@ def names_in_profile(user: dict[str, Any]) -> tuple[str, ...]:
     """Every name Slack holds for a user: real and display names, first and last name, handle."""
     profile = user.get("profile") or {}
     candidates = (
-        user.get("real_name"), profile.get("real_name"), profile.get("display_name"),
-        profile.get("first_name"), profile.get("last_name"), user.get("name"),
+        user.get("real_name"),
+        profile.get("real_name"),
+        profile.get("display_name"),
+        profile.get("first_name"),
+        profile.get("last_name"),
+        user.get("name"),
     )
     names: list[str] = []
     for name in candidates:
@@ -47,8 +51,9 @@ def teams_of(user: dict[str, Any]) -> tuple[str, ...]:
     """The workspace a user belongs to, or on Enterprise Grid their organisation and its
     workspaces (users.info may name those instead of one workspace)."""
     grid = user.get("enterprise_user") or {}
-    return tuple(str(team) for team in (user.get("team_id"), grid.get("enterprise_id"), *(grid.get("teams") or ()))
-                 if team)
+    return tuple(
+        str(team) for team in (user.get("team_id"), grid.get("enterprise_id"), *(grid.get("teams") or ())) if team
+    )
 
 
 def is_guest(user: dict[str, Any]) -> bool:
@@ -59,8 +64,9 @@ def is_guest(user: dict[str, Any]) -> bool:
 # users.info errors that say Slack will not describe this user to us (the app lacks the
 # scope, no such user): the asker is taken as a member without a profile. Any other error
 # (an outage, a rate limit, a timeout) is SlackUnavailable: nothing can be said for now.
-_CANNOT_SAY = frozenset({"missing_scope", "not_allowed_token_type", "user_not_found", "user_not_visible",
-                         "no_permission"})
+_CANNOT_SAY = frozenset(
+    {"missing_scope", "not_allowed_token_type", "user_not_found", "user_not_visible", "no_permission"}
+)
 
 
 class SlackUnavailable(RuntimeError):
@@ -95,8 +101,13 @@ class SlackUsers:
             if reason not in _CANNOT_SAY:
                 raise SlackUnavailable(f"users.info for {user_id} failed: {reason}") from None
             hint = "; add the users:read scope" if reason == "missing_scope" else ""
-            log.warning("Slack will not describe user %s (%s): taking them as a member, and fallback queries "
-                        "are redacted without their names%s", user_id, reason, hint)
+            log.warning(
+                "Slack will not describe user %s (%s): taking them as a member, and fallback queries "
+                "are redacted without their names%s",
+                user_id,
+                reason,
+                hint,
+            )
             user, expires = None, now + FAILURE_TTL_S
         with self._lock:
             self._cache[user_id] = (expires, user)

@@ -51,7 +51,9 @@ class ChannelAudience:
         self._guests: tuple[float, dict[str, bool]] | None = None  # users.list: user id -> is a guest
         self._lock = threading.Lock()
 
-    def private_reason(self, client: WebClient, settings: Settings, channel: str, *, shared_externally: bool) -> str | None:
+    def private_reason(
+        self, client: WebClient, settings: Settings, channel: str, *, shared_externally: bool
+    ) -> str | None:
         """Why an answer in `channel` must go to the asker alone (None: it may be posted there).
         `shared_externally`: the event said so itself (`is_ext_shared_channel`)."""
         now = time.monotonic()
@@ -105,14 +107,18 @@ class ChannelAudience:
         with self._lock:
             if self._guests is not None and self._guests[0] > now:
                 return self._guests[1]
-        guests = {str(user["id"]): is_guest(user) for page in client.users_list(limit=200)
-                  for user in page.get("members") or () if user.get("id")}
+        guests = {
+            str(user["id"]): is_guest(user)
+            for page in client.users_list(limit=200)
+            for user in page.get("members") or ()
+            if user.get("id")
+        }
         with self._lock:
             self._guests = (now + WORKSPACE_USERS_TTL_S, guests)
         return guests
 
 
-def answer_place(row: Any) -> dict[str, str]:
+def answer_place(row: Any) -> dict[str, Any]:
     """Where a question's answer is posted: its thread, or for a private reply the asker's DM
     with the bot (chat.postMessage to a user ID posts there)."""
     if row.private_reply:
@@ -125,5 +131,9 @@ def note_private_answer(client: WebClient, row: Any) -> None:
     try:
         client.chat_postMessage(channel=row.channel, thread_ts=row.thread_ts, **blocks.answered_privately_message())
     except SlackApiError as error:
-        log.warning("could not note the private answer to question %s in %s: %s", row.id, row.channel,
-                    error.response.get("error"))
+        log.warning(
+            "could not note the private answer to question %s in %s: %s",
+            row.id,
+            row.channel,
+            error.response.get("error"),
+        )

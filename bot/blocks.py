@@ -55,7 +55,7 @@ class AnswerView:
     citations: Sequence[SourceView] = field(default_factory=tuple)
 
     @classmethod
-    def from_row(cls, row: Any) -> "AnswerView":
+    def from_row(cls, row: Any) -> AnswerView:
         """From a policybot.models.Question row (or anything with the same attributes)."""
         return cls(
             question_id=row.id,
@@ -215,10 +215,18 @@ def feedback_actions(question_id: int) -> Block:
         "type": "actions",
         "block_id": FEEDBACK_BLOCK,
         "elements": [
-            {"type": "button", "action_id": FEEDBACK_UP, "value": value,
-             "text": {"type": "plain_text", "text": "👍 Helpful", "emoji": True}},
-            {"type": "button", "action_id": FEEDBACK_DOWN, "value": value,
-             "text": {"type": "plain_text", "text": "👎 Not helpful", "emoji": True}},
+            {
+                "type": "button",
+                "action_id": FEEDBACK_UP,
+                "value": value,
+                "text": {"type": "plain_text", "text": "👍 Helpful", "emoji": True},
+            },
+            {
+                "type": "button",
+                "action_id": FEEDBACK_DOWN,
+                "value": value,
+                "text": {"type": "plain_text", "text": "👎 Not helpful", "emoji": True},
+            },
         ],
     }
 
@@ -237,14 +245,14 @@ def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
         # One context block per citation; when there are very many, pack them so the message stays legal.
         per_block = 1 if len(lines) <= 20 else CONTEXT_ELEMENTS
         for start in range(0, len(lines), per_block):
-            tail.append(_context(*lines[start:start + per_block]))
+            tail.append(_context(*lines[start : start + per_block]))
     tail.append(feedback_actions(view.question_id))
     tail.append(_context(f"ref `{view.reference}`"))
 
     sections = split_text(escape(view.text)) or ["_(no answer text)_"]
     room = MAX_BLOCKS - len(head) - len(tail)
     if len(sections) > room:
-        sections = sections[: room]
+        sections = sections[:room]
         note = f"\n\n_(answer shortened; the full text is in the log under ref {view.reference})_"
         sections[-1] = _truncate(sections[-1], SECTION_LIMIT - len(note)) + note
     blocks = head + [_section(text) for text in sections] + tail
@@ -252,30 +260,43 @@ def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
     return {"text": notification_text(view.text) or "policybot answer", "blocks": blocks}
 
 
-def private_answer_lead(channel: str, question: str) -> str:
+def private_answer_lead(channel: str | None, question: str) -> str:
     """What a private answer (bot/audience.py) answers: the asker's question and where they asked it."""
     return f"🔒 Your question in <#{channel}>: {escape(_truncate(question, 500))}"
 
 
 def answered_privately_message() -> dict[str, Any]:
     """The note in a shared thread whose answer went to the asker by DM: no policy text."""
-    return notice_message("🔒 I've sent you my answer in a direct message: company policies stay inside the "
-                          "organisation, and people from outside it can read this conversation.")
+    return notice_message(
+        "🔒 I've sent you my answer in a direct message: company policies stay inside the "
+        "organisation, and people from outside it can read this conversation."
+    )
 
 
 def apology_message(reference: str) -> dict[str, Any]:
-    text = (f"Sorry, something went wrong while I was answering this. Please try again in a few minutes; "
-            f"if it keeps happening, give an admin the reference {reference}.")
-    return {"text": text, "blocks": [_section(f"⚠️ Sorry, something went wrong while I was answering this. "
-                                              f"Please try again in a few minutes; if it keeps happening, "
-                                              f"give an admin the reference *{reference}*.")]}
+    text = (
+        f"Sorry, something went wrong while I was answering this. Please try again in a few minutes; "
+        f"if it keeps happening, give an admin the reference {reference}."
+    )
+    return {
+        "text": text,
+        "blocks": [
+            _section(
+                f"⚠️ Sorry, something went wrong while I was answering this. "
+                f"Please try again in a few minutes; if it keeps happening, "
+                f"give an admin the reference *{reference}*."
+            )
+        ],
+    }
 
 
 def unavailable_message(reference: str | None, taking: str = "questions") -> dict[str, Any]:
     """A question or upload could not be recorded or queued (the database or the queue is down)."""
     ask = f"give an admin the reference {reference}" if reference else "tell an admin"
-    text = (f"Sorry, I can't take {taking} right now: a service I depend on is not responding. "
-            f"Please try again in a few minutes; if it keeps happening, {ask}.")
+    text = (
+        f"Sorry, I can't take {taking} right now: a service I depend on is not responding. "
+        f"Please try again in a few minutes; if it keeps happening, {ask}."
+    )
     shown = text.replace(reference, f"*{reference}*") if reference else text
     return {"text": text, "blocks": [_section("⚠️ " + shown)]}
 
@@ -288,7 +309,7 @@ def notice_message(text: str) -> dict[str, Any]:
 def empty_question_message() -> dict[str, Any]:
     return notice_message(
         "Hi! Ask me a question about company policy, for example: "
-        "\"How many days of parental leave do I get?\" or \"What is the deadline for expense claims?\""
+        '"How many days of parental leave do I get?" or "What is the deadline for expense claims?"'
     )
 
 
@@ -322,7 +343,8 @@ def members_only_message(asked: bool = True) -> dict[str, Any]:
     """For someone the bot does not answer; `asked` false when it greets them instead."""
     return notice_message(
         "I answer questions about this organisation's policies for its own members only"
-        + (", so I can't answer this here." if asked else ".") + " Your contact in the organisation can help."
+        + (", so I can't answer this here." if asked else ".")
+        + " Your contact in the organisation can help."
     )
 
 
@@ -332,8 +354,10 @@ def admin_only_message() -> dict[str, Any]:
 
 def upload_where(collection: str) -> str:
     """Where a file an admin sends goes, said before they confirm and when they do."""
-    return (f"collection `{collection}`, with no access list: every member's answers can quote it "
-            "(`policybot docs access NAME --channels C1,C2` limits it to channels later)")
+    return (
+        f"collection `{collection}`, with no access list: every member's answers can quote it "
+        "(`policybot docs access NAME --channels C1,C2` limits it to channels later)"
+    )
 
 
 def upload_offer_message(names: Sequence[str], collection: str, choice: str, *, asked: bool) -> dict[str, Any]:
@@ -341,15 +365,30 @@ def upload_offer_message(names: Sequence[str], collection: str, choice: str, *, 
     `choice`: the buttons' value (bot/listeners.py reads it back); `asked`: the message also
     asked a question, answered without reading the files."""
     listed = ", ".join(names)
-    text = (("I answer your question from the policies only, without reading " + listed + ". "
-             if asked else "") + f"Add {listed} to the knowledge base? It would go into {upload_where(collection)}. "
-            "Nothing is read until you choose.")
-    actions = {"type": "actions", "block_id": UPLOAD_BLOCK, "elements": [
-        {"type": "button", "action_id": UPLOAD_ADD, "value": choice, "style": "primary",
-         "text": {"type": "plain_text", "text": "Add to knowledge base", "emoji": True}},
-        {"type": "button", "action_id": UPLOAD_SKIP, "value": choice,
-         "text": {"type": "plain_text", "text": "Don't add", "emoji": True}},
-    ]}
+    text = (
+        ("I answer your question from the policies only, without reading " + listed + ". " if asked else "")
+        + f"Add {listed} to the knowledge base? It would go into {upload_where(collection)}. "
+        "Nothing is read until you choose."
+    )
+    actions = {
+        "type": "actions",
+        "block_id": UPLOAD_BLOCK,
+        "elements": [
+            {
+                "type": "button",
+                "action_id": UPLOAD_ADD,
+                "value": choice,
+                "style": "primary",
+                "text": {"type": "plain_text", "text": "Add to knowledge base", "emoji": True},
+            },
+            {
+                "type": "button",
+                "action_id": UPLOAD_SKIP,
+                "value": choice,
+                "text": {"type": "plain_text", "text": "Don't add", "emoji": True},
+            },
+        ],
+    }
     return {"text": notification_text(text), "blocks": [_section(escape(text)), actions]}
 
 
@@ -358,8 +397,10 @@ def upload_chosen_message(admin: str, collection: str | None) -> dict[str, Any]:
     if collection is None:
         text = f"Not added to the knowledge base (<@{admin}> chose so)."
     else:
-        text = (f"<@{admin}> confirmed: adding to {escape(upload_where(collection))}. "
-                "I will reply here when it is searchable.")
+        text = (
+            f"<@{admin}> confirmed: adding to {escape(upload_where(collection))}. "
+            "I will reply here when it is searchable."
+        )
     return {"text": text, "blocks": [_section(text)]}
 
 
@@ -367,13 +408,15 @@ def upload_result_message(lines: Sequence[str], ok: bool) -> dict[str, Any]:
     head = "📥 Ingested:" if ok else "⚠️ Some files could not be ingested:"
     body = "\n".join(f"• {escape(line)}" for line in lines)
     text = f"{head}\n{body}" if body else head
-    chunks = split_text(text)[: MAX_BLOCKS]
+    chunks = split_text(text)[:MAX_BLOCKS]
     return {"text": notification_text(f"{head} " + "; ".join(lines)), "blocks": [_section(chunk) for chunk in chunks]}
 
 
 def greeting_message() -> dict[str, Any]:
-    text = ("Hi, I'm policybot. Ask me anything about company policy (leave, expenses, travel, devices, "
-            "remote work, ...) and I'll answer with the sources I used. Mention me in a channel or write here.")
+    text = (
+        "Hi, I'm policybot. Ask me anything about company policy (leave, expenses, travel, devices, "
+        "remote work, ...) and I'll answer with the sources I used. Mention me in a channel or write here."
+    )
     return {"text": text, "blocks": [_section(escape(text))]}
 
 

@@ -27,26 +27,33 @@ DEMO_USER = "UDEMOUSER"
 
 def slack_settings(settings: Settings, fake: FakeSlack, **updates: Any) -> Settings:
     """The same settings, with the Slack credentials and API URL of a local Slack."""
-    return settings.model_copy(update={
-        "slack_bot_token": SecretStr(fake.bot_token), "slack_signing_secret": SecretStr(fake.signing_secret),
-        "slack_api_url": fake.api_url, **updates,
-    })
+    return settings.model_copy(
+        update={
+            "slack_bot_token": SecretStr(fake.bot_token),
+            "slack_signing_secret": SecretStr(fake.signing_secret),
+            "slack_api_url": fake.api_url,
+            **updates,
+        }
+    )
 
 
-def worker_env(settings: Settings, fake: FakeSlack, base: Mapping[str, str] | None = None,
-               **extra: str) -> dict[str, str]:
+def worker_env(
+    settings: Settings, fake: FakeSlack, base: Mapping[str, str] | None = None, **extra: str
+) -> dict[str, str]:
     """Environment for a worker process that shares this process's stack and talks to the local Slack."""
     env = dict(os.environ if base is None else base)
-    env.update({
-        "POLICYBOT_HOME": str(settings.home),
-        "POLICYBOT_REDIS_PORT": str(settings.redis_port),
-        "SLACK_BOT_TOKEN": fake.bot_token,
-        "SLACK_SIGNING_SECRET": fake.signing_secret,
-        "SLACK_API_URL": fake.api_url,
-        "HF_HUB_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "POLICYBOT_HOME": str(settings.home),
+            "POLICYBOT_REDIS_PORT": str(settings.redis_port),
+            "SLACK_BOT_TOKEN": fake.bot_token,
+            "SLACK_SIGNING_SECRET": fake.signing_secret,
+            "SLACK_API_URL": fake.api_url,
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     for variable, secret in (("DATABASE_URL", settings.database_url), ("REDIS_URL", settings.redis_url)):
         if secret:
             env[variable] = secret_value(secret) or ""
@@ -56,11 +63,19 @@ def worker_env(settings: Settings, fake: FakeSlack, base: Mapping[str, str] | No
     return env
 
 
-def mention_event(fake: FakeSlack, text: str, *, channel: str = DEMO_CHANNEL, user: str = DEMO_USER,
-                  thread_ts: str | None = None) -> dict[str, Any]:
+def mention_event(
+    fake: FakeSlack, text: str, *, channel: str = DEMO_CHANNEL, user: str = DEMO_USER, thread_ts: str | None = None
+) -> dict[str, Any]:
     ts = fake.new_ts()
-    event: dict[str, Any] = {"type": "app_mention", "user": user, "text": f"<@{fake.bot_user_id}> {text}", "ts": ts,
-                             "channel": channel, "event_ts": ts, "team": fake.team_id}
+    event: dict[str, Any] = {
+        "type": "app_mention",
+        "user": user,
+        "text": f"<@{fake.bot_user_id}> {text}",
+        "ts": ts,
+        "channel": channel,
+        "event_ts": ts,
+        "team": fake.team_id,
+    }
     if thread_ts:
         event["thread_ts"] = thread_ts
     return event
@@ -95,7 +110,7 @@ def render_post(call: Call) -> list[tuple[str, str]]:
     return lines
 
 
-def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> None:  # type: ignore[no-untyped-def]
+def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> None:
     from rich.panel import Panel
     from rich.text import Text
 
@@ -111,33 +126,52 @@ def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> No
             elif kind == "buttons":
                 body.append(line + "\n", style="bold")
             else:
-                body.append(line + "\n", style="dim" if line.startswith("ref ") else "green" if line[:1] in "✅🔎↪🤷" else "")
+                body.append(
+                    line + "\n", style="dim" if line.startswith("ref ") else "green" if line[:1] in "✅🔎↪🤷" else ""
+                )
     console.print(Panel(body, title=f"#{DEMO_CHANNEL} · thread", expand=False))
 
 
-def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> None:  # type: ignore[no-untyped-def]
+def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> None:
     from rich.table import Table
 
     from policybot.cli_ops import query_logs
 
     wanted = set(question_ids)
     records = [r for r in query_logs(settings, limit=max(50, len(wanted) * 2)) if r["id"] in wanted]
-    table = Table("id", "ref", "question", "action", "found", "top score", "sources", "latency", "status",
-                  title="action log (policybot logs)")
+    table = Table(
+        "id",
+        "ref",
+        "question",
+        "action",
+        "found",
+        "top score",
+        "sources",
+        "latency",
+        "status",
+        title="action log (policybot logs)",
+    )
     table.columns[2].overflow = "fold"
     for record in sorted(records, key=lambda r: r["id"]):
         top = record["top_score"]
-        table.add_row(str(record["id"]), record["reference"], record["question"][:70], record["action"] or "-",
-                      "-" if record["found"] is None else str(record["found"]).lower(),
-                      f"{top:.2f}" if top is not None else "-", ", ".join(record["sources_used"]) or "-",
-                      f"{record['latency_ms']:.0f} ms" if record["latency_ms"] is not None else "-", record["status"])
+        table.add_row(
+            str(record["id"]),
+            record["reference"],
+            record["question"][:70],
+            record["action"] or "-",
+            "-" if record["found"] is None else str(record["found"]).lower(),
+            f"{top:.2f}" if top is not None else "-",
+            ", ".join(record["sources_used"]) or "-",
+            f"{record['latency_ms']:.0f} ms" if record["latency_ms"] is not None else "-",
+            record["status"],
+        )
     console.print(table)
 
 
 # ------------------------------------------------------------------ the loop
 
 
-def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> None:  # type: ignore[no-untyped-def]
+def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> None:
     """Start a local Slack, the Bolt HTTP app and a Celery worker; ask `questions`; show threads and log rows."""
     from sqlalchemy import select
 
@@ -166,8 +200,11 @@ def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> N
             response = fake.deliver(server.url + EVENTS_PATH, fake.event_body(event))
             if response.status_code != 200:
                 raise RuntimeError(f"the Bolt app answered HTTP {response.status_code} to a signed event")
-            console.print(f"→ delivered app_mention {event['ts']}: {question}  [dim](HTTP {response.status_code} "
-                          f"in {response.elapsed.total_seconds() * 1000:.0f} ms)[/]", highlight=False)
+            console.print(
+                f"→ delivered app_mention {event['ts']}: {question}  [dim](HTTP {response.status_code} "
+                f"in {response.elapsed.total_seconds() * 1000:.0f} ms)[/]",
+                highlight=False,
+            )
             asked.append((question, event))
 
         for question, event in asked:
@@ -175,8 +212,15 @@ def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> N
             print_thread(console, question, "employee", posts)
 
         with db.session(settings) as session:
-            ids = session.execute(select(Question.id).where(
-                Question.channel == DEMO_CHANNEL, Question.message_ts.in_([e["ts"] for _, e in asked]))).scalars().all()
+            ids = (
+                session.execute(
+                    select(Question.id).where(
+                        Question.channel == DEMO_CHANNEL, Question.message_ts.in_([e["ts"] for _, e in asked])
+                    )
+                )
+                .scalars()
+                .all()
+            )
         print_log_rows(console, settings, ids)
         reactions = len(fake.calls_to("reactions.add")), len(fake.calls_to("reactions.remove"))
         console.print(f"Slack API calls recorded: {len(fake.calls)} ({reactions[0]} 👀 added, {reactions[1]} removed)")

@@ -60,10 +60,17 @@ class StoredFile:
     def info(self, base_url: str) -> dict[str, Any]:
         url = f"{base_url}/files-pri/{self.id}/{quote(self.name)}"
         return {
-            "id": self.id, "name": self.name, "title": self.name, "mimetype": self.mimetype,
+            "id": self.id,
+            "name": self.name,
+            "title": self.name,
+            "mimetype": self.mimetype,
             "filetype": self.name.rsplit(".", 1)[-1] if "." in self.name else "text",
-            "size": len(self.content), "user": self.user, "url_private": url,
-            "url_private_download": url + "?download=1", "mode": "hosted", "is_external": False,
+            "size": len(self.content),
+            "user": self.user,
+            "url_private": url,
+            "url_private_download": url + "?download=1",
+            "mode": "hosted",
+            "is_external": False,
         }
 
 
@@ -138,6 +145,7 @@ class FakeSlack:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an IPv4 server's address (typeshed also allows bytes, for other families)
         return f"http://{host}:{port}"
 
     @property
@@ -145,7 +153,7 @@ class FakeSlack:
         """What SLACK_API_URL should be."""
         return self.base_url + "/api/"
 
-    def start(self) -> "FakeSlack":
+    def start(self) -> FakeSlack:
         self._thread.start()
         return self
 
@@ -153,7 +161,7 @@ class FakeSlack:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeSlack":
+    def __enter__(self) -> FakeSlack:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -168,7 +176,9 @@ class FakeSlack:
     def new_event_id(self) -> str:
         return f"Ev{self._epoch % 100000:05d}{next(self._ids):06d}"
 
-    def add_file(self, name: str, content: bytes, mimetype: str = "text/plain", user: str = "U0000000") -> dict[str, Any]:
+    def add_file(
+        self, name: str, content: bytes, mimetype: str = "text/plain", user: str = "U0000000"
+    ) -> dict[str, Any]:
         """Store a file as if a user had uploaded it; returns the file object events carry."""
         file = StoredFile(f"F{self._epoch % 100000:05d}{next(self._ids):06d}", name, content, mimetype, user)
         self.files[file.id] = file
@@ -180,16 +190,26 @@ class FakeSlack:
         """A workspace member (or a bot user, `is_bot`), as users.info describes one."""
         first, _, last = real_name.partition(" ")
         handle = (display_name or real_name).lower().replace(" ", ".")
-        self.users[user_id] = {"id": user_id, "team_id": self.team_id, "name": handle, "real_name": real_name,
-                               "is_bot": is_bot, "profile": {"real_name": real_name, "display_name": display_name,
-                                                             "first_name": first, "last_name": last}}
+        self.users[user_id] = {
+            "id": user_id,
+            "team_id": self.team_id,
+            "name": handle,
+            "real_name": real_name,
+            "is_bot": is_bot,
+            "profile": {"real_name": real_name, "display_name": display_name, "first_name": first, "last_name": last},
+        }
         return self.users[user_id]
 
     def add_channel(self, channel_id: str, *, ext_shared: bool = False, members: Iterable[str] = ()) -> dict[str, Any]:
         """A conversation as conversations.info describes one (Slack Connect when `ext_shared`),
         with its members for conversations.members (a guest is a user with `is_restricted`)."""
-        self.channels[channel_id] = {"id": channel_id, "is_channel": True, "is_ext_shared": ext_shared,
-                                     "is_shared": ext_shared, "members": list(members)}
+        self.channels[channel_id] = {
+            "id": channel_id,
+            "is_channel": True,
+            "is_ext_shared": ext_shared,
+            "is_shared": ext_shared,
+            "members": list(members),
+        }
         return self.channels[channel_id]
 
     def event_body(self, event: Mapping[str, Any], event_id: str | None = None) -> dict[str, Any]:
@@ -206,8 +226,14 @@ class FakeSlack:
             "is_ext_shared_channel": False,
         }
 
-    def signed_headers(self, body: str, *, timestamp: int | None = None, secret: str | None = None,
-                       content_type: str = "application/json") -> dict[str, str]:
+    def signed_headers(
+        self,
+        body: str,
+        *,
+        timestamp: int | None = None,
+        secret: str | None = None,
+        content_type: str = "application/json",
+    ) -> dict[str, str]:
         ts = str(int(time.time()) if timestamp is None else timestamp)
         return {
             "Content-Type": content_type,
@@ -215,9 +241,18 @@ class FakeSlack:
             "X-Slack-Signature": sign(secret or self.signing_secret, ts, body),
         }
 
-    def deliver(self, url: str, body: Mapping[str, Any], *, retry_num: int | None = None,
-                retry_reason: str = "http_timeout", timestamp: int | None = None, secret: str | None = None,
-                signature: str | None = None, timeout: float = 10.0):  # -> httpx.Response
+    def deliver(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        *,
+        retry_num: int | None = None,
+        retry_reason: str = "http_timeout",
+        timestamp: int | None = None,
+        secret: str | None = None,
+        signature: str | None = None,
+        timeout: float = 10.0,
+    ):  # -> httpx.Response
         """POST an Events API body to the app, signed as Slack signs it (or not, when told)."""
         import httpx
 
@@ -230,11 +265,22 @@ class FakeSlack:
             headers["X-Slack-Retry-Reason"] = retry_reason
         return httpx.post(url, content=raw, headers=headers, timeout=timeout)
 
-    def click(self, url: str, *, action_id: str, value: str, user: str, channel: str, message: Mapping[str, Any],
-              block_id: str = "feedback", timeout: float = 10.0):  # -> httpx.Response
+    def click(
+        self,
+        url: str,
+        *,
+        action_id: str,
+        value: str,
+        user: str,
+        channel: str,
+        message: Mapping[str, Any],
+        block_id: str = "feedback",
+        timeout: float = 10.0,
+    ):  # -> httpx.Response
         """A `block_actions` interaction (a button click), form-encoded and signed like Slack's."""
-        import httpx
         from urllib.parse import urlencode
+
+        import httpx
 
         payload = {
             "type": "block_actions",
@@ -247,8 +293,15 @@ class FakeSlack:
             "channel": {"id": channel},
             "message": dict(message),
             "response_url": f"{self.base_url}/response/{next(self._ids)}",
-            "actions": [{"type": "button", "action_id": action_id, "block_id": block_id, "value": value,
-                         "action_ts": str(time.time())}],
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "block_id": block_id,
+                    "value": value,
+                    "action_ts": str(time.time()),
+                }
+            ],
         }
         raw = urlencode({"payload": json.dumps(payload)})
         headers = self.signed_headers(raw, content_type="application/x-www-form-urlencoded")
@@ -279,8 +332,11 @@ class FakeSlack:
                 self._changed.wait(min(remaining, 0.5))
 
     def wait_for_posts(self, channel: str, thread_ts: str, count: int = 1, timeout: float = 60.0) -> list[Call]:
-        return self.wait_for(lambda: (p := self.posts(channel, thread_ts)) and len(p) >= count and p,
-                             timeout, f"{count} post(s) in {channel} thread {thread_ts}")
+        return self.wait_for(
+            lambda: (p := self.posts(channel, thread_ts)) and len(p) >= count and p,
+            timeout,
+            f"{count} post(s) in {channel} thread {thread_ts}",
+        )
 
     def clear(self) -> None:
         with self._changed:
@@ -316,8 +372,16 @@ class FakeSlack:
         return handler(params) if handler else {"ok": True}
 
     def _api_auth_test(self, _: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "url": self.base_url + "/", "team": "Local workspace", "user": "policybot",
-                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id, "is_enterprise_install": False}
+        return {
+            "ok": True,
+            "url": self.base_url + "/",
+            "team": "Local workspace",
+            "user": "policybot",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
 
     def _post(self, params: dict[str, Any], ephemeral: bool = False) -> dict[str, Any]:
         channel = params.get("channel")
@@ -333,8 +397,14 @@ class FakeSlack:
             return {"ok": True, "message_ts": ts}
         if str(channel).startswith(("U", "W")):  # a user ID: the app's DM with them, as Slack does
             channel = self.dm_channel(str(channel))
-        message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "text": params.get("text", ""),
-                   "ts": ts, "blocks": params.get("blocks") or []}
+        message = {
+            "type": "message",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "text": params.get("text", ""),
+            "ts": ts,
+            "blocks": params.get("blocks") or [],
+        }
         if params.get("thread_ts"):
             message["thread_ts"] = params["thread_ts"]
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
@@ -381,14 +451,22 @@ class FakeSlack:
             return {"ok": False, "error": "channel_not_found"}
         known = self.channels.get(channel)
         if known is None:
-            known = {"id": channel, "is_im": channel.startswith("D"), "is_channel": channel.startswith("C"),
-                     "is_ext_shared": False, "is_shared": False}
+            known = {
+                "id": channel,
+                "is_im": channel.startswith("D"),
+                "is_channel": channel.startswith("C"),
+                "is_ext_shared": False,
+                "is_shared": False,
+            }
         return {"ok": True, "channel": {key: value for key, value in known.items() if key != "members"}}
 
     def _api_conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = self.channels.get(str(params.get("channel") or ""))
-        return {"ok": True, "members": list(channel["members"]) if channel else [],
-                "response_metadata": {"next_cursor": ""}}
+        return {
+            "ok": True,
+            "members": list(channel["members"]) if channel else [],
+            "response_metadata": {"next_cursor": ""},
+        }
 
     def _api_users_list(self, _: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "members": list(self.users.values()), "response_metadata": {"next_cursor": ""}}
@@ -409,7 +487,7 @@ class FakeSlack:
             return 200, b"<!DOCTYPE html><html><body>Sign in to Slack</body></html>", "text/html"
         return 200, file.content, file.mimetype
 
-    def _handler_class(self):  # type: ignore[no-untyped-def]
+    def _handler_class(self):
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -492,4 +570,8 @@ def _parse(raw: bytes, content_type: str) -> dict[str, Any]:
 
 
 def thread_messages(calls: Iterable[Call], channel: str, thread_ts: str) -> list[Call]:
-    return [c for c in calls if c.method == "chat.postMessage" and c.get("channel") == channel and c.get("thread_ts") == thread_ts]
+    return [
+        c
+        for c in calls
+        if c.method == "chat.postMessage" and c.get("channel") == channel and c.get("thread_ts") == thread_ts
+    ]

@@ -77,13 +77,16 @@ async def _slack_events(bolt: App, request: Request) -> Response:
     # comes from a malformed, unverified body (not UTF-8, not JSON, not an object).
     except Exception as error:
         # The type only: the message may quote the body, and an unverified body is nobody's to log.
-        log.warning("refused a Slack request whose %d-byte body could not be parsed: %s", len(body), type(error).__name__)
+        log.warning(
+            "refused a Slack request whose %d-byte body could not be parsed: %s", len(body), type(error).__name__
+        )
         return _refuse(400, "malformed body")
     return to_starlette_response(await run_in_threadpool(bolt.dispatch, bolt_request))
 
 
 def create_asgi_app(bolt: App, console_settings: Settings | None = None) -> Starlette:
     """Bolt at /slack/events, /healthz, and (given settings) the admin console under /admin."""
+
     async def events(request: Request) -> Response:
         return await _slack_events(bolt, request)
 
@@ -114,7 +117,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_lev
 class BackgroundServer:
     """uvicorn serving an ASGI app in a thread on a free local port (the demo and the tests)."""
 
-    def __init__(self, asgi_app, host: str = "127.0.0.1", port: int = 0) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, asgi_app, host: str = "127.0.0.1", port: int = 0) -> None:
         import threading
 
         import uvicorn
@@ -125,14 +128,15 @@ class BackgroundServer:
         self.host, self.port = self._socket.getsockname()[:2]
         config = uvicorn.Config(asgi_app, log_level="warning", access_log=False, lifespan="off")
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
-                                        name="policybot-http", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name="policybot-http", daemon=True
+        )
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self, timeout: float = 15.0) -> "BackgroundServer":
+    def start(self, timeout: float = 15.0) -> BackgroundServer:
         import time
 
         self._thread.start()

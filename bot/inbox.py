@@ -32,8 +32,10 @@ STORED_EVENTS = frozenset({"app_mention", "message"})  # the events that may car
 MAX_REPLAYS = 3  # an event whose listener fails every time is then dropped, with an error line
 
 # As text, compiled once: it runs on every event, before the ack (see bot/state.py's _CLAIM).
-_STORE = text("INSERT INTO slack_inbox (event_id, body) VALUES (:event_id, CAST(:body AS jsonb)) "
-              "ON CONFLICT (event_id) DO NOTHING")
+_STORE = text(
+    "INSERT INTO slack_inbox (event_id, body) VALUES (:event_id, CAST(:body AS jsonb)) "
+    "ON CONFLICT (event_id) DO NOTHING"
+)
 
 
 def replay_after_s(settings: Settings) -> float:
@@ -111,8 +113,11 @@ def lock_unhandled(session: Session, older_than_s: float, within: timedelta) -> 
 
 def set_replayed(session: Session, event_id: str) -> None:
     """Count a replay and start the wait for its listener again."""
-    session.execute(update(SlackInbox).where(SlackInbox.event_id == event_id)
-                    .values(replays=SlackInbox.replays + 1, received_at=func.now()))
+    session.execute(
+        update(SlackInbox)
+        .where(SlackInbox.event_id == event_id)
+        .values(replays=SlackInbox.replays + 1, received_at=func.now())
+    )
 
 
 def drop(session: Session, event_id: str) -> None:

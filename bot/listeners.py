@@ -38,8 +38,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Kind = Literal["ignore", "question", "empty", "thanks", "too_long", "upload", "upload_refused", "stats", "stats_refused",
-               "outsider", "unverified"]
+Kind = Literal[
+    "ignore",
+    "question",
+    "empty",
+    "thanks",
+    "too_long",
+    "upload",
+    "upload_refused",
+    "stats",
+    "stats_refused",
+    "outsider",
+    "unverified",
+]
 Surface = Literal["mention", "dm", "assistant"]
 
 # Message subtypes that are people writing; everything else (edits, deletes, joins, bot messages) is ignored.
@@ -54,7 +65,8 @@ _EMOJI_CODE = re.compile(r":[a-z0-9_+'-]+:(?::skin-tone-\d:)?")
 GRATEFUL_EMOJI = frozenset("👍🙏❤🙌👌😊🙂😀😄🎉✅💯👏🤝💙💚♥☺")
 GRATEFUL_EMOJI_CODES = frozenset(
     "+1 thumbsup pray heart raised_hands ok_hand blush slightly_smiling_face smile smiley tada white_check_mark 100 "
-    "clap handshake blue_heart green_heart relaxed".split())
+    "clap handshake blue_heart green_heart relaxed".split()
+)
 # A bare greeting gets the hint an empty mention gets.
 GREETING_WORDS = frozenset("hi hello hey hiya yo there good morning afternoon evening day policybot bot".split())
 PROGRESS_REACTION = "eyes"
@@ -171,12 +183,13 @@ def _only_words_of(text: str, words: frozenset[str]) -> bool:
 
 
 _QUESTION_OPENING = re.compile(
-    r"^\W*(?:can|could|do|does|did|is|are|am|should|shall|may|might|will|would|must)\b", re.IGNORECASE)
+    r"^\W*(?:can|could|do|does|did|is|are|am|should|shall|may|might|will|would|must)\b", re.IGNORECASE
+)
 _QUESTION_WORD = re.compile(r"\b(?:how|what|when|where|who|whom|which|why)\b", re.IGNORECASE)
 
 
 def _asks_something(text: str) -> bool:
-    """"How long do I keep this receipt?", "I need to know how long to keep this"; not "please add this"."""
+    """ "How long do I keep this receipt?", "I need to know how long to keep this"; not "please add this"."""
     return "?" in text or bool(_QUESTION_OPENING.match(text) or _QUESTION_WORD.search(text))
 
 
@@ -186,7 +199,8 @@ def is_courtesy(text: str) -> bool:
     codes = _EMOJI_CODE.findall(text.lower())
     symbols = [char for char in text if unicodedata.category(char) == "So"]
     if any(code.strip(":").split("::")[0] not in GRATEFUL_EMOJI_CODES for code in codes) or any(
-            char not in GRATEFUL_EMOJI for char in symbols):
+        char not in GRATEFUL_EMOJI for char in symbols
+    ):
         return False
     said_something = re.search(r"[^\W\d_]", text) or codes or symbols
     return bool(said_something) and _only_words_of(text, COURTESY_WORDS)
@@ -202,8 +216,14 @@ def _question_or_notice(incoming: Incoming, settings: Settings) -> Decision:
     return Decision("question", incoming)
 
 
-def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity,
-                   *, shared_externally: bool = False) -> Decision:
+def decide_mention(
+    event: Mapping[str, Any],
+    event_id: str | None,
+    settings: Settings,
+    me: BotIdentity,
+    *,
+    shared_externally: bool = False,
+) -> Decision:
     """`app_mention`: someone mentioned the bot in a channel (or a thread in one).
     `shared_externally`: the event came from a Slack Connect conversation."""
     ignored = _ignored_subtype(event, settings)
@@ -223,9 +243,15 @@ def decide_mention(event: Mapping[str, Any], event_id: str | None, settings: Set
     return _question_or_notice(incoming, settings)
 
 
-def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Settings, me: BotIdentity,
-                   in_assistant_thread: Callable[[str, str | None], bool] = lambda channel, ts: False,
-                   *, shared_externally: bool = False) -> Decision:
+def decide_message(
+    event: Mapping[str, Any],
+    event_id: str | None,
+    settings: Settings,
+    me: BotIdentity,
+    in_assistant_thread: Callable[[str, str | None], bool] = lambda channel, ts: False,
+    *,
+    shared_externally: bool = False,
+) -> Decision:
     """`message`: only direct messages are ours; channel messages arrive as `app_mention`."""
     if event.get("channel_type") != "im":
         return Decision("ignore", reason="not a direct message (mentions arrive as app_mention)")
@@ -266,8 +292,9 @@ def decide_message(event: Mapping[str, Any], event_id: str | None, settings: Set
 class Enqueuer(Protocol):
     def answer(self, question_id: int) -> None: ...
 
-    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str,
-               collection: str) -> None: ...
+    def ingest(
+        self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str, collection: str
+    ) -> None: ...
 
 
 class CeleryEnqueuer:
@@ -278,8 +305,9 @@ class CeleryEnqueuer:
 
         answer_question_task.delay(question_id)
 
-    def ingest(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str,
-               collection: str) -> None:
+    def ingest(
+        self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str, collection: str
+    ) -> None:
         from workers.tasks import ingest_file_task
 
         ingest_file_task.delay(claim_id, list(file_ids), channel, thread_ts, user, collection=collection)
@@ -296,10 +324,15 @@ def show_progress(client: WebClient, surface: str, channel: str, thread_ts: str,
         log.warning("could not show progress in %s: %s", channel, error.response.get("error"))
 
 
-def clear_progress(client: WebClient, surface: str, channel: str, thread_ts: str, message_ts: str | None) -> None:
+def clear_progress(
+    client: WebClient, surface: str, channel: str | None, thread_ts: str | None, message_ts: str | None
+) -> None:
+    if channel is None:  # a question asked outside Slack (the CLI) shows no progress there
+        return
     try:
         if surface == "assistant":
-            client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status="")
+            if thread_ts is not None:
+                client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status="")
         elif message_ts:
             client.reactions_remove(channel=channel, timestamp=message_ts, name=PROGRESS_REACTION)
     except SlackApiError as error:
@@ -357,8 +390,9 @@ class OutageReplies:
         with self._lock:
             if self._client is None:  # only on the failure path: the bot never needs it otherwise
                 # One quick try: the user is waiting for the outage reply, not for Redis.
-                self._client = redis.Redis.from_url(self._redis_url(), socket_connect_timeout=0.5, socket_timeout=0.5,
-                                                    retry=Retry(NoBackoff(), 0))
+                self._client = redis.Redis.from_url(
+                    self._redis_url(), socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0)
+                )
             return self._client
 
 
@@ -383,30 +417,46 @@ class Listeners:
     def on_mention(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
         event = self._with_writer_team(body, event, client, me)
         shared_externally = bool(body.get("is_ext_shared_channel"))
-        self.carry_out(decide_mention(event, body.get("event_id"), self.settings, me,
-                                      shared_externally=shared_externally), client, shared_externally=shared_externally)
+        self.carry_out(
+            decide_mention(event, body.get("event_id"), self.settings, me, shared_externally=shared_externally),
+            client,
+            shared_externally=shared_externally,
+        )
 
     def on_message(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity) -> None:
         if event.get("channel_type") == "im":  # other messages are ignored: no lookup for them
             event = self._with_writer_team(body, event, client, me)
-        decision = decide_message(event, body.get("event_id"), self.settings, me, self._in_assistant_thread,
-                                  shared_externally=bool(body.get("is_ext_shared_channel")))
+        decision = decide_message(
+            event,
+            body.get("event_id"),
+            self.settings,
+            me,
+            self._in_assistant_thread,
+            shared_externally=bool(body.get("is_ext_shared_channel")),
+        )
         self.carry_out(decision, client)
 
-    def _with_writer_team(self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient,
-                          me: BotIdentity) -> Mapping[str, Any]:
+    def _with_writer_team(
+        self, body: Mapping[str, Any], event: Mapping[str, Any], client: WebClient, me: BotIdentity
+    ) -> Mapping[str, Any]:
         """Slack Connect events name the writer's team (`user_team`). One that does not is
         completed from users.info: the writer's workspace, or on Enterprise Grid their
         organisation and its workspaces, one of ours if any is. A writer whose team cannot be
         told is taken for an outsider, since policies are internal."""
-        if (not body.get("is_ext_shared_channel") or self.settings.answer_outsiders or not event.get("user")
-                or event.get("user_team") or event.get("source_team")):
+        if (
+            not body.get("is_ext_shared_channel")
+            or self.settings.answer_outsiders
+            or not event.get("user")
+            or event.get("user_team")
+            or event.get("source_team")
+        ):
             return event
         try:
             teams = teams_of(self._slack_user(client, str(event["user"])) or {})
         except SlackUnavailable as error:  # no team: an outsider, since policies are internal
-            log.warning("%s: the writer in the shared conversation %s is taken for an outsider", error,
-                        event.get("channel"))
+            log.warning(
+                "%s: the writer in the shared conversation %s is taken for an outsider", error, event.get("channel")
+            )
             teams = ()
         ours = me.teams | self.settings.member_teams
         team = next((team for team in teams if team in ours), teams[0] if teams else UNKNOWN_TEAM)
@@ -425,8 +475,9 @@ class Listeners:
         if not channel or not thread_ts:
             return
         try:
-            first = state.remember_assistant_thread(self.settings, channel, thread_ts, thread.get("user_id"),
-                                                    thread.get("context"))
+            first = state.remember_assistant_thread(
+                self.settings, channel, thread_ts, thread.get("user_id"), thread.get("context")
+            )
         except SQLAlchemyError as error:
             # No greeting and suggested prompts that invite questions it cannot take: say so
             # up front (once per thread, deduped in Redis: the database cannot).
@@ -441,8 +492,9 @@ class Listeners:
             return
         client.chat_postMessage(channel=channel, thread_ts=thread_ts, **blocks.greeting_message())
         try:
-            client.assistant_threads_setSuggestedPrompts(channel_id=channel, thread_ts=thread_ts,
-                                                         prompts=list(blocks.SUGGESTED_PROMPTS))
+            client.assistant_threads_setSuggestedPrompts(
+                channel_id=channel, thread_ts=thread_ts, prompts=list(blocks.SUGGESTED_PROMPTS)
+            )
         except SlackApiError as error:
             log.info("could not set suggested prompts: %s", error.response.get("error"))
 
@@ -456,8 +508,10 @@ class Listeners:
             return
         if first_visit:
             guest = self._greets_a_guest(client, str(event["user"]))
-            client.chat_postMessage(channel=event["channel"],
-                                    **(blocks.members_only_message(asked=False) if guest else blocks.greeting_message()))
+            client.chat_postMessage(
+                channel=event["channel"],
+                **(blocks.members_only_message(asked=False) if guest else blocks.greeting_message()),
+            )
 
     def on_feedback(self, body: Mapping[str, Any], client: WebClient) -> None:
         """Called after ack(): record the vote (a second click changes it) and thank the user."""
@@ -480,7 +534,9 @@ class Listeners:
         if channel:
             try:
                 client.chat_postEphemeral(
-                    channel=channel, user=user, thread_ts=message.get("thread_ts") or message.get("ts"),
+                    channel=channel,
+                    user=user,
+                    thread_ts=message.get("thread_ts") or message.get("ts"),
                     text="Thanks, your feedback is recorded." + (" 👍" if vote > 0 else " 👎"),
                 )
             except SlackApiError as error:
@@ -500,8 +556,12 @@ class Listeners:
             return
         try:
             if decision.kind == "question":
-                self._question(incoming, client, self._private_reason(incoming, client, shared_externally),
-                               offer_upload=decision.offer_upload)
+                self._question(
+                    incoming,
+                    client,
+                    self._private_reason(incoming, client, shared_externally),
+                    offer_upload=decision.offer_upload,
+                )
             elif decision.kind == "upload":
                 self._upload(incoming, client)
             else:
@@ -551,11 +611,13 @@ class Listeners:
         conversation, also when it mentions the bot) is theirs already."""
         if incoming.surface != "mention" or incoming.channel.startswith("D"):
             return None
-        return self.audience.private_reason(self.lookups or client, self.settings, incoming.channel,
-                                            shared_externally=shared_externally)
+        return self.audience.private_reason(
+            self.lookups or client, self.settings, incoming.channel, shared_externally=shared_externally
+        )
 
-    def _question(self, incoming: Incoming, client: WebClient, private_reason: str | None = None, *,
-                  offer_upload: bool = False) -> None:
+    def _question(
+        self, incoming: Incoming, client: WebClient, private_reason: str | None = None, *, offer_upload: bool = False
+    ) -> None:
         from policybot.answering import record_question
 
         settings = self.settings
@@ -565,13 +627,28 @@ class Listeners:
             with db.session(settings) as session:
                 claim = state.claim_message(session, incoming.channel, incoming.ts, incoming.event_id, "question")
                 if claim.handled_elsewhere:
-                    log.info("message %s in %s is handled already (%s)", incoming.ts, incoming.channel,
-                             "retried delivery" if claim.same_event else "second event for the same message")
+                    log.info(
+                        "message %s in %s is handled already (%s)",
+                        incoming.ts,
+                        incoming.channel,
+                        "retried delivery" if claim.same_event else "second event for the same message",
+                    )
                     return
-                parent_id = state.earlier_question_id(session, incoming.channel, incoming.thread_ts) if incoming.in_thread else None
+                parent_id = (
+                    state.earlier_question_id(session, incoming.channel, incoming.thread_ts)
+                    if incoming.in_thread
+                    else None
+                )
                 recorded = record_question(
-                    session, incoming.text, surface=incoming.surface, asker=incoming.user, channel=incoming.channel,
-                    thread_ts=incoming.thread_ts, message_ts=incoming.ts, event_id=incoming.event_id, parent_id=parent_id,
+                    session,
+                    incoming.text,
+                    surface=incoming.surface,
+                    asker=incoming.user,
+                    channel=incoming.channel,
+                    thread_ts=incoming.thread_ts,
+                    message_ts=incoming.ts,
+                    event_id=incoming.event_id,
+                    parent_id=parent_id,
                     private_reply=private_reason is not None,
                 )
                 state.link_question(session, claim.id, recorded.id)
@@ -583,8 +660,13 @@ class Listeners:
             self._could_not_take(incoming, client, error, recorded)
             return
         self._bookkeep(state.mark_enqueued, claim.id)
-        log.info("question %s (ref %s) queued from %s%s", recorded.id, recorded.reference, incoming.surface,
-                 f", to be answered privately: {incoming.channel} {private_reason}" if private_reason else "")
+        log.info(
+            "question %s (ref %s) queued from %s%s",
+            recorded.id,
+            recorded.reference,
+            incoming.surface,
+            f", to be answered privately: {incoming.channel} {private_reason}" if private_reason else "",
+        )
         if offer_upload:
             try:
                 self._offer_upload(incoming, client, claim.id, asked=True)
@@ -597,15 +679,30 @@ class Listeners:
         try:
             step(self.settings, claim_id, *args)
         except SQLAlchemyError as error:
-            log.warning("could not %s for claim %s: %s", step.__name__.replace("_", " "), claim_id, type(error).__name__)
+            log.warning(
+                "could not %s for claim %s: %s", step.__name__.replace("_", " "), claim_id, type(error).__name__
+            )
 
-    def _could_not_take(self, incoming: Incoming, client: WebClient, error: Exception,
-                        recorded: RecordedQuestion | None = None, taking: str = "questions") -> None:
+    def _could_not_take(
+        self,
+        incoming: Incoming,
+        client: WebClient,
+        error: Exception,
+        recorded: RecordedQuestion | None = None,
+        taking: str = "questions",
+    ) -> None:
         """Slack has its ack, so a database or queue outage is said in the thread, not left silent."""
         from policybot.answering import mark_failed
 
-        log.error("could not take %s from %s in %s (%s): %s: %s", taking, incoming.surface, incoming.channel,
-                  "recorded, not queued" if recorded else "not recorded", type(error).__name__, error)
+        log.error(
+            "could not take %s from %s in %s (%s): %s: %s",
+            taking,
+            incoming.surface,
+            incoming.channel,
+            "recorded, not queued" if recorded else "not recorded",
+            type(error).__name__,
+            error,
+        )
         if recorded is not None:
             try:
                 mark_failed(self.settings, recorded.id, error)  # admins see it in the log as failed
@@ -616,8 +713,11 @@ class Listeners:
             return  # the same message's other event (a DM that mentions the bot) got the reply
         clear_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
         try:
-            client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
-                                    **blocks.unavailable_message(recorded.reference if recorded else None, taking))
+            client.chat_postMessage(
+                channel=incoming.channel,
+                thread_ts=incoming.thread_ts,
+                **blocks.unavailable_message(recorded.reference if recorded else None, taking),
+            )
         except SlackApiError as slack_error:
             log.error("could not say so in %s: %s", incoming.channel, slack_error.response.get("error"))
 
@@ -638,8 +738,11 @@ class Listeners:
         collection = self.settings.default_collection
         choice = json.dumps({"claim": claim_id, "files": [str(f["id"]) for f in files], "collection": collection})
         names = [str(f.get("name") or f.get("title") or f["id"]) for f in files]
-        client.chat_postMessage(channel=incoming.channel, thread_ts=incoming.thread_ts,
-                                **blocks.upload_offer_message(names, collection, choice, asked=asked))
+        client.chat_postMessage(
+            channel=incoming.channel,
+            thread_ts=incoming.thread_ts,
+            **blocks.upload_offer_message(names, collection, choice, asked=asked),
+        )
 
     def on_upload_choice(self, body: Mapping[str, Any], client: WebClient) -> None:
         """Called after ack(): an admin's answer to upload_offer_message. The first confirmation
@@ -651,7 +754,11 @@ class Listeners:
         message = body.get("message") or {}
         try:
             choice = json.loads(str(action.get("value") or ""))
-            claim_id, file_ids, collection = int(choice["claim"]), [str(f) for f in choice["files"]], str(choice["collection"])
+            claim_id, file_ids, collection = (
+                int(choice["claim"]),
+                [str(f) for f in choice["files"]],
+                str(choice["collection"]),
+            )
         except (ValueError, KeyError, TypeError):
             log.warning("upload choice without a readable value in %s", channel)
             return
@@ -659,7 +766,9 @@ class Listeners:
             client.chat_postEphemeral(channel=channel, user=user, **blocks.upload_refused_message())
             return
         if action.get("action_id") != blocks.UPLOAD_ADD:
-            client.chat_update(channel=channel, ts=str(message.get("ts") or ""), **blocks.upload_chosen_message(user, None))
+            client.chat_update(
+                channel=channel, ts=str(message.get("ts") or ""), **blocks.upload_chosen_message(user, None)
+            )
             return
         thread_ts = str(message.get("thread_ts") or message.get("ts") or "")
         surface: Surface = "assistant" if self._in_assistant_thread(channel, thread_ts) else "dm"
@@ -678,12 +787,19 @@ class Listeners:
                 except SQLAlchemyError as second:
                     log.error("could not take back the confirmation of upload %s: %s", claim_id, type(second).__name__)
             message_ts = claim.message_ts if claim is not None else thread_ts
-            self._could_not_take(Incoming(None, surface, channel, user, message_ts, thread_ts, False, ""), client, error,
-                                 taking="uploads")
+            self._could_not_take(
+                Incoming(None, surface, channel, user, message_ts, thread_ts, False, ""),
+                client,
+                error,
+                taking="uploads",
+            )
             return
-        client.chat_update(channel=channel, ts=str(message.get("ts") or ""),
-                           **blocks.upload_chosen_message(user, collection))
-        log.info("upload of %d file(s) confirmed by admin %s, queued for collection %s", len(file_ids), user, collection)
+        client.chat_update(
+            channel=channel, ts=str(message.get("ts") or ""), **blocks.upload_chosen_message(user, collection)
+        )
+        log.info(
+            "upload of %d file(s) confirmed by admin %s, queued for collection %s", len(file_ids), user, collection
+        )
 
     def _notice(self, decision: Decision, incoming: Incoming, client: WebClient) -> None:
         settings = self.settings

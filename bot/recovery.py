@@ -66,10 +66,17 @@ def apologise(client: WebClient, settings: Settings, row: Any) -> Apology:
     if not row.channel:
         return "refused"  # a question from the CLI: nobody to tell in Slack
     try:
-        posted = outbox.post_once(settings, row.id, lambda: client.chat_postMessage(
-            channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference)))
+        posted = outbox.post_once(
+            settings,
+            row.id,
+            lambda: client.chat_postMessage(
+                channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference)
+            ),
+        )
     except SlackApiError as error:
-        log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
+        log.error(
+            "could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error)
+        )
         if error.response.get("error") in SLACK_CHANNEL_ERRORS:
             outbox.close_now(settings, row.id)
             return "refused"
@@ -77,7 +84,9 @@ def apologise(client: WebClient, settings: Settings, row: Any) -> Apology:
     except (outbox.UnsavedPost, SQLAlchemyError):
         raise  # the database went away: the caller waits for it
     except Exception as error:
-        log.error("could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error))
+        log.error(
+            "could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error)
+        )
         return "not_posted"
     if posted is not None:
         clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
@@ -108,8 +117,11 @@ def sweep_outbox(settings: Settings, enqueuer: Enqueuer, client: WebClient) -> t
                     queue_down = True
             outbox.set_swept(session, reply.question_id, settings.reply_wait_s * 2 ** (reply.sweeps + 1))
     for question_id in queued:
-        log.warning("queued question %s again: its reply was due and had not moved on (the bot stopped before "
-                    "queuing it, the queue lost it, or its worker was killed)", question_id)
+        log.warning(
+            "queued question %s again: its reply was due and had not moved on (the bot stopped before "
+            "queuing it, the queue lost it, or its worker was killed)",
+            question_id,
+        )
     given_up = [question_id for question_id in hopeless if _give_up(settings, client, question_id)]
     return queued, given_up
 
@@ -137,15 +149,19 @@ def replay_unhandled_events(settings: Settings, replay: Callable[[dict[str, Any]
     with db.session(settings) as session:
         for stored in inbox.lock_unhandled(session, inbox.replay_after_s(settings), SWEEP_WITHIN):
             if stored.replays >= inbox.MAX_REPLAYS:
-                log.error("Slack event %s was replayed %s times and never carried out; dropping it", stored.event_id,
-                          stored.replays)
+                log.error(
+                    "Slack event %s was replayed %s times and never carried out; dropping it",
+                    stored.event_id,
+                    stored.replays,
+                )
                 inbox.drop(session, stored.event_id)
                 continue
             inbox.set_replayed(session, stored.event_id)
             replaying.append(stored)
     for stored in replaying:  # after the commit: the listener clears the event when it is done
-        log.warning("replaying Slack event %s: it was acknowledged but never carried out (the bot stopped)",
-                    stored.event_id)
+        log.warning(
+            "replaying Slack event %s: it was acknowledged but never carried out (the bot stopped)", stored.event_id
+        )
         replay(stored.body)
     return [stored.event_id for stored in replaying]
 
@@ -155,8 +171,13 @@ class QuestionSweeper:
     every POLICYBOT_SWEEP_INTERVAL_S seconds, for the length of a `with` block (the bot's
     serving loop)."""
 
-    def __init__(self, settings: Settings, enqueuer: Enqueuer | None = None, client: WebClient | None = None,
-                 replay: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        enqueuer: Enqueuer | None = None,
+        client: WebClient | None = None,
+        replay: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.settings = settings
         self.replay = replay  # runs a stored Slack event through the bot's app (bot.app.replay_event)
         self.enqueuer = enqueuer or CeleryEnqueuer()

@@ -9,7 +9,7 @@ behind this work for the CPU).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, text, update
@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session
 from policybot import db
 from policybot.config import Settings
 from policybot.models import Question, SlackAssistantThread, SlackMessage, SlackUser
-
 
 # Slack retries an unacknowledged event after about 1 s, 1 min and 5 min: a claim younger
 # than this belongs to a delivery that is still being handled.
@@ -64,10 +63,18 @@ def claim_message(session: Session, channel: str, message_ts: str, event_id: str
     row = session.execute(
         select(SlackMessage).where(SlackMessage.channel == channel, SlackMessage.message_ts == message_ts)
     ).scalar_one()
-    fresh = row.created_at > datetime.now(timezone.utc) - timedelta(seconds=CLAIM_LEASE_S)
+    fresh = row.created_at > datetime.now(UTC) - timedelta(seconds=CLAIM_LEASE_S)
     enqueued = row.enqueued_at is not None
-    return Claim(row.id, False, row.event_id == event_id, row.question_id, enqueued, row.reply_ts,
-                 in_progress=fresh and not enqueued, kind=row.kind)
+    return Claim(
+        row.id,
+        False,
+        row.event_id == event_id,
+        row.question_id,
+        enqueued,
+        row.reply_ts,
+        in_progress=fresh and not enqueued,
+        kind=row.kind,
+    )
 
 
 def link_question(session: Session, claim_id: int, question_id: int) -> None:
@@ -80,7 +87,7 @@ def mark_enqueued(settings: Settings, claim_id: int) -> None:
 
 
 def set_enqueued(session: Session, claim_id: int) -> None:
-    session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=datetime.now(timezone.utc)))
+    session.execute(update(SlackMessage).where(SlackMessage.id == claim_id).values(enqueued_at=datetime.now(UTC)))
 
 
 def confirm_upload(settings: Settings, claim_id: int, channel: str, admin: str | None) -> SlackMessage | None:
@@ -90,8 +97,10 @@ def confirm_upload(settings: Settings, claim_id: int, channel: str, admin: str |
     with db.session(settings) as session:
         confirmed = SlackMessage.confirmed_by.is_(None) if admin else SlackMessage.confirmed_by.is_not(None)
         return session.execute(
-            update(SlackMessage).where(SlackMessage.id == claim_id, SlackMessage.channel == channel, confirmed)
-            .values(confirmed_by=admin).returning(SlackMessage)
+            update(SlackMessage)
+            .where(SlackMessage.id == claim_id, SlackMessage.channel == channel, confirmed)
+            .values(confirmed_by=admin)
+            .returning(SlackMessage)
         ).scalar_one_or_none()
 
 
@@ -120,15 +129,16 @@ def mark_greeted(settings: Settings, user_id: str) -> bool:
     with db.session(settings) as session:
         inserted = session.execute(
             insert(SlackUser)
-            .values(user_id=user_id, greeted_at=datetime.now(timezone.utc))
+            .values(user_id=user_id, greeted_at=datetime.now(UTC))
             .on_conflict_do_nothing(index_elements=["user_id"])
             .returning(SlackUser.user_id)
         ).scalar_one_or_none()
         return inserted is not None
 
 
-def remember_assistant_thread(settings: Settings, channel: str, thread_ts: str, user_id: str | None,
-                              context: dict[str, Any] | None) -> bool:
+def remember_assistant_thread(
+    settings: Settings, channel: str, thread_ts: str, user_id: str | None, context: dict[str, Any] | None
+) -> bool:
     """Record an agent-view thread; True when it is new."""
     with db.session(settings) as session:
         inserted = session.execute(

@@ -17,7 +17,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus, urlencode
@@ -113,7 +113,9 @@ class Console:
 
     # ------------------------------------------------------------ plumbing
 
-    def view(self, handler: Handler, *, data: bool = False, public: bool = False, body_limit: int = FORM_BODY_MAX) -> Handler:
+    def view(
+        self, handler: Handler, *, data: bool = False, public: bool = False, body_limit: int = FORM_BODY_MAX
+    ) -> Handler:
         async def endpoint(request: Request) -> Response:
             session = await self._session(request)
             request.state.session = session
@@ -135,8 +137,10 @@ class Console:
                 token = form.get("csrf_token") or request.headers.get("x-csrf-token")
                 if not session.csrf_ok(str(token) if token else None):
                     await form.close()
-                    return self._finish(request, self._error(request, "missing or wrong CSRF token: reload the page "
-                                                             "and try again", 403, data))
+                    return self._finish(
+                        request,
+                        self._error(request, "missing or wrong CSRF token: reload the page and try again", 403, data),
+                    )
             try:
                 response = await handler(request)
             except UserError as error:  # BadRequest and the domain errors; NotFound ones carry 404
@@ -165,9 +169,12 @@ class Console:
         length = request.headers.get("content-length")
         if length is None or not length.isdigit():
             raise BadRequest("send the form with a Content-Length", 411)
-        too_large = BadRequest(f"the request is too large (at most {limit // 1024:,} KB here; uploads: at most "
-                               f"{MAX_UPLOAD_FILES} files of {self.settings.max_file_mb:g} MB each, "
-                               "POLICYBOT_MAX_FILE_MB)", 413)
+        too_large = BadRequest(
+            f"the request is too large (at most {limit // 1024:,} KB here; uploads: at most "
+            f"{MAX_UPLOAD_FILES} files of {self.settings.max_file_mb:g} MB each, "
+            "POLICYBOT_MAX_FILE_MB)",
+            413,
+        )
         if int(length) > limit:
             raise too_large
         counted = Request(request.scope, counting_receive(request.receive, limit))
@@ -183,16 +190,23 @@ class Console:
     def _finish(self, request: Request, response: Response) -> Response:
         session: auth.Session = request.state.session
         if session.changed:
-            response.set_cookie(auth.COOKIE_NAME, auth.encode_session(session, self.secret),
-                                max_age=int(self.settings.console_session_hours * 3600), path=PREFIX, httponly=True,
-                                samesite="strict", secure=auth.secure_cookie(self.settings, request.url.scheme))
+            response.set_cookie(
+                auth.COOKIE_NAME,
+                auth.encode_session(session, self.secret),
+                max_age=int(self.settings.console_session_hours * 3600),
+                path=PREFIX,
+                httponly=True,
+                samesite="strict",
+                secure=auth.secure_cookie(self.settings, request.url.scheme),
+            )
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers["X-Frame-Options"] = "DENY"
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "same-origin"
         response.headers["Content-Security-Policy"] = (
             "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
         return response
 
     def _error(self, request: Request, message: str, status: int, data: bool) -> Response:
@@ -239,7 +253,9 @@ class Console:
         if request.method == "GET":
             if session.user:
                 return RedirectResponse(next_path, status_code=303)
-            return self.render(request, "login.html", {"next": next_path, "configured": bool(self.settings.console_accounts)})
+            return self.render(
+                request, "login.html", {"next": next_path, "configured": bool(self.settings.console_accounts)}
+            )
         client = request.client.host if request.client else "unknown"
         configured = bool(self.settings.console_accounts)
         user = self._form_value(request, "username")[:100]
@@ -250,31 +266,56 @@ class Console:
             stamp = await self._call(self.throttle.attempt, client, user, known_device)
         except auth.ThrottleUnavailable as error:
             log.error("console sign-in refused: the throttle's Redis cannot be reached (%s)", error)
-            return self.render(request, "login.html", {"next": next_path, "configured": configured,
-                                                       "error": "sign-in is unavailable; try again in a moment"}, 503)
+            return self.render(
+                request,
+                "login.html",
+                {"next": next_path, "configured": configured, "error": "sign-in is unavailable; try again in a moment"},
+                503,
+            )
         if stamp is None:
-            return self.render(request, "login.html", {"next": next_path, "configured": configured,
-                                                       "error": "too many failed sign-ins; wait a few minutes"}, 429)
+            return self.render(
+                request,
+                "login.html",
+                {"next": next_path, "configured": configured, "error": "too many failed sign-ins; wait a few minutes"},
+                429,
+            )
         try:
             ok = await self.throttle.check(self.settings, user, str(password))
         except auth.LoginBusy:
-            return self.render(request, "login.html", {"next": next_path, "configured": configured,
-                                                       "error": "sign-in is busy; try again in a moment"}, 503)
+            return self.render(
+                request,
+                "login.html",
+                {"next": next_path, "configured": configured, "error": "sign-in is busy; try again in a moment"},
+                503,
+            )
         if not ok:
             log.warning("console sign-in failed (user #%s) from %s", auth.user_tag(user), client)
-            return self.render(request, "login.html", {"next": next_path, "configured": configured,
-                                                       "error": "wrong user name or password"}, 401)
+            return self.render(
+                request,
+                "login.html",
+                {"next": next_path, "configured": configured, "error": "wrong user name or password"},
+                401,
+            )
         await self._call(self.throttle.succeeded, client, user, stamp)
         session.sign_in(user, account or "")
         log.info("console sign-in: %s from %s", user, client)
         if auth.is_outdated(self.settings.console_accounts[user], self.settings):
             log.warning("console user %s signs in with a password hash cheaper than new ones get", user)
-            session.add_flash("error", "Your password hash is of an older, cheaper kind: make a new one with "
-                                       "`policybot console hash-password` and put it in POLICYBOT_CONSOLE_USERS.")
+            session.add_flash(
+                "error",
+                "Your password hash is of an older, cheaper kind: make a new one with "
+                "`policybot console hash-password` and put it in POLICYBOT_CONSOLE_USERS.",
+            )
         response = RedirectResponse(next_path, status_code=303)
-        response.set_cookie(auth.DEVICE_COOKIE_NAME, auth.encode_device(account or "", self.secret),
-                            max_age=auth.DEVICE_COOKIE_DAYS * 86400, path=PREFIX, httponly=True,
-                            samesite="strict", secure=auth.secure_cookie(self.settings, request.url.scheme))
+        response.set_cookie(
+            auth.DEVICE_COOKIE_NAME,
+            auth.encode_device(account or "", self.secret),
+            max_age=auth.DEVICE_COOKIE_DAYS * 86400,
+            path=PREFIX,
+            httponly=True,
+            samesite="strict",
+            secure=auth.secure_cookie(self.settings, request.url.scheme),
+        )
         return response
 
     async def logout(self, request: Request) -> Response:
@@ -290,10 +331,23 @@ class Console:
     # ------------------------------------------------------------ activity
 
     def _filters(self, request: Request) -> tuple[review.LogFilters, dict[str, str]]:
-        params = {key: request.query_params.get(key, "").strip() for key in
-                  ("range", "since", "until", "action", "found", "feedback", "status", "channel", "evaluator", "q",
-                   "reviewed")}
-        now = datetime.now(timezone.utc)
+        params = {
+            key: request.query_params.get(key, "").strip()
+            for key in (
+                "range",
+                "since",
+                "until",
+                "action",
+                "found",
+                "feedback",
+                "status",
+                "channel",
+                "evaluator",
+                "q",
+                "reviewed",
+            )
+        }
+        now = datetime.now(UTC)
         since = until = None
         if params["range"] in RANGES:
             since = now - RANGES[params["range"]]
@@ -308,17 +362,28 @@ class Console:
                     until += timedelta(days=1)  # a date means up to the end of that day
         except ValueError as error:
             raise BadRequest(str(error).replace("--since ", "")) from None
-        choices = {"action": review.ACTIONS, "found": ("true", "false"), "feedback": review.FEEDBACK_CHOICES,
-                   "status": review.STATUSES, "reviewed": (*review.VERDICTS, "any", "none")}
+        choices = {
+            "action": review.ACTIONS,
+            "found": ("true", "false"),
+            "feedback": review.FEEDBACK_CHOICES,
+            "status": review.STATUSES,
+            "reviewed": (*review.VERDICTS, "any", "none"),
+        }
         for key, allowed in choices.items():
             if params[key] and params[key] not in allowed:
                 raise BadRequest(f"{key} must be one of {', '.join(allowed)}")
         filters = review.LogFilters(
-            since=since, until=until, action=params["action"] or None,
+            since=since,
+            until=until,
+            action=params["action"] or None,
             found=None if not params["found"] else params["found"] == "true",
-            feedback=params["feedback"] or None, status=params["status"] or None, channel=params["channel"] or None,
-            evaluator_version=params["evaluator"] or None, text=params["q"][:500] or None,
-            reviewed=params["reviewed"] or None)
+            feedback=params["feedback"] or None,
+            status=params["status"] or None,
+            channel=params["channel"] or None,
+            evaluator_version=params["evaluator"] or None,
+            text=params["q"][:500] or None,
+            reviewed=params["reviewed"] or None,
+        )
         return filters, params
 
     async def activity(self, request: Request) -> Response:
@@ -329,14 +394,26 @@ class Console:
         total = await self._call(review.count_logs, self.settings, filters)
         pages = max(1, math.ceil(total / PAGE_SIZE))
         page = min(int(page_text), pages)  # past the end: the last page
-        records = await self._call(review.query_logs, self.settings, filters, limit=PAGE_SIZE,
-                                   offset=(page - 1) * PAGE_SIZE)
+        records = await self._call(
+            review.query_logs, self.settings, filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE
+        )
         versions = await self._call(review.logged_evaluator_versions, self.settings)
         query = {k: v for k, v in params.items() if v}
-        return self.render(request, "activity.html", {
-            "records": records, "total": total, "page": page, "pages": pages, "params": params, "query": query,
-            "versions": versions, "actions": review.ACTIONS, "ranges": list(RANGES),
-        })
+        return self.render(
+            request,
+            "activity.html",
+            {
+                "records": records,
+                "total": total,
+                "page": page,
+                "pages": pages,
+                "params": params,
+                "query": query,
+                "versions": versions,
+                "actions": review.ACTIONS,
+                "ranges": list(RANGES),
+            },
+        )
 
     async def export(self, request: Request) -> Response:
         kind = request.path_params["kind"]
@@ -344,13 +421,16 @@ class Console:
             raise BadRequest("export as .csv or .jsonl", 404)
         filters, _ = self._filters(request)
         records = await self._call(review.query_logs, self.settings, filters, limit=EXPORT_LIMIT)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         if kind == "csv":
             body, media = review.records_csv(records), "text/csv; charset=utf-8"
         else:
             body, media = review.records_jsonl(records), "application/x-ndjson"
-        return PlainTextResponse(body, media_type=media, headers={
-            "Content-Disposition": f'attachment; filename="policybot-actions-{stamp}.{kind}"'})
+        return PlainTextResponse(
+            body,
+            media_type=media,
+            headers={"Content-Disposition": f'attachment; filename="policybot-actions-{stamp}.{kind}"'},
+        )
 
     async def record(self, request: Request) -> Response:
         record = await self._call(review.find_record, self.settings, request.path_params["ref"])
@@ -361,12 +441,21 @@ class Console:
         scores = sorted(record["scores"], key=lambda s: -float(s.get("score", 0.0) or 0.0))
         timings = {k: v for k, v in record["timings_ms"].items() if isinstance(v, (int, float))}
         notes = record["timings_ms"].get("notes") or [] if isinstance(record["timings_ms"], dict) else []
-        return self.render(request, "record.html", {
-            "r": record, "scores": scores, "timings": timings, "notes": notes, "documents": documents,
-            "reviews": reviews, "thread_link": thread_link(self.settings, record),
-            "axis": charts.score_axis(scores, record["thresholds"]["upper"], record["thresholds"]["lower"]),
-            "timing_max": max(timings.values(), default=1) or 1,
-        })
+        return self.render(
+            request,
+            "record.html",
+            {
+                "r": record,
+                "scores": scores,
+                "timings": timings,
+                "notes": notes,
+                "documents": documents,
+                "reviews": reviews,
+                "thread_link": thread_link(self.settings, record),
+                "axis": charts.score_axis(scores, record["thresholds"]["upper"], record["thresholds"]["lower"]),
+                "timing_max": max(timings.values(), default=1) or 1,
+            },
+        )
 
     async def record_json(self, request: Request) -> Response:
         record = await self._call(review.find_record, self.settings, request.path_params["ref"])
@@ -380,8 +469,15 @@ class Console:
         expected = self._form_value(request, "expected_document")
         if expected and not expected.isdigit():
             raise BadRequest("expected document must be a document id")
-        await self._call(review.set_review, self.settings, question_id, request.state.session.user, verdict,
-                         int(expected) if expected else None, self._form_value(request, "note"))
+        await self._call(
+            review.set_review,
+            self.settings,
+            question_id,
+            request.state.session.user,
+            verdict,
+            int(expected) if expected else None,
+            self._form_value(request, "note"),
+        )
         return self.back(request, url(f"/activity/id:{question_id}"), f"review saved: {verdict}")
 
     # ------------------------------------------------------------ dashboard
@@ -403,28 +499,50 @@ class Console:
         start = datetime.fromisoformat(report["since"]).date()
         labels = [(start + timedelta(days=i)).isoformat() for i in range(days)]
         rows = [by_day.get(day) for day in labels]
-        stacked = {name: [(row or {}).get("actions", {}).get(name, 0) if row else 0 for row in rows]
-                   for name in review.ACTIONS}
+        stacked = {
+            name: [(row or {}).get("actions", {}).get(name, 0) if row else 0 for row in rows] for name in review.ACTIONS
+        }
         stacked["failed"] = [row["failed"] if row else 0 for row in rows]
-        since = datetime.now(timezone.utc) - timedelta(days=days)
+        since = datetime.now(UTC) - timedelta(days=days)
         miss_documents, miss_topics = review.misses(self.settings, since)
         return {
-            "days": days, "total": report["total"],
+            "days": days,
+            "total": report["total"],
             "alert": review.incorrect_alert(self.settings, self.settings.alert_margin),
             "questions_chart": charts.stacked_bars(labels, stacked, "questions per day by action"),
             "abstention_chart": charts.line_chart(
-                labels, {"abstention rate": [row["abstention_rate"] if row and row["answered"] else None for row in rows]},
-                "abstention rate per day", fmt="{:.0%}", y_max=1.0),
+                labels,
+                {"abstention rate": [row["abstention_rate"] if row and row["answered"] else None for row in rows]},
+                "abstention rate per day",
+                fmt="{:.0%}",
+                y_max=1.0,
+            ),
             "feedback_chart": charts.line_chart(
-                labels, {"👍 share": [row["feedback_up"] / (row["feedback_up"] + row["feedback_down"])
-                                     if row and row["feedback_up"] + row["feedback_down"] else None for row in rows]},
-                "share of 👍 among votes per day", fmt="{:.0%}", y_max=1.0),
+                labels,
+                {
+                    "👍 share": [
+                        row["feedback_up"] / (row["feedback_up"] + row["feedback_down"])
+                        if row and row["feedback_up"] + row["feedback_down"]
+                        else None
+                        for row in rows
+                    ]
+                },
+                "share of 👍 among votes per day",
+                fmt="{:.0%}",
+                y_max=1.0,
+            ),
             "latency_chart": charts.line_chart(
-                labels, {"p50": [row["latency_p50_ms"] if row else None for row in rows],
-                         "p95": [row["latency_p95_ms"] if row else None for row in rows]},
-                "latency p50 and p95 per day (ms)"),
-            "miss_documents": miss_documents, "miss_topics": miss_topics,
-            "colours": charts.ACTION_COLOURS, "series": list(stacked),
+                labels,
+                {
+                    "p50": [row["latency_p50_ms"] if row else None for row in rows],
+                    "p95": [row["latency_p95_ms"] if row else None for row in rows],
+                },
+                "latency p50 and p95 per day (ms)",
+            ),
+            "miss_documents": miss_documents,
+            "miss_topics": miss_topics,
+            "colours": charts.ACTION_COLOURS,
+            "series": list(stacked),
         }
 
     async def stats_json(self, request: Request) -> Response:
@@ -440,13 +558,21 @@ class Console:
         for document in documents:
             collections.setdefault(document.collection, []).append(document)
         recent = await self._call(jobs.recent_jobs, self.settings, "ingest", 5)
-        fallback = {row.collection for row in await self._call(manage.list_fallback_sources, self.settings)
-                    if row.collection}
-        return self.render(request, "documents.html", {
-            "collections": collections, "jobs": recent, "fallback_collections": fallback,
-            "default_collection": self.settings.default_collection, "max_mb": self.settings.max_file_mb,
-            "watch": self._job_param(request),
-        })
+        fallback = {
+            row.collection for row in await self._call(manage.list_fallback_sources, self.settings) if row.collection
+        }
+        return self.render(
+            request,
+            "documents.html",
+            {
+                "collections": collections,
+                "jobs": recent,
+                "fallback_collections": fallback,
+                "default_collection": self.settings.default_collection,
+                "max_mb": self.settings.max_file_mb,
+                "watch": self._job_param(request),
+            },
+        )
 
     async def upload(self, request: Request) -> Response:
         from ingestion.ingest import validate_collection
@@ -465,7 +591,9 @@ class Console:
         for item in uploads:  # every file is checked before any is written
             name = _safe_name(item.filename or "upload")
             if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise BadRequest(f"{name}: unsupported file type (supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})", 415)
+                raise BadRequest(
+                    f"{name}: unsupported file type (supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})", 415
+                )
             if any(name == seen for seen, _ in checked):
                 raise BadRequest(f"{name}: chosen twice; upload each file once")
             size = item.size if item.size is not None else len(await item.read(limit + 1))
@@ -486,10 +614,15 @@ class Console:
             partial.replace(folder / name)
             saved.append(str(folder / name))
         job_id = await self._queue_ingest(request, saved, collection, channels or None)
-        return self.back(request, url("/documents", job=job_id),
-                         f"{len(saved)} file(s) queued for ingestion into {collection} (job {job_id})")
+        return self.back(
+            request,
+            url("/documents", job=job_id),
+            f"{len(saved)} file(s) queued for ingestion into {collection} (job {job_id})",
+        )
 
-    async def _queue_ingest(self, request: Request, paths: list[str], collection: str, channels: list[str] | None) -> int:
+    async def _queue_ingest(
+        self, request: Request, paths: list[str], collection: str, channels: list[str] | None
+    ) -> int:
         from workers.tasks import ingest_job_task
 
         params = {"paths": paths, "collection": collection, "channels": channels}
@@ -502,10 +635,12 @@ class Console:
             await self._call(send, job_id)
         except Exception as error:
             await self._call(jobs.fail_job, self.settings, job_id, f"could not queue the job: {error}")
-            raise BadRequest(f"could not queue the {kind} job (is Redis running?): {type(error).__name__}", 503) from None
+            raise BadRequest(
+                f"could not queue the {kind} job (is Redis running?): {type(error).__name__}", 503
+            ) from None
         return job_id
 
-    async def _document(self, request: Request):  # type: ignore[no-untyped-def]
+    async def _document(self, request: Request):
         document = await self._call(manage.get_document, self.settings, request.path_params["id"])
         if document is None:
             raise BadRequest(f"no document {request.path_params['id']}", 404)
@@ -516,8 +651,9 @@ class Console:
         if not Path(document.source).is_file():
             raise BadRequest(f"{document.name}: its source file {document.source} is gone; upload it again", 409)
         # Passing the access list re-processes even an unchanged file (and keeps who may see it).
-        job_id = await self._queue_ingest(request, [document.source], document.collection,
-                                          list(document.access_channels or []))
+        job_id = await self._queue_ingest(
+            request, [document.source], document.collection, list(document.access_channels or [])
+        )
         return self.back(request, url("/documents", job=job_id), f"re-ingesting {document.name} (job {job_id})")
 
     async def remove(self, request: Request) -> Response:
@@ -545,8 +681,11 @@ class Console:
     async def sources(self, request: Request, test: dict[str, Any] | None = None) -> Response:
         rows = await self._call(manage.list_fallback_sources, self.settings)
         documents = await self._call(manage.list_documents, self.settings)
-        return self.render(request, "sources.html", {
-            "sources": rows, "collections": sorted({d.collection for d in documents}), "test": test})
+        return self.render(
+            request,
+            "sources.html",
+            {"sources": rows, "collections": sorted({d.collection for d in documents}), "test": test},
+        )
 
     async def sources_page(self, request: Request) -> Response:
         return await self.sources(request)
@@ -562,14 +701,19 @@ class Console:
             raise BadRequest("timeout and max bytes must be numbers") from None
         name = self._form_value(request, "name")
         await self._call(
-            manage.add_fallback_source, self.settings, name,
+            manage.add_fallback_source,
+            self.settings,
+            name,
             collection=self._form_value(request, "collection") if kind == "collection" else None,
             url=self._form_value(request, "url") if kind == "http" else None,
             field_map=self._form_value(request, "field_map") or None,
             query_template=self._form_value(request, "query_template") or None,
             allowed_hosts=self._form_value(request, "allowed_hosts") or None,
-            allow_private=self._checked(request, "allow_private"), timeout=timeout, max_bytes=max_bytes,
-            open_web=self._checked(request, "open_web"))
+            allow_private=self._checked(request, "allow_private"),
+            timeout=timeout,
+            max_bytes=max_bytes,
+            open_web=self._checked(request, "open_web"),
+        )
         return self.back(request, url("/sources"), f"allow-listed {name!r}")
 
     async def remove_source(self, request: Request) -> Response:
@@ -587,12 +731,23 @@ class Console:
         plan = await self._call(fallback_preview, self.settings, question[: self.settings.max_question_chars], names)
         sent = []
         for source in plan.sources:
-            request_url = mask_query(source.request_url(plan.keywords, self.settings.fallback_limit),
-                                     keep=(quote_plus(plan.keywords), str(self.settings.fallback_limit))) \
-                if hasattr(source, "request_url") and plan.keywords else None
+            request_url = (
+                mask_query(
+                    source.request_url(plan.keywords, self.settings.fallback_limit),
+                    keep=(quote_plus(plan.keywords), str(self.settings.fallback_limit)),
+                )
+                if hasattr(source, "request_url") and plan.keywords
+                else None
+            )
             sent.append({"name": source.name, "kind": source.kind, "request": request_url})
-        test = {"question": question, "asker_names": ", ".join(names), "question_class": plan.question_class,
-                "redacted": plan.redacted, "keywords": plan.keywords, "sent": sent}
+        test = {
+            "question": question,
+            "asker_names": ", ".join(names),
+            "question_class": plan.question_class,
+            "redacted": plan.redacted,
+            "keywords": plan.keywords,
+            "sent": sent,
+        }
         return await self.sources(request, test)
 
     # ------------------------------------------------------------ evaluators
@@ -602,17 +757,27 @@ class Console:
 
         versions = await self._call(evaluators.list_versions, self.settings)
         recent = await self._call(jobs.recent_jobs, self.settings, "train", 5)
-        return self.render(request, "evaluators.html", {
-            "versions": versions, "jobs": recent, "train_minutes": self.settings.train_minutes,
-            "watch": self._job_param(request)})
+        return self.render(
+            request,
+            "evaluators.html",
+            {
+                "versions": versions,
+                "jobs": recent,
+                "train_minutes": self.settings.train_minutes,
+                "watch": self._job_param(request),
+            },
+        )
 
     async def activate(self, request: Request) -> Response:
         from policybot import evaluators
 
         version = self._form_value(request, "version")
         await self._call(evaluators.activate_version, self.settings, version)
-        return self.back(request, url("/evaluators"),
-                         f"active: {version}. Restart the answer workers to use it (`policybot worker`).")
+        return self.back(
+            request,
+            url("/evaluators"),
+            f"active: {version}. Restart the answer workers to use it (`policybot worker`).",
+        )
 
     async def recalibrate(self, request: Request) -> Response:
         """A version's upper/lower thresholds from labelled questions: a preview, or stored with "apply"."""
@@ -626,11 +791,15 @@ class Console:
         version = self._form_value(request, "version") or None
         proposal = await self._call(calibration.propose_from_reviews, self.settings, version, sources=sources)
         notes = await self._call(calibration.apply_proposal, self.settings, proposal) if apply else []
-        change = ", ".join(f"{key} {proposal.current[key]:.3f} → {proposal.proposed[key]:.3f}" for key in ("upper", "lower"))
+        change = ", ".join(
+            f"{key} {proposal.current[key]:.3f} → {proposal.proposed[key]:.3f}" for key in ("upper", "lower")
+        )
         counts = f"{proposal.n_present} answer-present and {proposal.n_absent} answer-absent questions"
         if apply:
-            message = (f"{proposal.version}: stored {change} (from {counts}). "
-                       "Restart the answer workers to use them." + "".join(f" {note}" for note in notes))
+            message = (
+                f"{proposal.version}: stored {change} (from {counts}). "
+                "Restart the answer workers to use them." + "".join(f" {note}" for note in notes)
+            )
         else:
             message = f"{proposal.version}: would set {change} (from {counts}). Preview only: nothing changed."
         return self.back(request, url("/evaluators"), message)
@@ -646,12 +815,20 @@ class Console:
         except ValueError:
             raise BadRequest("minutes must be a number") from None
         if not 0 < minutes <= MAX_TRAIN_MINUTES:
-            raise BadRequest(f"minutes must be more than 0 and at most {MAX_TRAIN_MINUTES:g} (the training task's "
-                             "time limit)")
+            raise BadRequest(
+                f"minutes must be more than 0 and at most {MAX_TRAIN_MINUTES:g} (the training task's time limit)"
+            )
         with_reviews, with_feedback = self._checked(request, "with_reviews"), self._checked(request, "with_feedback")
-        params = {"minutes": minutes, "activate": activate, "with_reviews": with_reviews, "with_feedback": with_feedback}
+        params = {
+            "minutes": minutes,
+            "activate": activate,
+            "with_reviews": with_reviews,
+            "with_feedback": with_feedback,
+        }
         job_id = await self._enqueue(
-            request, "train", params,
+            request,
+            "train",
+            params,
             lambda job_id: train_evaluator_task.delay(minutes, activate, job_id, with_reviews, with_feedback),
         )
         return self.back(request, url("/evaluators", job=job_id), f"training queued (job {job_id})")
@@ -711,8 +888,9 @@ def create_standalone_app(settings: Settings) -> Starlette:
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080) -> None:
     import uvicorn
 
-    uvicorn.run(create_standalone_app(settings), host=host, port=port, log_level="info", access_log=False,
-                proxy_headers=True)
+    uvicorn.run(
+        create_standalone_app(settings), host=host, port=port, log_level="info", access_log=False, proxy_headers=True
+    )
 
 
 __all__ = ["create_console_app", "console_routes", "create_standalone_app", "serve"]

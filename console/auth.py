@@ -28,6 +28,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import UTC
 from functools import lru_cache
 from typing import Any
 
@@ -64,7 +65,9 @@ def hash_password(password: str, n: int = SCRYPT_N) -> str:
     if len(password) < 8:
         raise ValueError("use a password of at least 8 characters")
     salt = secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_LEN, maxmem=SCRYPT_MAXMEM)
+    digest = hashlib.scrypt(
+        password.encode(), salt=salt, n=n, r=SCRYPT_R, p=SCRYPT_P, dklen=SCRYPT_LEN, maxmem=SCRYPT_MAXMEM
+    )
     return f"scrypt${n}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
 
 
@@ -103,8 +106,10 @@ MIN_SECRET_BYTES = 32
 
 def _strong(secret: bytes, where: str) -> bytes:
     if len(secret) < MIN_SECRET_BYTES:
-        raise ConfigError(f"{where} must be at least {MIN_SECRET_BYTES} bytes (got {len(secret)}); make one with "
-                          "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
+        raise ConfigError(
+            f"{where} must be at least {MIN_SECRET_BYTES} bytes (got {len(secret)}); make one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`"
+        )
     return secret
 
 
@@ -171,14 +176,14 @@ def sessions_valid_after(settings: Settings, user: str) -> float | None:
 
 def end_sessions(settings: Settings, user: str) -> None:
     """Refuse every session of the user issued until now (logout, in every browser)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from sqlalchemy.dialects.postgresql import insert
 
     from policybot import db
     from policybot.models import ConsoleSessionCutoff
 
-    now = datetime.fromtimestamp(time.time(), timezone.utc)
+    now = datetime.fromtimestamp(time.time(), UTC)
     statement = insert(ConsoleSessionCutoff).values(user_name=user, valid_after=now)
     with db.session(settings) as session:
         session.execute(statement.on_conflict_do_update(index_elements=["user_name"], set_={"valid_after": now}))
@@ -194,8 +199,13 @@ def decode_session(value: str | None, secret: bytes, settings: Settings) -> Sess
     if data is None:
         return Session(changed=True)
     try:
-        session = Session(user=data.get("u"), account=str(data.get("a") or ""), csrf=str(data["c"]),
-                          issued=float(data["t"]), flash=list(data.get("f") or []))
+        session = Session(
+            user=data.get("u"),
+            account=str(data.get("a") or ""),
+            csrf=str(data["c"]),
+            issued=float(data["t"]),
+            flash=list(data.get("f") or []),
+        )
     except (ValueError, KeyError, TypeError):
         return Session(changed=True)
     if time.time() - session.issued > settings.console_session_hours * 3600:
@@ -339,7 +349,10 @@ class LoginThrottle:
     def succeeded(self, client: str, user: str, stamp: str) -> None:
         address, name = self._keys(client, user)
         try:
-            self._redis().pipeline().delete(address).zrem(name, stamp).execute()
+            pipe = self._redis().pipeline()
+            pipe.delete(address)
+            pipe.zrem(name, stamp)
+            pipe.execute()
         except (redis.RedisError, UserError) as error:  # the attempts stay counted: at worst fewer tries left
             log.warning("could not clear the sign-in throttle after a success: %s", type(error).__name__)
 

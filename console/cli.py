@@ -11,8 +11,9 @@ import typer
 
 from console.auth import hash_password as make_hash
 
-console_app = typer.Typer(help="The admin web console (activity, health, documents, sources, evaluator).",
-                          invoke_without_command=True)
+console_app = typer.Typer(
+    help="The admin web console (activity, health, documents, sources, evaluator).", invoke_without_command=True
+)
 
 
 @console_app.callback(invoke_without_command=True)
@@ -29,7 +30,9 @@ def console(
 
     settings = cli._settings()
     if not settings.console_accounts:
-        cli._fail("no console users: set POLICYBOT_CONSOLE_USERS=name:hash (hash from `policybot console hash-password`)")
+        cli._fail(
+            "no console users: set POLICYBOT_CONSOLE_USERS=name:hash (hash from `policybot console hash-password`)"
+        )
     logging.getLogger().setLevel(logging.INFO)
     cli.errors.print(f"policybot: admin console on http://{host}:{port}{PREFIX}/", highlight=False)
     serve(settings, host=host, port=port)

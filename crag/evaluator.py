@@ -29,9 +29,10 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal, TypeVar, cast
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # safe with forking workers
@@ -94,7 +95,7 @@ class EvaluatorConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "EvaluatorConfig":
+    def from_dict(cls, data: dict[str, Any]) -> EvaluatorConfig:
         known = {f.name for f in fields(cls)}
         # Evaluators saved before separate encoding existed read question and passage jointly.
         return cls(**({"separate_encoding": False} | {k: v for k, v in data.items() if k in known}))
@@ -140,7 +141,10 @@ def _masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
-def use_fused_gelu(model: nn.Module) -> nn.Module:
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+def use_fused_gelu(model: ModuleT) -> ModuleT:
     """T5's "gated-gelu" builds the tanh GELU from Python ops (transformers'
     NewGELUActivation); PyTorch's fused kernel computes the same function (to 3e-7) about 5x
     faster, and that activation was a sixth of a warm scoring pass."""
@@ -211,7 +215,9 @@ class MiniLMT5Judge(nn.Module):
     """MiniLM (question and passage apart, or jointly) -> T5 encoder blocks -> mean pooling ->
     linear head (one logit), plus the similarity prior."""
 
-    def __init__(self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False):
+    def __init__(
+        self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False
+    ):
         super().__init__()
         from transformers import BertModel, T5EncoderModel
 
@@ -253,8 +259,9 @@ class MiniLMT5Judge(nn.Module):
         cosine = nn.functional.cosine_similarity(question, passage, dim=-1)
         return logit + self.prior_scale * (cosine - self.prior_shift)
 
-    def _forward_separate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                          token_type_ids: torch.Tensor) -> torch.Tensor:
+    def _forward_separate(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
         """[CLS] q [SEP] p [SEP] rows, read as [CLS] q [SEP] and [CLS] p [SEP] apart, then packed
         back together for the T5 blocks."""
         valid = attention_mask.bool()
@@ -300,12 +307,16 @@ class MiniLMT5Judge(nn.Module):
         missing = [row for row, states in enumerate(found) if states is None]
         if missing:
             longest = max(lengths[row] for row in missing)
-            fresh = self.minilm(input_ids=p_ids[missing, :longest], attention_mask=p_mask[missing, :longest]).last_hidden_state
+            fresh = self.minilm(
+                input_ids=p_ids[missing, :longest], attention_mask=p_mask[missing, :longest]
+            ).last_hidden_state
             for i, row in enumerate(missing):
-                found[row] = fresh[i, : lengths[row]].clone()  # a copy: no view pinning the whole batch
-                cache.put(keys[row], found[row])
-        out = p_ids.new_zeros((len(keys), p_ids.shape[1], self.minilm.config.hidden_size), dtype=found[0].dtype)
-        for row, states in enumerate(found):
+                computed = fresh[i, : lengths[row]].clone()  # a copy: no view pinning the whole batch
+                cache.put(keys[row], computed)
+                found[row] = computed
+        states_by_row = [states for states in found if states is not None]  # every row, now all filled
+        out = p_ids.new_zeros((len(keys), p_ids.shape[1], self.minilm.config.hidden_size), dtype=states_by_row[0].dtype)
+        for row, states in enumerate(states_by_row):
             out[row, : lengths[row]] = states
         return out
 
@@ -370,9 +381,10 @@ def build_judge(config: EvaluatorConfig) -> JudgeBundle:
     folder = minilm_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     bert_config = BertConfig.from_pretrained(folder, local_files_only=True)
+    model: MiniLMT5Judge | T5EncoderJudge
     if config.kind == "minilm_t5":
         t5_config = _t5_config(config, bert_config.hidden_size, vocab_size=1)
-        model: nn.Module = MiniLMT5Judge(bert_config, t5_config, config.similarity_prior, config.separate_encoding)
+        model = MiniLMT5Judge(bert_config, t5_config, config.similarity_prior, config.separate_encoding)
         pretrained = BertModel.from_pretrained(folder, local_files_only=True, add_pooling_layer=False)
         model.minilm.load_state_dict(pretrained.state_dict())
         configs = {"bert": bert_config.to_dict(), "t5": t5_config.to_dict()}
@@ -594,7 +606,9 @@ class CachedEvaluator:
                     self._cache.popitem(last=False)
             for i in missing:
                 out[i] = fresh[keys[i]]
-        return [float(v) for v in out]  # type: ignore[arg-type]
+        filled = [v for v in out if v is not None]
+        assert len(filled) == len(out), "every passage has its score by now"
+        return [float(v) for v in filled]
 
 
 # ---------------------------------------------------------------------------------------
@@ -707,9 +721,7 @@ def load_evaluator(
 
         saved = EvaluatorConfig(kind="t5_seq_cls")
         tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        model: nn.Module = T5ForSequenceClassification.from_pretrained(
-            folder, local_files_only=True, num_labels=1
-        )
+        model: nn.Module = T5ForSequenceClassification.from_pretrained(folder, local_files_only=True, num_labels=1)
         raw = True
     else:
         from safetensors.torch import load_model
@@ -720,7 +732,9 @@ def load_evaluator(
         configs = config["model_configs"]
         if kind == "minilm_t5":
             model = MiniLMT5Judge(
-                BertConfig.from_dict(configs["bert"]), T5Config.from_dict(configs["t5"]), saved.similarity_prior,
+                BertConfig.from_dict(configs["bert"]),
+                T5Config.from_dict(configs["t5"]),
+                saved.similarity_prior,
                 saved.separate_encoding,
             )
         elif kind == "t5_encoder":
@@ -770,7 +784,8 @@ def evaluator_from_bundle(bundle: JudgeBundle, version: str, metadata: dict[str,
 
 def _position_cap(model: nn.Module, kind: ModelKind) -> int:
     if kind == "minilm_t5":
-        return int(model.minilm.config.max_position_embeddings)  # type: ignore[union-attr]
+        judge = cast(MiniLMT5Judge, model)  # what build_judge and load_evaluator make for this kind
+        return int(judge.minilm.config.max_position_embeddings)
     return 512  # T5 has relative positions; 512 is the paper's cap
 
 

@@ -23,8 +23,9 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 from urllib.parse import quote_plus, urljoin, urlsplit
 
 import httpcore
@@ -40,7 +41,12 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Everything httpcore raises for a failed exchange (it has no common base class).
 MAX_PENDING_LOOKUPS = 8
 _LOOKUP_SLOTS = threading.BoundedSemaphore(MAX_PENDING_LOOKUPS)
-HTTPCORE_ERRORS = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol, httpcore.TimeoutException)
+HTTPCORE_ERRORS = (
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.UnsupportedProtocol,
+    httpcore.TimeoutException,
+)
 
 
 class FallbackError(Exception):
@@ -154,7 +160,9 @@ class HttpSourceConfig:
         self.allowed_hosts = [h.strip().lower().rstrip(".") for h in self.allowed_hosts]
         for allowed in self.allowed_hosts:  # refused at every request anyway: say so when it is registered
             if _never_dialled(allowed):
-                raise ValueError(f"source {self.name!r}: {allowed!r} is a cloud metadata or link-local host, never allowed")
+                raise ValueError(
+                    f"source {self.name!r}: {allowed!r} is a cloud metadata or link-local host, never allowed"
+                )
         try:
             self.query_template.format(url=self.url, keywords="k", n=1)
         except (KeyError, IndexError, ValueError) as error:
@@ -211,7 +219,9 @@ class HttpFallbackSource:
                 try:
                     port = _port_of(httpx.URL(url))
                     if port not in ports:
-                        raise self._error(f"refused a redirect to port {port}: only the source's own port (or 80/443) is allowed")
+                        raise self._error(
+                            f"refused a redirect to port {port}: only the source's own port (or 80/443) is allowed"
+                        )
                     target = self._check_target(url, deadline)
                 except (httpx.InvalidURL, ValueError):  # a bad port, IPv6 or IDNA host, from a redirect Location
                     raise self._error("sent a redirect to a malformed URL") from None
@@ -244,8 +254,10 @@ class HttpFallbackSource:
         addresses = self._resolve(host, _port_of(parsed), deadline)
         for address in addresses:
             if _never_dialled(address):
-                raise self._error(f"refused host {host!r}: it resolves to {address}, a cloud metadata or link-local "
-                                  "address (refused even for a source that allows private addresses)")
+                raise self._error(
+                    f"refused host {host!r}: it resolves to {address}, a cloud metadata or link-local "
+                    "address (refused even for a source that allows private addresses)"
+                )
             if not self.config.allow_private and not _is_public_address(address):
                 raise self._error(f"refused host {host!r}: it resolves to a non-public address {address}")
         return _Target(url=parsed, addresses=addresses)
@@ -302,7 +314,9 @@ class HttpFallbackSource:
         extensions = {"sni_hostname": target.url.host} if target.url.scheme == "https" else {}
         reason = ""
         for address in target.addresses:
-            request = httpcore.Request("GET", str(target.url.copy_with(host=address)), headers=headers, extensions=extensions)
+            request = httpcore.Request(
+                "GET", str(target.url.copy_with(host=address)), headers=headers, extensions=extensions
+            )
             try:
                 return pool.handle_request(request)  # streams: the body is read by _read_capped
             except httpcore.TimeoutException:
@@ -380,8 +394,9 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Cloud metadata services hand out the machine's credentials: never asked, whatever a source
 # allows. AWS (IPv4 and IPv6), GCP, Azure, Oracle and DigitalOcean use 169.254.169.254 (any
 # link-local address is refused too); Alibaba 100.100.100.200; Azure's wire server 168.63.129.16.
-METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254",
-                                                                  "100.100.100.200", "168.63.129.16"))
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200", "168.63.129.16")
+)
 METADATA_HOSTS = frozenset({"metadata.google.internal", "metadata.goog"})
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the last 32 bits are the IPv4 address
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated "::a.b.c.d"
@@ -396,7 +411,7 @@ def _addresses_reached(address: str) -> list[IPAddress]:
     if not isinstance(ip, ipaddress.IPv6Address):
         return [ip]
     last_32_bits = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    carried = [embedded for embedded in (ip.ipv4_mapped, ip.sixtofour) if embedded is not None]
+    carried: list[IPAddress] = [embedded for embedded in (ip.ipv4_mapped, ip.sixtofour) if embedded is not None]
     carried += [*(ip.teredo or ()), *([last_32_bits] if ip in _NAT64 else [])]
     if carried:
         return carried
@@ -474,7 +489,9 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         stream = self._sockets.connect_tcp(host, port, budget, local_address, socket_options)
         return _DeadlineStream(stream, self._deadline)
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
         raise httpcore.UnsupportedProtocol("fallback sources are reached over TCP only")
 
     def sleep(self, seconds: float) -> None:
@@ -495,7 +512,9 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._stream.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> httpcore.NetworkStream:
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         try:
             budget = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
         except httpcore.ConnectTimeout:

@@ -24,23 +24,28 @@ _LEANING_OPENING = re.compile(
 _SOFT_OPENING = re.compile(r"^\W*(?:and|but|also|or|so|then|what if)\b", re.IGNORECASE)
 # A short message that opens with a preposition ("With a doctor's note?", "For interns?").
 _PREPOSITION_OPENING = re.compile(
-    r"^\W*(?:for|in|with|without|from|during|after|before|on|at|under|over|by|per)\b", re.IGNORECASE)
+    r"^\W*(?:for|in|with|without|from|during|after|before|on|at|under|over|by|per)\b", re.IGNORECASE
+)
 # A question that is nothing but a name: "When is payday?", "What is PTO?", "What does TOIL
 # mean?". It stands alone when the name is a policy topic (below); "What's the timeline?" or
 # "What's the stipend?" means the earlier topic's.
 _NAMES_ITS_TOPIC = re.compile(
     r"^\W*(?:(?:what|when|where)(?:'s|\s+(?:is|are|was|were))\s+(?:(?:the|a|an|my|our)\s+)?[\w-]+"
     r"|what\s+does\s+[\w-]+\s+(?:mean|stand\s+for))\W*$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _ASKS_IF_THERE_IS = re.compile(r"^\W*(?:is|are) there\b", re.IGNORECASE)
 # "Is it allowed to ...?", "It's fine if ...": an "it" that stands for what follows, not for the earlier topic.
-_DUMMY_IT = re.compile(r"\b(?:(?:is|was|isn't|wasn't)\s+it|it(?:'s|\s+is|\s+was))\s+(?:\w+\s+){1,2}?(?:to|that|if|whether)\b",
-                       re.IGNORECASE)
+_DUMMY_IT = re.compile(
+    r"\b(?:(?:is|was|isn't|wasn't)\s+it|it(?:'s|\s+is|\s+was))\s+(?:\w+\s+){1,2}?(?:to|that|if|whether)\b",
+    re.IGNORECASE,
+)
 # What a rule has, asked about without naming the rule: "Is there a limit?" means the earlier topic's.
 _ASPECTS = frozenset(
     "limit limits cap caps maximum minimum deadline form forms fee fees cost costs exception exceptions process "
     "approval threshold allowance rate rates template waiting period notice difference policy rule rules budget "
-    "amount cutoff procedure requirement requirements".split())
+    "amount cutoff procedure requirement requirements".split()
+)
 # Whether a rule reaches a group of people, asked without naming the rule: "Are contractors
 # eligible?" (but "Is tuition covered?" names its topic).
 _REACH = frozenset("eligible covered included entitled exempt qualify apply applies".split())
@@ -48,7 +53,8 @@ _PEOPLE = frozenset(
     "contractor contractors intern interns employee employees staff temp temps temporary part-time full-time "
     "freelancer freelancers consultant consultants student students manager managers executive executives director "
     "directors hire hires hourly seasonal apprentice apprentices trainee trainees volunteer volunteers spouse spouses "
-    "partner partners dependent dependents dependant dependants family kids children remote new".split())
+    "partner partners dependent dependents dependant dependants family kids children remote new".split()
+)
 # Words that point back at the earlier topic ("Can I carry them over?"). Not "it" ("Is it
 # allowed to ...?") nor "there" ("Is there a dress code?"): those stand alone.
 _POINTING_BACK = frozenset({"that", "this", "those", "these", "they", "them", "same"})
@@ -58,7 +64,8 @@ _POINTING_BACK = frozenset({"that", "this", "those", "these", "they", "them", "s
 _TOPICS = frozenset(
     "payday payslip payslips paycheck payroll handbook enrollment w-2 w2 1099 severance pto vpn mfa 401k cobra "
     "pension sabbatical bereavement harassment whistleblowing onboarding offboarding relocation timesheet "
-    "rsu rsus espp hsa fsa toil itdept".split())
+    "rsu rsus espp hsa fsa toil itdept".split()
+)
 # "IT" the department is a topic, not the pronoun ("Is IT open on weekends?"), unless the
 # whole message is in capitals ("IS IT TAXABLE?").
 _IT_DEPARTMENT = re.compile(r"\bIT\b")

@@ -21,7 +21,18 @@ from crag.decision import decide
 from crag.fallback import ActionPolicy, FallbackError, classify_question
 from crag.redaction import keyword_query, redact
 from crag.strips import StripMode, refine
-from crag.types import Action, Answer, Citation, Evaluator, FallbackSource, Passage, Retriever, ScoredPassage, Strip, Thresholds
+from crag.types import (
+    Action,
+    Answer,
+    Citation,
+    Evaluator,
+    FallbackSource,
+    Passage,
+    Retriever,
+    ScoredPassage,
+    Strip,
+    Thresholds,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +78,9 @@ class FallbackPlan:
     sources: Sequence[FallbackSource]  # the registered sources the action policy permits, in order
 
 
-def plan_fallback(question: str, context: AskContext, sources: Sequence[FallbackSource],
-                  config: PipelineConfig) -> FallbackPlan:
+def plan_fallback(
+    question: str, context: AskContext, sources: Sequence[FallbackSource], config: PipelineConfig
+) -> FallbackPlan:
     """Classify, pick the permitted sources, then redact and rewrite the question into keywords.
 
     Only the redacted keyword rewrite ever leaves the knowledge base; the evaluator still
@@ -77,8 +89,9 @@ def plan_fallback(question: str, context: AskContext, sources: Sequence[Fallback
     question_class = classify_question(question, config.policy_keywords)
     redacted = redact(question, context.asker_names)
     # Health words only with a policy question: it never reaches an open-web source.
-    keywords = keyword_query(redacted, config.max_keywords, vocabulary=config.vocabulary,
-                             keep_health_terms=question_class == "policy")
+    keywords = keyword_query(
+        redacted, config.max_keywords, vocabulary=config.vocabulary, keep_health_terms=question_class == "policy"
+    )
     return FallbackPlan(question_class, redacted, keywords, config.policy.permitted_sources(question_class, sources))
 
 
@@ -148,7 +161,8 @@ class CragPipeline:
             kept = sorted(kept, key=lambda strip: -(strip.score or 0.0))[: config.strips_top_n]
             if kept:
                 answer.text, answer.citations = compose_extractive(
-                    question, document_order(kept), config.reply_shape, floor=config.strip_threshold)
+                    question, document_order(kept), config.reply_shape, floor=config.strip_threshold
+                )
                 # The sources the reply cites, not every source asked nor every strip kept.
                 answer.sources_used += sorted(
                     {"knowledge base" if citation.origin == "kb" else citation.source for citation in answer.citations}
@@ -163,8 +177,9 @@ class CragPipeline:
         answer.timings_ms = {name: round(value, 1) for name, value in timings.items()}
         return answer
 
-    def _refine(self, question: str, passages: Sequence[Passage], strip_threshold: float | None = None,
-                top_n: int | None = None) -> list[Strip]:
+    def _refine(
+        self, question: str, passages: Sequence[Passage], strip_threshold: float | None = None, top_n: int | None = None
+    ) -> list[Strip]:
         if not passages:
             return []
         return refine(
@@ -187,8 +202,9 @@ class CragPipeline:
             return []
         return self._refine(question, [best.passage], strip_threshold=float("-inf"), top_n=1)
 
-    def _fall_back(self, question: str, context: AskContext, answer: Answer,
-                   only: set[str] | None = None) -> list[ScoredPassage]:
+    def _fall_back(
+        self, question: str, context: AskContext, answer: Answer, only: set[str] | None = None
+    ) -> list[ScoredPassage]:
         """Ask the permitted fallback sources (or those of them named in `only`) and score the results."""
         config = self.config
         plan = plan_fallback(question, context, self.fallback_sources, config)

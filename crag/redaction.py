@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 from wordfreq import zipf_frequency
 
@@ -103,7 +103,7 @@ _MAX_PHONE_WORDS = 8
 
 
 def _phones_in_a_row(candidate: str) -> str:
-    """"555-123-4567 555-987-6543" reads as one 20-digit candidate: redact each number in it."""
+    """ "555-123-4567 555-987-6543" reads as one 20-digit candidate: redact each number in it."""
     parts = re.split(r"(\s+)", candidate)
     words, gaps = parts[0::2], parts[1::2]
     out: list[str] = []
@@ -242,8 +242,9 @@ _PERSON_CUES = frozenset(
     named called aka dear hi hey hello thanks thx cheers regards im i'm
     """.split()
 )
-_PERSON_CUE_PAIRS = frozenset({("i", "am"), ("this", "is"), ("name", "is"), ("call", "me"), ("thank", "you"),
-                               ("it's", "me")})
+_PERSON_CUE_PAIRS = frozenset(
+    {("i", "am"), ("this", "is"), ("name", "is"), ("call", "me"), ("thank", "you"), ("it's", "me")}
+)
 _NAME_SPAN = 4
 _HONORIFICS = frozenset("mr mrs ms miss mx mister dr prof sir madam".split())
 # Lower-case parts of names ("Maria de la Cruz", "Ludwig van Beethoven", "Khalid bin Saleh").
@@ -278,8 +279,10 @@ HEALTH_TERMS = frozenset(
 )
 _HEALTH_SUFFIX = re.compile(r"(?:itis|osis|emia|aemia|ectomy|algia|plegia|pathy)$")
 
-_UNIT = (r"(?:days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|nights?|km|kilomet(?:er|re)s?|miles?|"
-         r"percent|dollars?|euros?|pounds?|usd|eur|gbp|chf|cad|aud)\b")
+_UNIT = (
+    r"(?:days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?|nights?|km|kilomet(?:er|re)s?|miles?|"
+    r"percent|dollars?|euros?|pounds?|usd|eur|gbp|chf|cad|aud)\b"
+)
 # A term of the question, in order. Amounts and durations are matched whole and only where the
 # number stands alone: "$123456789", "1234 days" and the last group of "123 456 789 days" are not.
 # No nested repetition: each alternative runs in time linear in what it reads.
@@ -297,8 +300,9 @@ WORD_TOKEN = re.compile(r"[^\W_]+(?:[.,'’-][^\W_]+)*")  # any script's letters
 _SENTENCE_END = re.compile(r"[?!;\n]")
 
 
-def keyword_query(question: str, max_keywords: int = 3, *, vocabulary: frozenset[str] = frozenset(),
-                  keep_health_terms: bool = False) -> str:
+def keyword_query(
+    question: str, max_keywords: int = 3, *, vocabulary: frozenset[str] = frozenset(), keep_health_terms: bool = False
+) -> str:
     """Rewrite an (already redacted) question into at most `max_keywords` search keywords.
 
     Only allow-listed words go out (see the rules above). `vocabulary` is the organisation's own
@@ -339,7 +343,8 @@ def keyword_query(question: str, max_keywords: int = 3, *, vocabulary: frozenset
             following = matches[index + 1].group() if index + 1 < len(matches) else ""
             kind = _word_kind(raw, shouted)
             if not _sendable(word, kind, vocabulary, in_name, following, shouted) or (
-                    not keep_health_terms and _is_health(word)):
+                not keep_health_terms and _is_health(word)
+            ):
                 continue
             term, weight = word, _keyword_weight(word, kind == "acronym")
         if term not in seen:
@@ -350,7 +355,7 @@ def keyword_query(question: str, max_keywords: int = 3, *, vocabulary: frozenset
 
 
 def _word_kind(raw: str, shouted: bool) -> str:
-    """"lower", "acronym" ("HSA", unless the whole text is shouted) or "proper" (any other capital)."""
+    """ "lower", "acronym" ("HSA", unless the whole text is shouted) or "proper" (any other capital)."""
     if not any(ch.isupper() for ch in raw):
         return "lower"
     if raw.isupper() and raw.isalpha() and 2 <= len(raw) <= 5 and not shouted:
@@ -358,8 +363,7 @@ def _word_kind(raw: str, shouted: bool) -> str:
     return "proper"
 
 
-def _sendable(word: str, kind: str, vocabulary: frozenset[str], in_name: bool, following: str,
-              shouted: bool) -> bool:
+def _sendable(word: str, kind: str, vocabulary: frozenset[str], in_name: bool, following: str, shouted: bool) -> bool:
     if len(word) < 2 or (word in STOPWORDS and kind != "acronym"):  # "IT support" is not "it"
         return False
     if any(ch.isdigit() for ch in word) or "." in word or "," in word:
@@ -368,8 +372,11 @@ def _sendable(word: str, kind: str, vocabulary: frozenset[str], in_name: bool, f
         return True
     if in_name or word in _HONORIFICS or word in _NUMBER_WORDS:
         return False
-    if word in _NAME_PARTICLES and following and (_word_kind(following, shouted) == "proper"
-                                                  or following.lower() in _NAME_PARTICLES):
+    if (
+        word in _NAME_PARTICLES
+        and following
+        and (_word_kind(following, shouted) == "proper" or following.lower() in _NAME_PARTICLES)
+    ):
         return False  # "de" in "Maria de la Cruz"
     if kind == "acronym":
         return word.upper() in vocabulary
@@ -421,8 +428,6 @@ def document_vocabulary(texts: Iterable[str]) -> frozenset[str]:
             token = re.sub(r"'s$", "", token)
             if "." in token or "," in token or any(ch.isdigit() for ch in token):
                 continue
-            if token.islower():
-                vocabulary.add(token)
-            elif token.isupper() and token.isalpha() and 2 <= len(token) <= 5:
+            if token.islower() or (token.isupper() and token.isalpha() and 2 <= len(token) <= 5):
                 vocabulary.add(token)
     return frozenset(vocabulary)

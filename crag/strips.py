@@ -14,8 +14,9 @@ lose the conditions that make it true (scope, dates, negations, units), so:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 from crag.types import Evaluator, Passage, Strip
 

@@ -26,21 +26,24 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
 from crag.decision import decide
 from crag.evaluator import (
+    METADATA_FILE,
     CachedEvaluator,
     CosineEvaluator,
     EvaluatorConfig,
-    METADATA_FILE,
     JudgeBundle,
+    MiniLMT5Judge,
+    T5EncoderJudge,
     build_judge,
     collate,
     encode_pairs,
@@ -161,9 +164,11 @@ class LabelledData:
 
 
 def _merged(*parts: HeldOut | WeakSupervision) -> HeldOut:
-    return HeldOut([p for part in parts for p in part.val_pairs],
-                   [s for part in parts for s in part.calibration_sets],
-                   [e for part in parts for e in part.strip_examples])
+    return HeldOut(
+        [p for part in parts for p in part.val_pairs],
+        [s for part in parts for s in part.calibration_sets],
+        [e for part in parts for e in part.strip_examples],
+    )
 
 
 def _beats(model: Metrics, cosine: Metrics) -> bool:
@@ -235,7 +240,9 @@ def calibrate(
     return {"upper": upper, "lower": lower, "strip": strip}
 
 
-def _route(sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: dict[str, float]) -> list[tuple[bool, Action]]:
+def _route(
+    sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: dict[str, float]
+) -> list[tuple[bool, Action]]:
     t = Thresholds(upper=thresholds["upper"], lower=thresholds["lower"])
     return [(s.present, decide([scores[(s.question, p)] for p in s.passages], t)) for s in sets]
 
@@ -308,10 +315,15 @@ def within_time(
         calibration_sets=[s for s in ws.calibration_sets if s.question in chosen],
         strip_examples=[e for e in ws.strip_examples if e.question in chosen],
     )
-    return subset, f"measured and calibrated on {len(chosen)} of {len(needed)} held-out questions to stay within the time budget"
+    return (
+        subset,
+        f"measured and calibrated on {len(chosen)} of {len(needed)} held-out questions to stay within the time budget",
+    )
 
 
-def _score_everything(evaluator: Evaluator, ws: WeakSupervision | HeldOut, progress: Progress | None, t0: float) -> dict[tuple[str, str], float]:
+def _score_everything(
+    evaluator: Evaluator, ws: WeakSupervision | HeldOut, progress: Progress | None, t0: float
+) -> dict[tuple[str, str], float]:
     """Score every (question, passage) that any metric needs, one call per question."""
     needed = held_out_passages(ws)
     scores: dict[tuple[str, str], float] = {}
@@ -321,7 +333,9 @@ def _score_everything(evaluator: Evaluator, ws: WeakSupervision | HeldOut, progr
         for text, value in zip(texts, evaluator.score(question, texts)):
             scores[(question, text)] = float(value)
         if progress and (i % 5 == 0 or i == total - 1):
-            progress({"phase": "calibrate", "step": i + 1, "total": total, "loss": None, "elapsed": time.monotonic() - t0})
+            progress(
+                {"phase": "calibrate", "step": i + 1, "total": total, "loss": None, "elapsed": time.monotonic() - t0}
+            )
     return scores
 
 
@@ -349,7 +363,9 @@ def measure(
     for qkind in ("cloze", "template", "heading", "corpus"):
         subset = [p for p in main if p.query_kind == qkind]
         if subset:
-            by_kind[f"q:{qkind}"] = roc_auc([scores[(p.question, p.passage)] for p in subset], [p.label for p in subset])
+            by_kind[f"q:{qkind}"] = roc_auc(
+                [scores[(p.question, p.passage)] for p in subset], [p.label for p in subset]
+            )
 
     sets = ws.calibration_sets
 
@@ -469,8 +485,9 @@ def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> lis
     return batches
 
 
-def _inference_seconds_per_pair(model: torch.nn.Module, pairs: Sequence[Pair], tokenizer: Any, config: EvaluatorConfig,
-                                pad_id: int) -> float:
+def _inference_seconds_per_pair(
+    model: torch.nn.Module, pairs: Sequence[Pair], tokenizer: Any, config: EvaluatorConfig, pad_id: int
+) -> float:
     """Time one inference batch of held-out pairs (scoring them is what calibration costs)."""
     sample = pairs[: config.batch_size]
     rows = [encode_pairs(tokenizer, config.kind, p.question, [p.passage], config.max_length)[0] for p in sample]
@@ -507,8 +524,12 @@ def fit_judge(
     step time, replanned every 10 steps."""
     rng = random.Random(seed)
     model = bundle.model
+    if not isinstance(model, MiniLMT5Judge | T5EncoderJudge):
+        raise TypeError(f"only the judges built here can be trained, not {type(model).__name__}")
     model.train()
-    rows = [encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0] for p in pairs]
+    rows = [
+        encode_pairs(bundle.tokenizer, config.kind, p.question, [p.passage], config.train_max_length)[0] for p in pairs
+    ]
     labels = torch.tensor([float(p.label) for p in pairs])
     n_pos = float(labels.sum())
     # Negatives outnumber positives about 3:1; weigh positives up so both classes count alike.
@@ -577,7 +598,7 @@ def train_general(
     labelled: LabelledData,
     folder: str | Path,
     budget_s: float,
-    config: EvaluatorConfig = EvaluatorConfig(),
+    config: EvaluatorConfig | None = None,
     seed: int = 0,
     progress: Progress | None = None,
     resume: bool = False,
@@ -589,6 +610,8 @@ def train_general(
     `resume` trains the general evaluator already in `folder` further (a machine that could
     not spare the hours at once): batches are drawn in another order than its earlier runs',
     and its metadata counts the steps and epochs of every run."""
+    if config is None:  # a fresh default each call: the dataclass is mutable
+        config = EvaluatorConfig()
     t0 = time.monotonic()
 
     def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
@@ -607,20 +630,32 @@ def train_general(
         earlier = {"runs": 1} | metadata["training"]
         load_weights(bundle, folder)
     run_seed = seed + 7919 * int(earlier.get("runs", 1))  # a new batch order for each run
-    fitted = fit_judge(bundle, labelled.train_pairs, config, run_seed, lambda: t0 + budget_s - 5.0 - time.monotonic(), emit)
+    fitted = fit_judge(
+        bundle, labelled.train_pairs, config, run_seed, lambda: t0 + budget_s - 5.0 - time.monotonic(), emit
+    )
     emit("save", 0, 1)
-    folder = save_evaluator(bundle, folder, {
-        "version": Path(folder).name,
-        "kind": config.kind,
-        "general": True,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "fingerprint": general_fingerprint(labelled.train_pairs, config, seed),
-        "training": {"seed": seed, "runs": int(earlier.get("runs", 1)) + 1, "budget_s": budget_s,
-                     "steps": earlier["steps"] + fitted.steps, "pairs_seen": earlier["pairs_seen"] + fitted.pairs_seen,
-                     "epochs": earlier["epochs"] + fitted.epochs, "n_train_pairs": len(labelled.train_pairs),
-                     "seconds": earlier["seconds"] + time.monotonic() - t0},
-        "trained_on": labelled.description,
-    })
+    folder = save_evaluator(
+        bundle,
+        folder,
+        {
+            "version": Path(folder).name,
+            "kind": config.kind,
+            "general": True,
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "fingerprint": general_fingerprint(labelled.train_pairs, config, seed),
+            "training": {
+                "seed": seed,
+                "runs": int(earlier.get("runs", 1)) + 1,
+                "budget_s": budget_s,
+                "steps": earlier["steps"] + fitted.steps,
+                "pairs_seen": earlier["pairs_seen"] + fitted.pairs_seen,
+                "epochs": earlier["epochs"] + fitted.epochs,
+                "n_train_pairs": len(labelled.train_pairs),
+                "seconds": earlier["seconds"] + time.monotonic() - t0,
+            },
+            "trained_on": labelled.description,
+        },
+    )
     emit("save", 1, 1)
     return folder
 
@@ -634,7 +669,7 @@ def _corpus_fingerprint(chunks: Sequence[CorpusChunk]) -> str:
 
 
 def _new_version(out_dir: Path, kind: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     version, n = f"{kind}-{stamp}", 1
     while (out_dir / version).exists():
         n += 1
@@ -647,7 +682,7 @@ def train_evaluator(
     embed: Embed,
     out_dir: str | Path,
     budget_s: float = 600,
-    config: EvaluatorConfig = EvaluatorConfig(),
+    config: EvaluatorConfig | None = None,
     seed: int = 0,
     progress: Progress | None = None,
     extra_pairs: Sequence[Pair] = (),
@@ -669,6 +704,8 @@ def train_evaluator(
     early enough to leave time for calibration, but always runs `config.min_steps` steps.
     The evaluator is saved to `out_dir/<version>/`; the result says where and how it did.
     """
+    if config is None:  # a fresh default each call: the dataclass is mutable
+        config = EvaluatorConfig()
     t0 = time.monotonic()
     phases: dict[str, float] = {}
     notes: list[str] = []
@@ -698,10 +735,14 @@ def train_evaluator(
     labelled_pairs = labelled.train_pairs if labelled else []
     train_pairs = [*ws.train_pairs, *labelled_pairs, *(list(extra_pairs) * max(1, extra_weight))]
     if labelled:
-        notes.append(f"trained with {len(labelled_pairs)} pairs and gated on {len(labelled.held_out.calibration_sets)} "
-                     f"retrieval sets from {labelled.description}")
+        notes.append(
+            f"trained with {len(labelled_pairs)} pairs and gated on {len(labelled.held_out.calibration_sets)} "
+            f"retrieval sets from {labelled.description}"
+        )
     if extra_pairs:
-        notes.append(f"trained with {len(extra_pairs)} pairs from labelled real questions (each weighted x{max(1, extra_weight)})")
+        notes.append(
+            f"trained with {len(extra_pairs)} pairs from labelled real questions (each weighted x{max(1, extra_weight)})"
+        )
     # Time kept for calibration: measured inference speed times the pairs it will score.
     pad_id = bundle.tokenizer.pad_token_id or 0
     n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
@@ -737,8 +778,9 @@ def train_evaluator(
         # The labelled questions decide activation: they get their share of the budget even when
         # training overran, and at least MIN_GATE_QUESTIONS of them are scored (a question with its
         # candidates and strips costs about 1 s on 2 CPU cores).
-        gate, gate_note = within_time(labelled.held_out, per_pair, max(GATE_SHARE * budget_s, seconds_left / 2),
-                                      min_questions=MIN_GATE_QUESTIONS)
+        gate, gate_note = within_time(
+            labelled.held_out, per_pair, max(GATE_SHARE * budget_s, seconds_left / 2), min_questions=MIN_GATE_QUESTIONS
+        )
         if gate_note:
             notes.append(gate_note.replace("held-out questions", "labelled held-out questions"))
         seconds_left -= sum(map(len, held_out_passages(gate).values())) * per_pair
@@ -773,19 +815,20 @@ def train_evaluator(
     t_save = time.monotonic()
     emit("save", 0, 1)
     seconds = time.monotonic() - t0
-    metadata = {
+    metadata: dict[str, Any] = {
         "version": version,
         "kind": config.kind,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "score": "2*sigmoid(logit)-1",
         "thresholds": thresholds,
-        "metrics": {"evaluator": model_metrics.to_dict(), "cosine": cosine_metrics.to_dict(),
-                    **({"weak": {"evaluator": weak_metrics.to_dict(), "cosine": weak_cosine.to_dict()}} if labelled else {})},
+        "metrics": {
+            "evaluator": model_metrics.to_dict(),
+            "cosine": cosine_metrics.to_dict(),
+            **({"weak": {"evaluator": weak_metrics.to_dict(), "cosine": weak_cosine.to_dict()}} if labelled else {}),
+        },
         "gate": labelled.description if labelled else "weak supervision's held-out pseudo-queries",
         **(
-            {"thresholds_int8": int8_metrics.thresholds, "metrics_int8": int8_metrics.to_dict()}
-            if int8_metrics
-            else {}
+            {"thresholds_int8": int8_metrics.thresholds, "metrics_int8": int8_metrics.to_dict()} if int8_metrics else {}
         ),
         "beats_cosine": _beats(model_metrics, cosine_metrics),
         "training": {

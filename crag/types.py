@@ -6,9 +6,10 @@ step (retrieve, evaluate, decide, refine, fall back, compose) can be tested alon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, Protocol, Sequence
+from typing import Literal, Protocol
 
 Origin = Literal["kb", "fallback"]
 
@@ -103,7 +104,8 @@ class Answer:
 class Evaluator(Protocol):
     """Scores how well a passage supports answering a question, roughly in [-1, 1]."""
 
-    version: str
+    @property
+    def version(self) -> str: ...
 
     def score(self, question: str, passages: Sequence[str]) -> list[float]: ...
 

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -135,7 +136,10 @@ def split_sentences(text: str) -> list[str]:
 def split_strips(text: str, sentences_per_strip: int = 3) -> list[str]:
     """Strips exactly as refinement makes and scores them, so the strip threshold fits."""
     passage = Passage(id="calibration", text=text, origin="kb", source="", document="")
-    return [refinement.strip_text_for_scoring(strip) for strip in refinement.decompose(passage, "sentences", sentences_per_strip)]
+    return [
+        refinement.strip_text_for_scoring(strip)
+        for strip in refinement.decompose(passage, "sentences", sentences_per_strip)
+    ]
 
 
 def _words(text: str) -> list[str]:
@@ -162,9 +166,19 @@ _UNIT = r"(?:(?P<qual>calendar|business|working|consecutive|full|school)\s+)?(?P
 
 # (kind, pattern); the first matching kind wins for a span. Order matters: amounts before counts.
 _ENTITY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("amount", re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|million|thousand))?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|euros)\b")),
+    (
+        "amount",
+        re.compile(
+            r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|K|million|thousand))?|\b\d[\d,]*(?:\.\d+)?\s?(?:USD|EUR|GBP|dollars|euros)\b"
+        ),
+    ),
     ("percent", re.compile(r"\b\d+(?:\.\d+)?\s?(?:%|percent\b)")),
-    ("date", re.compile(rf"\b(?:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,\s*\d{{4}})?|\b\d{{1,2}}\s+(?:{_MONTH})(?:\s+\d{{4}})?|\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b(?:{_MONTH})\s+\d{{4}}\b")),
+    (
+        "date",
+        re.compile(
+            rf"\b(?:{_MONTH})\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,\s*\d{{4}})?|\b\d{{1,2}}\s+(?:{_MONTH})(?:\s+\d{{4}})?|\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b(?:{_MONTH})\s+\d{{4}}\b"
+        ),
+    ),
     ("time", re.compile(r"\b\d{1,2}:\d{2}\b(?:\s?(?:am|pm|AM|PM))?")),
     ("duration", re.compile(rf"\b(?:\d+|{_NUMBER_WORD})\s+{_UNIT}\b", re.IGNORECASE)),
     ("count", re.compile(r"\b\d+\s+(?P<noun>[a-z]{3,}s)\b")),
@@ -172,7 +186,9 @@ _ENTITY_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 _NAME = re.compile(r"(?<![\w-])[A-Z][a-zA-Z&]+(?:\s+(?:of\s+|and\s+)?[A-Z][a-zA-Z&]+)*(?![\w-])")
 _NOT_NAMES = frozenset(_MONTHS) | {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "I"}
 # Words that only bridge the value to its sentence ("within 30 days"): dropped with the value.
-_DANGLING = frozenset("within at least most of for by up to than is are be on about around approximately only over under".split())
+_DANGLING = frozenset(
+    "within at least most of for by up to than is are be on about around approximately only over under".split()
+)
 
 
 def find_entities(sentence: str, skip_names: frozenset[str] = frozenset()) -> list[tuple[str, int, int, str]]:
@@ -251,7 +267,13 @@ def swap_entity(text: str, value: str, rng: random.Random) -> str | None:
         number = float(digits.group(0).replace(",", ""))
         choices = [number * 2, number + rng.randint(1, 9), max(1.0, number // 2), number * 3]
         other = next(c for c in rng.sample(choices, len(choices)) if c != number)
-        formatted = f"{other:.2f}" if "." in digits.group(0) else f"{int(other):,}" if "," in digits.group(0) else str(int(other))
+        formatted = (
+            f"{other:.2f}"
+            if "." in digits.group(0)
+            else f"{int(other):,}"
+            if "," in digits.group(0)
+            else str(int(other))
+        )
         new = value[: digits.start()] + formatted + value[digits.end() :]
     if new == value:
         return None
@@ -362,9 +384,7 @@ def make_queries(
         text = rng.choice(_HEADING_TEMPLATES).format(h=phrase)
         section_ids = frozenset(c.id for c in members)
         for chunk in members[:2]:
-            queries.append(
-                PseudoQuery(text, "heading", chunk.id, chunk.text, section_ids | related[chunk.id])
-            )
+            queries.append(PseudoQuery(text, "heading", chunk.id, chunk.text, section_ids | related[chunk.id]))
     return queries
 
 
@@ -401,7 +421,9 @@ def inverse_document_frequency(chunks: Sequence[CorpusChunk]) -> dict[str, float
     return {word: float(np.log(len(chunks) / n)) for word, n in counts.items()}
 
 
-def swap_focus(question: str, source_words: set[str], vocabulary: Sequence[str], idf: dict[str, float], rng: random.Random) -> str | None:
+def swap_focus(
+    question: str, source_words: set[str], vocabulary: Sequence[str], idf: dict[str, float], rng: random.Random
+) -> str | None:
     """`question` with its focus word (its rarest word found in the source) replaced by a
     `vocabulary` word the source does not contain, or None without a focus word."""
     focus = [w for w in _content_words(question) if w.isalpha() and len(w) >= 4 and w.lower() in source_words]
@@ -413,7 +435,9 @@ def swap_focus(question: str, source_words: set[str], vocabulary: Sequence[str],
     return re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", replacement, question, count=1)
 
 
-def focus_vocabulary(chunks: Sequence[CorpusChunk], idf: dict[str, float], min_idf: float = 2.0) -> dict[str, list[str]]:
+def focus_vocabulary(
+    chunks: Sequence[CorpusChunk], idf: dict[str, float], min_idf: float = 2.0
+) -> dict[str, list[str]]:
     """Per document, the topic words of the *other* documents (rare enough to name a topic)."""
     words_of: dict[str, set[str]] = {}
     for chunk in chunks:
@@ -438,13 +462,19 @@ def _remove_sentence(text: str, sentence: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def near_duplicate_groups(ids: Sequence[str], embeddings: np.ndarray, threshold: float = NEAR_DUPLICATE_COS) -> dict[str, frozenset[str]]:
+def near_duplicate_groups(
+    ids: Sequence[str], embeddings: np.ndarray, threshold: float = NEAR_DUPLICATE_COS
+) -> dict[str, frozenset[str]]:
     """For each chunk, the chunks (itself included) whose embedding cosine exceeds `threshold`."""
     sims = embeddings @ embeddings.T
-    return {cid: frozenset(ids[j] for j in np.flatnonzero(sims[i] > threshold)) | {cid} for i, cid in enumerate(ids)}
+    return {
+        cid: frozenset(ids[int(j)] for j in np.flatnonzero(sims[i] > threshold)) | {cid} for i, cid in enumerate(ids)
+    }
 
 
-def _split_ids(ids: Sequence[str], dups: dict[str, frozenset[str]], val_fraction: float, rng: random.Random) -> frozenset[str]:
+def _split_ids(
+    ids: Sequence[str], dups: dict[str, frozenset[str]], val_fraction: float, rng: random.Random
+) -> frozenset[str]:
     """Validation chunk ids: whole near-duplicate groups, about `val_fraction` of the chunks."""
     parent = {cid: cid for cid in ids}
 

@@ -10,7 +10,7 @@ paragraphs (consecutive lines, joined) and `- ` bullet items.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -28,11 +28,21 @@ SAMPLE_TARGETS: dict[str, Literal["pdf", "docx"]] = {
 }
 
 # fixed document dates, so rebuilding does not change the metadata
-DOC_DATE = datetime(2026, 1, 1, tzinfo=timezone.utc)
+DOC_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 
 # fpdf2 core fonts are latin-1 only
-_LATIN1 = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"',
-                         "\u2013": "-", "\u2014": "-", "\u2026": "...", "\u2022": "-"})
+_LATIN1 = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2026": "...",
+        "\u2022": "-",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ def keep_as_text(text: str) -> str:
     """Plain text whose lines the chunker must read as text even when one looks like Markdown:
     a "# " line ("# of nights covered: 3" in a Word file) gets a leading space, a "```" or
     "~~~" line (a rule under a line of text) four, which Markdown reads as no fence."""
+
     def literal(line: str) -> str:
         if _HEADING.match(line):
             return " " + line
@@ -108,7 +109,7 @@ def code_lines(lines: Sequence[str]) -> list[bool]:
         if close is None:
             index += 1
             continue
-        flags[index:close + 1] = [True] * (close + 1 - index)
+        flags[index : close + 1] = [True] * (close + 1 - index)
         index = close + 1
     return flags
 
@@ -165,7 +166,6 @@ def chunk_markdown(
     return drafts
 
 
-
 _TABLE_SEPARATOR = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
 
 
@@ -178,8 +178,9 @@ def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], chunk_
     out: list[str] = []
     index = 0
     while index < len(lines):
-        is_table = (lines[index].startswith("|") and index + 1 < len(lines)
-                    and _TABLE_SEPARATOR.match(lines[index + 1].strip()))
+        is_table = (
+            lines[index].startswith("|") and index + 1 < len(lines) and _TABLE_SEPARATOR.match(lines[index + 1].strip())
+        )
         if not is_table:
             out.append(lines[index])
             index += 1
@@ -187,7 +188,7 @@ def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], chunk_
         end = index + 2
         while end < len(lines) and lines[end].startswith("|"):
             end += 1
-        header, rows = lines[index:index + 2], lines[index + 2:end]
+        header, rows = lines[index : index + 2], lines[index + 2 : end]
         # Costs row by row: a whole long table in one call would exceed the tokenizer's length.
         header_cost = sum(len(tokenize(line)) for line in header)
         row_costs = [len(tokenize(row)) for row in rows]

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterator
-from functools import cache
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -59,11 +59,16 @@ def _symbol_font_table(font: str) -> dict[int, str] | None:
         return WINGDINGS_2
     if name.startswith(("wingdings", "webdings")):
         return WINGDINGS if name.startswith("wingdings") else {}
-    adobe = "/Symbol" if name.startswith("symbol") else "/ZapfDingbats" if name.startswith(("zapf", "itczapf")) else None
+    adobe = (
+        "/Symbol" if name.startswith("symbol") else "/ZapfDingbats" if name.startswith(("zapf", "itczapf")) else None
+    )
     if adobe is None:
         return None
-    table = {code: char for code, char in enumerate(charset_encoding[adobe])
-             if code >= 0x20 and char.isprintable() and not 0xE000 <= ord(char) <= 0xF8FF}
+    table = {
+        code: char
+        for code, char in enumerate(charset_encoding[adobe])
+        if code >= 0x20 and char.isprintable() and not 0xE000 <= ord(char) <= 0xF8FF
+    }
     return {**table, **SYMBOL_LOOKALIKES} if adobe == "/Symbol" else table
 
 
@@ -97,12 +102,16 @@ def check_zip_sizes(path: Path) -> None:
         raise NotADocx("not a valid DOCX file (not a Word document package; an old .doc renamed?)") from None
     total = sum(part.file_size for part in parts)
     if total > MAX_DOCX_UNCOMPRESSED_BYTES:
-        raise NotADocx(f"refused: its parts would inflate to {total / 1e6:.0f} MB, over the "
-                       f"{MAX_DOCX_UNCOMPRESSED_BYTES / 1e6:.0f} MB cap (a zip bomb?)")
+        raise NotADocx(
+            f"refused: its parts would inflate to {total / 1e6:.0f} MB, over the "
+            f"{MAX_DOCX_UNCOMPRESSED_BYTES / 1e6:.0f} MB cap (a zip bomb?)"
+        )
     for part in parts:
         if part.file_size > _RATIO_CHECKED_FROM and part.file_size > MAX_DOCX_PART_RATIO * max(part.compress_size, 1):
-            raise NotADocx(f"refused: part {part.filename} inflates {part.file_size // max(part.compress_size, 1)}:1, "
-                           f"over the {MAX_DOCX_PART_RATIO}:1 cap (a zip bomb?)")
+            raise NotADocx(
+                f"refused: part {part.filename} inflates {part.file_size // max(part.compress_size, 1)}:1, "
+                f"over the {MAX_DOCX_PART_RATIO}:1 cap (a zip bomb?)"
+            )
 
 
 def read_docx_blocks(path: Path) -> list[DocxBlock]:
@@ -134,7 +143,7 @@ def read_docx_blocks(path: Path) -> list[DocxBlock]:
     # One on its own, or next to one of another level ("Annual Leave" over "1.1 Entitlement"),
     # is more likely an auto-numbered heading, left to heading detection.
     for index, block in enumerate(blocks):
-        neighbours = numbered[max(index - 1, 0):index] + numbered[index + 1:index + 2]
+        neighbours = numbered[max(index - 1, 0) : index] + numbered[index + 1 : index + 2]
         if numbered[index] is not None and numbered[index] in neighbours:
             blocks[index] = DocxBlock("item", block.text)
     return blocks
@@ -208,8 +217,10 @@ def _shows_placeholder(sdt: etree._Element) -> bool:
 def _paragraph_text(paragraph: etree._Element) -> str:
     parts: list[str] = []
     for element in paragraph.iter(T, TAB, PTAB, BR, CR, NO_BREAK_HYPHEN, SYM, P):
-        if any(ancestor.tag in SKIPPED or (ancestor.tag == SDT and _shows_placeholder(ancestor))
-               for ancestor in element.iterancestors()):
+        if any(
+            ancestor.tag in SKIPPED or (ancestor.tag == SDT and _shows_placeholder(ancestor))
+            for ancestor in element.iterancestors()
+        ):
             continue
         if element.tag == T:
             parts.append(element.text or "")

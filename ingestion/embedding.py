@@ -38,9 +38,7 @@ def _load(folder: str, batch_size: int):  # -> HuggingFaceEmbedding
 
     transformers_logging.disable_progress_bar()
 
-    return HuggingFaceEmbedding(
-        model_name=folder, device="cpu", embed_batch_size=batch_size, local_files_only=True
-    )
+    return HuggingFaceEmbedding(model_name=folder, device="cpu", embed_batch_size=batch_size, local_files_only=True)
 
 
 def embed_model(settings: Settings):  # -> HuggingFaceEmbedding (LlamaIndex BaseEmbedding)

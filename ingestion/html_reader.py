@@ -37,11 +37,17 @@ _STRUCK_STYLE = re.compile(r"text-decoration(?:-line)?\s*:[^;]*line-through", re
 _CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 # Consent banners and site menus by their usual id or class names, matched whole: not
 # "gdpr-notice-content" (a privacy notice) or "menu-item".
-_COOKIE_NOTICE = re.compile(r"(?:cookie|consent|gdpr)[-_]?(?:banner|bar|popup|modal|dialog|overlay|prompt)"
-                            r"|onetrust-consent-sdk|cookiebot|cc-window", re.IGNORECASE)
+_COOKIE_NOTICE = re.compile(
+    r"(?:cookie|consent|gdpr)[-_]?(?:banner|bar|popup|modal|dialog|overlay|prompt)"
+    r"|onetrust-consent-sdk|cookiebot|cc-window",
+    re.IGNORECASE,
+)
 _FURNITURE_ROLES = {"banner", "navigation", "contentinfo", "search"}
-_FURNITURE_NAME = re.compile(r"(?:(?:top|main|site|global|primary|page|side)[-_]?)?(?:nav|navbar|navigation|menu|"
-                             r"breadcrumbs?|footer|sidebar|skip-?links?)", re.IGNORECASE)
+_FURNITURE_NAME = re.compile(
+    r"(?:(?:top|main|site|global|primary|page|side)[-_]?)?(?:nav|navbar|navigation|menu|"
+    r"breadcrumbs?|footer|sidebar|skip-?links?)",
+    re.IGNORECASE,
+)
 _PERMALINK_TEXT = {"", "¶", "#", "§", "🔗", "link"}
 _WORD_BULLETS = {"·", "•", "o", "§", "▪", "", "Ø", "ü", "-", "–"}
 # Tags that carry no structure, only looks: unwrapped, so that pages built of thousands of
@@ -72,8 +78,15 @@ def html_to_markdown(raw: bytes) -> str:
         try:
             # table_infer_header: a table without header cells (Word, LibreOffice) is headed by its
             # first row, its labels, rather than by an empty row.
-            text = _PolicyMarkdown(heading_style="ATX", bullets="-", strip=["a"], escape_underscores=False,
-                                   escape_asterisks=False, escape_misc=False, table_infer_header=True).convert_soup(root)
+            text = _PolicyMarkdown(
+                heading_style="ATX",
+                bullets="-",
+                strip=["a"],
+                escape_underscores=False,
+                escape_asterisks=False,
+                escape_misc=False,
+                table_infer_header=True,
+            ).convert_soup(root)
         except RecursionError:
             raise ValueError("the page nests its elements too deeply to read") from None
     text = _headings_only_from_tags(text)
@@ -83,7 +96,7 @@ def html_to_markdown(raw: bytes) -> str:
 
 
 def _site_name_dropped(title: str, root: Any) -> str:
-    """"Travel Policy - Acme Intranet" is "Travel Policy" when the content's first heading says so."""
+    """ "Travel Policy - Acme Intranet" is "Travel Policy" when the content's first heading says so."""
     first = root.find(re.compile(r"^h[1-6]$"))
     heading = " ".join(first.get_text().split()) if first is not None else ""
     for separator in (" - ", " | ", " – ", " — ", " : "):
@@ -173,15 +186,23 @@ def _drop_page_furniture(root: Any) -> None:
     outside any section) and are mostly links (menus, link footers), or are consent banners;
     a header with the policy's title and effective date, a sidebar of key limits, tab labels stay."""
     page_text = len(root.get_text(" ", strip=True))
-    named = [node for node in root.find_all(attrs={"role": True})
-             if str(node.get("role", "")).lower() in _FURNITURE_ROLES]
-    named += [node for node in root.find_all(["div", "ul", "ol", "section", "dialog"])
-              if any(_FURNITURE_NAME.fullmatch(name) for name in _names(node))]
+    named = [
+        node for node in root.find_all(attrs={"role": True}) if str(node.get("role", "")).lower() in _FURNITURE_ROLES
+    ]
+    named += [
+        node
+        for node in root.find_all(["div", "ul", "ol", "section", "dialog"])
+        if any(_FURNITURE_NAME.fullmatch(name) for name in _names(node))
+    ]
     # A site's header and footer are the body's own; a section's or an article's are its.
-    named += [node for node in root.find_all(["header", "footer"])
-              if node.find_parent(["article", "section", "main"]) is None]
-    banners = [node for node in root.find_all(["div", "section", "dialog"])
-               if any(_COOKIE_NOTICE.fullmatch(name) for name in _names(node))]
+    named += [
+        node for node in root.find_all(["header", "footer"]) if node.find_parent(["article", "section", "main"]) is None
+    ]
+    banners = [
+        node
+        for node in root.find_all(["div", "section", "dialog"])
+        if any(_COOKIE_NOTICE.fullmatch(name) for name in _names(node))
+    ]
     furniture = [node for node in named if _mostly_links(node) and not _is_tab_list(node)] + banners
     _decompose_outermost([node for node in furniture if len(node.get_text(" ", strip=True)) * 3 < page_text])
 
@@ -198,17 +219,23 @@ def _mostly_links(node: Any) -> bool:
 
 def _is_tab_list(node: Any) -> bool:
     """Bootstrap's `nav nav-tabs` and ARIA tab lists label the panels' text ("Germany", "France")."""
-    return str(node.get("role", "")).lower() == "tablist" or any(
-        name in ("nav-tabs", "nav-pills", "tabs") for name in node.get("class", [])) or node.find(
-        attrs={"role": "tablist"}) is not None
+    return (
+        str(node.get("role", "")).lower() == "tablist"
+        or any(name in ("nav-tabs", "nav-pills", "tabs") for name in node.get("class", []))
+        or node.find(attrs={"role": "tablist"}) is not None
+    )
 
 
 def _drop_struck(root: Any, struck_classes: set[str]) -> None:
     """Struck text is not policy any more. A struck table cell is emptied, not removed, so the
     row's other cells stay under their columns."""
-    struck = [node for node in root.find_all(True)
-              if node.name in ("del", "s", "strike") or _STRUCK_STYLE.search(node.get("style") or "")
-              or any(name in struck_classes for name in node.get("class", []))]
+    struck = [
+        node
+        for node in root.find_all(True)
+        if node.name in ("del", "s", "strike")
+        or _STRUCK_STYLE.search(node.get("style") or "")
+        or any(name in struck_classes for name in node.get("class", []))
+    ]
     cells = [node for node in struck if node.name in ("td", "th")]
     for cell in cells:
         cell.clear()
@@ -241,8 +268,12 @@ def _main_content(soup: Any) -> Any:
     body = soup.body or soup
     page_text = len(body.get_text(" ", strip=True))
     articles, mains = soup.find_all("article"), soup.find_all("main")
-    candidates = [mains[0] if len(mains) == 1 else None, soup.find(attrs={"role": "main"}),
-                  soup.find(id="main-content"), articles[0] if len(articles) == 1 else None]
+    candidates = [
+        mains[0] if len(mains) == 1 else None,
+        soup.find(attrs={"role": "main"}),
+        soup.find(id="main-content"),
+        articles[0] if len(articles) == 1 else None,
+    ]
     for candidate in candidates:
         if candidate is not None and len(candidate.get_text(" ", strip=True)) * 2 >= page_text:
             return candidate
@@ -262,8 +293,11 @@ def _prepare(root: Any) -> None:
     # Word's and Google Docs' title style, as the page's first text (Confluence's panels also
     # have a "title" paragraph: "Note", "Warning").
     first_text = next((t for t in root.find_all(string=True) if t.strip()), None)
-    titles = [p for p in root.find_all("p") if _is_document_title(p)
-              and any(text is first_text for text in p.find_all(string=True))]
+    titles = [
+        p
+        for p in root.find_all("p")
+        if _is_document_title(p) and any(text is first_text for text in p.find_all(string=True))
+    ]
     if titles:  # the title, and every heading one level under it
         for heading in root.find_all(re.compile(r"^h[1-5]$")):
             heading.name = f"h{int(heading.name[1]) + 1}"
@@ -413,7 +447,9 @@ def _one_body(table: Any) -> None:
     if len(sections) < 2 and not any(section.name == "tfoot" for section in sections):
         return
     for head in table.find_all("thead", recursive=False):
-        if not any(_wording_key(cell) for cell in head.find_all(["th", "td"])):  # empty: it would stand before the first row
+        if not any(
+            _wording_key(cell) for cell in head.find_all(["th", "td"])
+        ):  # empty: it would stand before the first row
             head.decompose()
     for footer in table.find_all("tfoot", recursive=False):
         table.append(footer.extract())
@@ -428,9 +464,12 @@ def _no_header_from_row_headers(table: Any) -> None:
     cells), and the chunker would repeat "Sick leave | 10 days" over the vacation row."""
     rows = [row for row in table.find_all("tr") if row.find_parent("table") is table]
     first_cells = [row.find(["td", "th"], recursive=False) for row in rows]
-    if (not rows or table.find("thead", recursive=False) is not None
-            or any(cell is None or cell.name != "th" for cell in first_cells)
-            or all(cell.name == "th" for cell in rows[0].find_all(["td", "th"], recursive=False))):
+    if (
+        not rows
+        or table.find("thead", recursive=False) is not None
+        or any(cell is None or cell.name != "th" for cell in first_cells)
+        or all(cell.name == "th" for cell in rows[0].find_all(["td", "th"], recursive=False))
+    ):
         return
     width = max(sum(_span(cell, "colspan") for cell in row.find_all(["td", "th"], recursive=False)) for row in rows)
     header, label = copy.copy(rows[0]), copy.copy(first_cells[0])  # tags of this document, emptied
@@ -490,7 +529,7 @@ def _headings_only_from_tags(text: str) -> str:
     out = []
     for line, code in zip(lines, in_code):
         if line.startswith(_HEADING_MARK):
-            line = line[len(_HEADING_MARK):]
+            line = line[len(_HEADING_MARK) :]
         elif not code and heading_text(line) is not None:  # the chunker's own test of a heading
             line = " " + line
         if not code:
@@ -499,9 +538,9 @@ def _headings_only_from_tags(text: str) -> str:
     return "\n".join(out)
 
 
-class _PolicyMarkdown(MarkdownConverter):  # type: ignore[misc]
+class _PolicyMarkdown(MarkdownConverter):
     def convert_hN(self, n: int, el: Any, text: str, parent_tags: set[str]) -> str:
-        converted = super().convert_hN(n, el, text, parent_tags)
+        converted = super().convert_hN(n, el, text, parent_tags)  # type: ignore[misc]  # missing from markdownify's stub
         if "_inline" in parent_tags:
             return converted
         return re.sub(r"^(\s*)#", lambda m: m.group(1) + _HEADING_MARK + "#", converted, count=1)
@@ -522,7 +561,7 @@ class _PolicyMarkdown(MarkdownConverter):  # type: ignore[misc]
         return f" {text} " if text else ""
 
     def convert_td(self, el: Any, text: str, parent_tags: set[str]) -> str:
-        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)
+        return super().convert_td(el, text.replace("|", "\\|"), parent_tags)  # type: ignore[misc]  # missing from markdownify's stub
 
     def convert_th(self, el: Any, text: str, parent_tags: set[str]) -> str:
-        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)
+        return super().convert_th(el, text.replace("|", "\\|"), parent_tags)  # type: ignore[misc]  # missing from markdownify's stub

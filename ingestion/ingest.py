@@ -10,7 +10,7 @@ import hashlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -160,7 +160,9 @@ def _ingest_file(
     try:
         size_mb = path.stat().st_size / 1e6
         if size_mb > settings.max_file_mb:
-            raise LoadError(f"file is {size_mb:.1f} MB, over the {settings.max_file_mb:g} MB limit (POLICYBOT_MAX_FILE_MB)")
+            raise LoadError(
+                f"file is {size_mb:.1f} MB, over the {settings.max_file_mb:g} MB limit (POLICYBOT_MAX_FILE_MB)"
+            )
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             load_document(path)  # raises the "unsupported" error with the list of formats
         content_hash = document_hash(path.read_bytes())
@@ -170,9 +172,15 @@ def _ingest_file(
                 return FileResult(source, existing.name, "unchanged", existing.chunk_count)
             twin = None if existing and not existing.deleted else _live_twin(session, collection, content_hash)
             if twin is not None:
-                return FileResult(source, path.name, "skipped", detail=(
-                    f"same content as {twin.name} (from {twin.source}), already in {collection}: not ingested twice; "
-                    f"remove that one first (`policybot docs remove {twin.id}`) to ingest this copy instead"))
+                return FileResult(
+                    source,
+                    path.name,
+                    "skipped",
+                    detail=(
+                        f"same content as {twin.name} (from {twin.source}), already in {collection}: not ingested twice; "
+                        f"remove that one first (`policybot docs remove {twin.id}`) to ingest this copy instead"
+                    ),
+                )
         # Slow work (parsing, embedding) happens outside any transaction.
         loaded = load_document(path)
         drafts = chunk_markdown(loaded.text, tokenize, settings.chunk_tokens, settings.chunk_overlap)
@@ -191,7 +199,7 @@ def _ingest_file(
             document.version = (document.version or 0) + 1
             document.chunk_count = len(drafts)
             document.deleted = False
-            document.ingested_at = datetime.now(timezone.utc)
+            document.ingested_at = datetime.now(UTC)
             if access_channels is not None:
                 document.access_channels = list(access_channels) or None
             session.flush()  # assigns document.id for new rows
@@ -209,17 +217,18 @@ def _embedding_text(title: str, section: str, body: str) -> str:
     return f"{heading}\n{body}" if heading else body
 
 
-def _find(session, collection: str, source: str, for_update: bool = False) -> Document | None:  # type: ignore[no-untyped-def]
+def _find(session, collection: str, source: str, for_update: bool = False) -> Document | None:
     query = select(Document).where(Document.collection == collection, Document.source == source)
     if for_update:
         query = query.with_for_update()
     return session.execute(query).scalar_one_or_none()
 
 
-def _live_twin(session, collection: str, content_hash: str) -> Document | None:  # type: ignore[no-untyped-def]
+def _live_twin(session, collection: str, content_hash: str) -> Document | None:
     """A live document of `collection` with exactly this content, if any."""
-    query = select(Document).where(Document.collection == collection, Document.content_hash == content_hash,
-                                   Document.deleted.is_(False))
+    query = select(Document).where(
+        Document.collection == collection, Document.content_hash == content_hash, Document.deleted.is_(False)
+    )
     return session.execute(query.order_by(Document.id).limit(1)).scalar_one_or_none()
 
 
@@ -249,5 +258,3 @@ def remove_document(settings: Settings, document_id: int) -> Document | None:
         document.deleted = True
         document.chunk_count = 0
         return document
-
-

@@ -76,8 +76,7 @@ _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 # title holding one included; a lone quote is a character. Never past the end of its paragraph.
 # The repetition is possessive: a quote can be read two ways, and an image that never closes
 # would otherwise be tried every way (minutes for twenty quoted SVG attributes).
-_EMBEDDED_IMAGE = re.compile(
-    r"""!\[([^\]\n]*)\]\(\s*<?data:(?:[^)"'\n]|"[^"\n]*"|'[^'\n]*'|["']|\n(?![ \t]*\n))*+\)""")
+_EMBEDDED_IMAGE = re.compile(r"""!\[([^\]\n]*)\]\(\s*<?data:(?:[^)"'\n]|"[^"\n]*"|'[^'\n]*'|["']|\n(?![ \t]*\n))*+\)""")
 _DATA_URI = re.compile(r"""data:[\w.+/-]+;base64,[A-Za-z0-9+/=]+|(?<==)(["'])data:[^"']*\1""")
 
 
@@ -91,7 +90,7 @@ def _markdown_for_chunking(text: str) -> str:
     title = ""
     if front_matter and _is_yaml_mapping(front_matter.group("fields")):
         fields = front_matter.group("fields")
-        text = text[front_matter.end():]
+        text = text[front_matter.end() :]
         found = re.search(r"^title:[ \t]*(.+?)[ \t]*$", fields, flags=re.MULTILINE)
         title = found.group(1).strip("'\"") if found else ""
     lines = text.splitlines()
@@ -101,8 +100,12 @@ def _markdown_for_chunking(text: str) -> str:
         previous = lines[index - 1] if index else ""
         underline = _SETEXT_UNDERLINE.match(line) if index and not (in_code[index] or in_code[index - 1]) else None
         single_line_paragraph = index < 2 or not lines[index - 2].strip()
-        if (underline and previous.strip() and single_line_paragraph
-                and not re.match(r"^\s*([-*+>#|]|\d+[.)]\s)", previous)):
+        if (
+            underline
+            and previous.strip()
+            and single_line_paragraph
+            and not re.match(r"^\s*([-*+>#|]|\d+[.)]\s)", previous)
+        ):
             out[-1] = ("# " if underline.group(1)[0] == "=" else "## ") + previous.strip()
             continue
         out.append(line)
@@ -120,7 +123,8 @@ def _markdown_for_chunking(text: str) -> str:
 _DRAFTS = re.compile(
     r"(?P<keep>(?P<ticks>`+)[^`]*?(?P=ticks)|<?https?://[^\s>)]+)"
     r"|<!--.*?-->|~~(?=\S)[^\n]*?(?<=\S)~~|<(?P<tag>del|s|strike)\b[^>]*>.*?</(?P=tag)\s*>",
-    re.IGNORECASE | re.DOTALL)
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def _without_drafts(text: str) -> str:
@@ -175,6 +179,7 @@ def _without_page_furniture(pages: list[str]) -> list[str]:
     title). Left in, such lines look like headings and would take over the section path of
     whatever follows them.
     """
+
     def shape(line: str) -> str:
         return re.sub(r"\d+", "#", " ".join(line.split()).lower())
 
@@ -211,8 +216,14 @@ def _read_docx(path: Path) -> str:
         shift = 1 if any(block.kind == "title" for block in blocks) else 0  # "Heading 1" sits below a Title
         return "\n\n".join(_docx_markdown(block, shift) for block in blocks)
     title_block = next((block for block in blocks if block.kind == "title"), None)
-    rest = [block if block.kind != "title" else DocxBlock("text", block.text) for block in blocks if block is not title_block]
-    body = _mark_plain_headings("\n\n".join(_docx_markdown(block, None) for block in rest), titled=title_block is not None)
+    rest = [
+        block if block.kind != "title" else DocxBlock("text", block.text)
+        for block in blocks
+        if block is not title_block
+    ]
+    body = _mark_plain_headings(
+        "\n\n".join(_docx_markdown(block, None) for block in rest), titled=title_block is not None
+    )
     return f"# {title_block.text}\n\n{body}" if title_block else body
 
 
@@ -277,8 +288,24 @@ _LINE_START_WORD = re.compile(r"[^\W\d_]+")
 _DOCUMENT_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 # A hyphen before one of these is suspended ("pre-" / "and post-trip", "Hotel-" / "und
 # Flugkosten"): the line break stays a space.
-_SUSPENDED_HYPHEN_WORDS = {"and", "or", "nor", "to", "but", "as", "und", "oder", "bis", "et", "ou", "y", "o", "e",
-                           "en", "of"}
+_SUSPENDED_HYPHEN_WORDS = {
+    "and",
+    "or",
+    "nor",
+    "to",
+    "but",
+    "as",
+    "und",
+    "oder",
+    "bis",
+    "et",
+    "ou",
+    "y",
+    "o",
+    "e",
+    "en",
+    "of",
+}
 
 
 def _join_hyphenated(before: str, after: str, document_words: set[str]) -> str | None:
@@ -329,9 +356,14 @@ def _mark_plain_headings(text: str, titled: bool = False) -> str:
     lines = keep_as_text(text).splitlines()  # "# of days: 25", "# run the backup" are text here
     for index in range(len(lines) - 1):  # "Travel Policy" over "=====" (or "-----", "~~~~~"): the rule goes
         stripped = lines[index].strip()
-        if (_PLAIN_UNDERLINE.match(lines[index + 1]) and stripped and _looks_like_heading(stripped)
-                and "  " not in stripped and "\t" not in stripped  # "City     Limit": a table's header
-                and (index == 0 or not lines[index - 1].strip())):
+        if (
+            _PLAIN_UNDERLINE.match(lines[index + 1])
+            and stripped
+            and _looks_like_heading(stripped)
+            and "  " not in stripped
+            and "\t" not in stripped  # "City     Limit": a table's header
+            and (index == 0 or not lines[index - 1].strip())
+        ):
             lines[index + 1] = ""
     numbers: dict[int, str] = {}  # heading-looking line -> its number as written ("2.1", "3."), "" if none
     for index, line in enumerate(lines):
@@ -376,7 +408,7 @@ def _numbered_list_lines(lines: list[str], numbers: dict[int, str]) -> set[int]:
 
 
 def _next_number(number: str) -> str:
-    """"3." -> "4.", "2.1" -> "2.2"."""
+    """ "3." -> "4.", "2.1" -> "2.2"."""
     dot = "." if number.endswith(".") else ""
     *parents, last = number.rstrip(".").split(".")
     return ".".join([*parents, str(int(last) + 1)]) + dot
@@ -415,10 +447,21 @@ def _is_title_case(text: str) -> bool:
 # Typographic ligatures (PDFs, text copied from them) and invisible break hints: "ﬁnance" must
 # read "finance" for search and for the evaluator.
 # NUL too: PostgreSQL refuses it in text, which failed the whole ingestion batch.
-_INVISIBLE_AND_LIGATURES = str.maketrans({
-    "\x00": None, "\u00a0": " ", "\u00ad": None, "\u200b": None, "\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl",
-    "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st",
-})
+_INVISIBLE_AND_LIGATURES = str.maketrans(
+    {
+        "\x00": None,
+        "\u00a0": " ",
+        "\u00ad": None,
+        "\u200b": None,
+        "\ufb00": "ff",
+        "\ufb01": "fi",
+        "\ufb02": "fl",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+        "\ufb05": "st",
+        "\ufb06": "st",
+    }
+)
 
 
 def _normalise(text: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from llama_index.core.vector_stores.types import (
     FilterCondition,
@@ -80,7 +81,9 @@ class ChunkRetriever:
     def retrieve(self, question: str, top_k: int) -> list[Passage]:
         if not self.collections or not question.strip():
             return []
-        return self.retrieve_embedded(question, embedding.embed_model(self.settings).get_query_embedding(question), top_k)
+        return self.retrieve_embedded(
+            question, embedding.embed_model(self.settings).get_query_embedding(question), top_k
+        )
 
     def retrieve_embedded(self, question: str, query_embedding: list[float], top_k: int) -> list[Passage]:
         """`retrieve` with the question's embedding already made (many questions embed faster in one batch)."""
@@ -89,19 +92,28 @@ class ChunkRetriever:
         filters = access_filters(self.collections, self.channel)
         vector_store = _vector_store(self.settings)
         dense = vector_store.query(
-            VectorStoreQuery(query_embedding=query_embedding, similarity_top_k=top_k, filters=filters,
-                             mode=VectorStoreQueryMode.DEFAULT)
+            VectorStoreQuery(
+                query_embedding=query_embedding,
+                similarity_top_k=top_k,
+                filters=filters,
+                mode=VectorStoreQueryMode.DEFAULT,
+            )
         )
         sparse = vector_store.query(
-            VectorStoreQuery(query_str=question, sparse_top_k=top_k, similarity_top_k=top_k, filters=filters,
-                             mode=VectorStoreQueryMode.TEXT_SEARCH)
+            VectorStoreQuery(
+                query_str=question,
+                sparse_top_k=top_k,
+                similarity_top_k=top_k,
+                filters=filters,
+                mode=VectorStoreQueryMode.TEXT_SEARCH,
+            )
         )
         nodes = {node.node_id: node for node in (sparse.nodes or []) + (dense.nodes or [])}
         fused = reciprocal_rank_fusion([dense.ids or [], sparse.ids or []])
         best = sorted(fused.items(), key=lambda item: item[1], reverse=True)[:top_k]
         return [self._passage(nodes[node_id], score) for node_id, score in best]
 
-    def _passage(self, node, score: float) -> Passage:  # type: ignore[no-untyped-def]
+    def _passage(self, node, score: float) -> Passage:
         metadata = node.metadata
         return Passage(
             id=node.node_id,
@@ -123,7 +135,7 @@ class CollectionFallbackSource:
 
     name: str
     retriever: ChunkRetriever
-    kind: str = "collection"
+    kind: Literal["collection", "http"] = "collection"
     open_web: bool = False
 
     def search(self, keywords: str, limit: int) -> list[Passage]:

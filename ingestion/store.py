@@ -12,10 +12,11 @@ import hashlib
 import json
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any, cast
 
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
-from sqlalchemy import delete, insert, text
+from sqlalchemy import CursorResult, delete, insert, text
 from sqlalchemy.orm import Session
 
 from ingestion.chunking import ChunkDraft
@@ -37,10 +38,7 @@ def chunk_table(embed_dim: int):  # -> sqlalchemy.Table
 
 def stored_dimension(session: Session) -> int:
     value = session.execute(
-        text(
-            "SELECT atttypmod FROM pg_attribute "
-            "WHERE attrelid = CAST(:table AS regclass) AND attname = 'embedding'"
-        ),
+        text("SELECT atttypmod FROM pg_attribute WHERE attrelid = CAST(:table AS regclass) AND attname = 'embedding'"),
         {"table": CHUNKS_TABLE},
     ).scalar_one()
     return int(value)
@@ -112,7 +110,10 @@ def replace_chunks(session: Session, settings: Settings, document: Document, nod
 
 def delete_chunks(session: Session, settings: Settings, document_id: int) -> int:
     table = chunk_table(settings.embed_dim)
-    result = session.execute(delete(table).where(table.c.metadata_["doc_id"].astext == str(document_id)))
+    # a DELETE's result is a CursorResult (Session.execute is typed to return any Result)
+    result = cast(
+        CursorResult[Any], session.execute(delete(table).where(table.c.metadata_["doc_id"].astext == str(document_id)))
+    )
     return int(result.rowcount or 0)
 
 

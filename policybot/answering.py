@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select, text
@@ -50,8 +50,19 @@ def could_be_reference(text: str) -> bool:
 
 # As text, compiled once: SQLAlchemy never caches its PostgreSQL INSERT construct
 # (`inherit_cache = False`), and the Slack listener runs this on every event.
-_QUESTION_COLUMNS = ("question", "surface", "asker", "channel", "thread_ts", "message_ts", "event_id", "parent_id",
-                     "reference", "status", "private_reply")
+_QUESTION_COLUMNS = (
+    "question",
+    "surface",
+    "asker",
+    "channel",
+    "thread_ts",
+    "message_ts",
+    "event_id",
+    "parent_id",
+    "reference",
+    "status",
+    "private_reply",
+)
 _INSERT_QUESTION_ONCE = text(
     f"INSERT INTO questions ({', '.join(_QUESTION_COLUMNS)}) VALUES ({', '.join(':' + c for c in _QUESTION_COLUMNS)}) "
     "ON CONFLICT (event_id) DO NOTHING RETURNING id, reference"
@@ -75,8 +86,16 @@ def record_question(
     message in the same one); a second insert with the same Slack event_id is a no-op.
     `private_reply`: the answer goes to the asker alone (bot/audience.py)."""
     values = dict(
-        question=question, surface=surface, asker=asker, channel=channel, thread_ts=thread_ts,
-        message_ts=message_ts, event_id=event_id, parent_id=parent_id, reference=new_reference(), status="pending",
+        question=question,
+        surface=surface,
+        asker=asker,
+        channel=channel,
+        thread_ts=thread_ts,
+        message_ts=message_ts,
+        event_id=event_id,
+        parent_id=parent_id,
+        reference=new_reference(),
+        status="pending",
         private_reply=private_reply,
     )
     if event_id is None:
@@ -96,8 +115,9 @@ def get_question(settings: Settings, question_id: int) -> Question | None:
         return session.get(Question, question_id)
 
 
-def answer_question(settings: Settings, question_id: int, pipeline_question: str | None = None,
-                    asker_names: tuple[str, ...] = ()) -> Answer:
+def answer_question(
+    settings: Settings, question_id: int, pipeline_question: str | None = None, asker_names: tuple[str, ...] = ()
+) -> Answer:
     """Run CRAG for a recorded question and write the action-log fields.
 
     `pipeline_question` is what the pipeline sees (e.g. with the thread's earlier question
@@ -118,13 +138,19 @@ def answer_question(settings: Settings, question_id: int, pipeline_question: str
         mark_failed(settings, question_id, error)
         raise
     answer.question = row.question
-    log_answer(settings, question_id, answer, latency_ms=(time.perf_counter() - started) * 1000,
-               evaluator_description=runtime.loaded.description)
+    log_answer(
+        settings,
+        question_id,
+        answer,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        evaluator_description=runtime.loaded.description,
+    )
     return answer
 
 
-def log_answer(settings: Settings, question_id: int, answer: Answer, latency_ms: float,
-               evaluator_description: str = "") -> None:
+def log_answer(
+    settings: Settings, question_id: int, answer: Answer, latency_ms: float, evaluator_description: str = ""
+) -> None:
     with db.session(settings) as session:
         row = session.get(Question, question_id, with_for_update=True)
         assert row is not None
@@ -135,13 +161,25 @@ def log_answer(settings: Settings, question_id: int, answer: Answer, latency_ms:
         row.answer = answer.text
         row.citations = [citation_json(c) for c in answer.citations]
         row.scores = [
-            {"document": s.passage.document, "section": s.passage.section, "origin": s.passage.origin,
-             "source": s.passage.source, "chunk_id": s.passage.id, "score": round(s.score, 4)}
+            {
+                "document": s.passage.document,
+                "section": s.passage.section,
+                "origin": s.passage.origin,
+                "source": s.passage.source,
+                "chunk_id": s.passage.id,
+                "score": round(s.score, 4),
+            }
             for s in answer.scores
         ]
         row.strips = [
-            {"document": s.passage.document, "section": s.passage.section, "origin": s.passage.origin,
-             "text": s.text, "context": s.context, "score": round(s.score or 0.0, 4)}
+            {
+                "document": s.passage.document,
+                "section": s.passage.section,
+                "origin": s.passage.origin,
+                "text": s.text,
+                "context": s.context,
+                "score": round(s.score or 0.0, 4),
+            }
             for s in answer.strips
         ]
         row.sources_used = list(answer.sources_used)
@@ -149,12 +187,13 @@ def log_answer(settings: Settings, question_id: int, answer: Answer, latency_ms:
         row.evaluator_version = answer.evaluator_version
         row.upper = answer.thresholds.upper if answer.thresholds else None
         row.lower = answer.thresholds.lower if answer.thresholds else None
-        row.timings_ms = dict(answer.timings_ms)
+        timings: dict[str, float | list[str]] = dict(answer.timings_ms)
         if answer.notes:
-            row.timings_ms["notes"] = list(answer.notes)  # why a source was skipped or failed
+            timings["notes"] = list(answer.notes)  # why a source was skipped or failed
+        row.timings_ms = timings
         row.latency_ms = round(latency_ms, 1)
         row.error = None
-        row.answered_at = datetime.now(timezone.utc)
+        row.answered_at = datetime.now(UTC)
 
 
 @contextmanager
@@ -162,8 +201,11 @@ def question_lock(settings: Settings, question_id: int) -> Iterator[bool]:
     """A session-level advisory lock on one question, held while it is answered or given up
     on; yields whether it was acquired (the lock dies with a killed worker's connection)."""
     with db.engine(settings).connect() as connection:
-        got = bool(connection.execute(text("SELECT pg_try_advisory_lock(:a, :b)"),
-                                      {"a": LOCK_NAMESPACE, "b": question_id}).scalar())
+        got = bool(
+            connection.execute(
+                text("SELECT pg_try_advisory_lock(:a, :b)"), {"a": LOCK_NAMESPACE, "b": question_id}
+            ).scalar()
+        )
         connection.commit()
         try:
             yield got
@@ -205,15 +247,21 @@ def record_feedback(settings: Settings, question_id: int, user_id: str, vote: in
             .values(question_id=question_id, user_id=user_id, vote=vote)
             .on_conflict_do_update(
                 constraint="uq_feedback_question_user",
-                set_={"vote": vote, "updated_at": datetime.now(timezone.utc)},
+                set_={"vote": vote, "updated_at": datetime.now(UTC)},
             )
         )
 
 
 def citation_json(citation: Any) -> dict[str, Any]:
     return {
-        "n": citation.n, "origin": citation.origin, "source": citation.source, "document": citation.document,
-        "title": citation.title, "section": citation.section, "url": citation.url, "score": round(citation.score, 4),
+        "n": citation.n,
+        "origin": citation.origin,
+        "source": citation.source,
+        "document": citation.document,
+        "title": citation.title,
+        "section": citation.section,
+        "url": citation.url,
+        "score": round(citation.score, 4),
     }
 
 
@@ -233,7 +281,10 @@ def answer_json(answer: Answer) -> dict[str, Any]:
         },
         "scores": [
             {"document": s.passage.document, "section": s.passage.section, "score": round(s.score, 4)}
-            for s in answer.scores if s.passage.origin == "kb"
+            for s in answer.scores
+            if s.passage.origin == "kb"
         ],
-        "timings_ms": {key: answer.timings_ms.get(key, 0.0) for key in ("retrieve", "evaluate", "refine", "fallback", "total")},
+        "timings_ms": {
+            key: answer.timings_ms.get(key, 0.0) for key in ("retrieve", "evaluate", "refine", "fallback", "total")
+        },
     }

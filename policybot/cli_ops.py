@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
@@ -47,15 +47,17 @@ def register(app: typer.Typer) -> None:
     """Add serve, worker, logs and stats to the main CLI."""
     app.command()(serve)
     app.command()(worker)
-    logs_app = typer.Typer(help="Review the action log: questions, scores, actions, sources, answers, feedback.",
-                           invoke_without_command=True)
+    logs_app = typer.Typer(
+        help="Review the action log: questions, scores, actions, sources, answers, feedback.",
+        invoke_without_command=True,
+    )
     logs_app.callback(invoke_without_command=True)(logs)
     logs_app.command("show")(logs_show)
     app.add_typer(logs_app, name="logs")
     app.command()(stats)
 
 
-def _require(settings, *names: str) -> None:  # type: ignore[no-untyped-def]
+def _require(settings, *names: str) -> None:
     from bot.app import SlackConfigError, require_slack_settings  # Slack Bolt and SQLAlchemy: only for serve and worker
 
     try:
@@ -65,8 +67,13 @@ def _require(settings, *names: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def serve(
-    http: Annotated[bool, typer.Option("--http", help="HTTP mode: Slack posts events to /slack/events (needs SLACK_SIGNING_SECRET).")] = False,
-    socket: Annotated[bool, typer.Option("--socket", help="Socket Mode: connect out to Slack (needs SLACK_APP_TOKEN).")] = False,
+    http: Annotated[
+        bool,
+        typer.Option("--http", help="HTTP mode: Slack posts events to /slack/events (needs SLACK_SIGNING_SECRET)."),
+    ] = False,
+    socket: Annotated[
+        bool, typer.Option("--socket", help="Socket Mode: connect out to Slack (needs SLACK_APP_TOKEN).")
+    ] = False,
     host: Annotated[str, typer.Option("--host", help="Address to bind in HTTP mode.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port in HTTP mode.")] = 3000,
 ) -> None:
@@ -88,8 +95,10 @@ def serve(
             from bot.http import EVENTS_PATH  # uvicorn and Starlette: HTTP mode only
             from bot.http import serve as serve_http  # uvicorn and Starlette: HTTP mode only
 
-            cli.errors.print(f"policybot: HTTP mode on http://{host}:{port}{EVENTS_PATH} (Slack API {settings.slack_api_url})",
-                             highlight=False)
+            cli.errors.print(
+                f"policybot: HTTP mode on http://{host}:{port}{EVENTS_PATH} (Slack API {settings.slack_api_url})",
+                highlight=False,
+            )
             serve_http(settings, host=host, port=port)
         else:
             from bot.socket import serve as serve_socket  # the Socket Mode client: Socket Mode only
@@ -103,19 +112,38 @@ def serve(
 
 def worker(
     queues: Annotated[str, typer.Option("--queues", "-Q", help="Comma-separated: answer, ingest.")] = "answer,ingest",
-    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-c", min=1, max=64,
-                                                       help="Worker processes.", show_default="cores / POLICYBOT_TORCH_THREADS, at most 4")] = None,
-    pool: Annotated[str, typer.Option("--pool", help="prefork (time limits, crash isolation) or solo (one process).")] = "prefork",
-    loglevel: Annotated[str, typer.Option("--loglevel", "-l", help="Celery's log level: debug, info, warning or error.")] = "info",
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            "-c",
+            min=1,
+            max=64,
+            help="Worker processes.",
+            show_default="cores / POLICYBOT_TORCH_THREADS, at most 4",
+        ),
+    ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="prefork (time limits, crash isolation) or solo (one process).")
+    ] = "prefork",
+    loglevel: Annotated[
+        str, typer.Option("--loglevel", "-l", help="Celery's log level: debug, info, warning or error.")
+    ] = "info",
 ) -> None:
     """Run a Celery worker for the answer and/or ingest queue (models load once per process)."""
     cli = _cli()
     chosen = [q.strip() for q in queues.split(",") if q.strip()]
     unknown = sorted(set(chosen) - set(QUEUES))
     if not chosen or unknown:
-        cli._fail(f"--queues must name some of {', '.join(QUEUES)}" + (f" (unknown: {', '.join(unknown)})" if unknown else ""), 1)
+        cli._fail(
+            f"--queues must name some of {', '.join(QUEUES)}"
+            + (f" (unknown: {', '.join(unknown)})" if unknown else ""),
+            1,
+        )
     if pool not in ("prefork", "solo"):
-        cli._fail("--pool must be prefork or solo (models load in worker_process_init, which the threads pool skips)", 1)
+        cli._fail(
+            "--pool must be prefork or solo (models load in worker_process_init, which the threads pool skips)", 1
+        )
     settings = cli._settings()
     _require(settings, "SLACK_BOT_TOKEN")
     if concurrency is None:
@@ -125,17 +153,34 @@ def worker(
     from workers.celery_app import celery_app  # Celery and its broker client: only once the options are known good
 
     name = f"policybot-{'-'.join(chosen)}-{os.getpid()}@%h"
-    celery_app.worker_main(["worker", "-Q", ",".join(chosen), "-c", str(concurrency), "--pool", pool,
-                            "--loglevel", loglevel, "-n", name, "--without-gossip", "--without-mingle"])
+    celery_app.worker_main(
+        [
+            "worker",
+            "-Q",
+            ",".join(chosen),
+            "-c",
+            str(concurrency),
+            "--pool",
+            pool,
+            "--loglevel",
+            loglevel,
+            "-n",
+            name,
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )
 
 
 def logs(
     ctx: typer.Context,
     since: Annotated[str, typer.Option("--since", help="How far back: 7d, 12h, 30m, 2w or a date.")] = "7d",
-    action: Annotated[Optional[str], typer.Option("--action", help="correct, ambiguous or incorrect.")] = None,
-    found: Annotated[Optional[str], typer.Option("--found", help="true (answered from a source) or false (abstained).")] = None,
-    feedback: Annotated[Optional[str], typer.Option("--feedback", help="up, down, any or none.")] = None,
-    status: Annotated[Optional[str], typer.Option("--status", help="answered, failed or pending.")] = None,
+    action: Annotated[str | None, typer.Option("--action", help="correct, ambiguous or incorrect.")] = None,
+    found: Annotated[
+        str | None, typer.Option("--found", help="true (answered from a source) or false (abstained).")
+    ] = None,
+    feedback: Annotated[str | None, typer.Option("--feedback", help="up, down, any or none.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="answered, failed or pending.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Newest N rows.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array with every field.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
@@ -161,8 +206,9 @@ def logs(
         cli._fail("--feedback must be up, down, any or none", 1)
     if status is not None and status not in STATUSES:
         cli._fail("--status must be answered, failed or pending", 1)
-    records = query_logs(cli._settings(), since=since_at, action=action, found=found_value, feedback=feedback,
-                         status=status, limit=limit)
+    records = query_logs(
+        cli._settings(), since=since_at, action=action, found=found_value, feedback=feedback, status=status, limit=limit
+    )
     if as_json:
         print(json.dumps(records, default=str))
         return
@@ -179,17 +225,24 @@ def _short(text: str | None, width: int) -> str:
 
 def _print_log_table(records: list[dict[str, Any]]) -> None:
     cli = _cli()
-    table = Table("id", "ref", "when (UTC)", "via", "question", "action", "found", "top", "sources", "fb", "ms", "status")
+    table = Table(
+        "id", "ref", "when (UTC)", "via", "question", "action", "found", "top", "sources", "fb", "ms", "status"
+    )
     table.columns[4].overflow = "fold"
     for record in records:
         colour = {"answered": "green", "failed": "red", "pending": "yellow"}.get(record["status"], "white")
         fb = record["feedback"]
         top = record["top_score"]
         table.add_row(
-            str(record["id"]), record["reference"], (record["created_at"] or "")[:16].replace("T", " "), record["surface"],
-            _short(record["question"], 60), record["action"] or "-",
+            str(record["id"]),
+            record["reference"],
+            (record["created_at"] or "")[:16].replace("T", " "),
+            record["surface"],
+            _short(record["question"], 60),
+            record["action"] or "-",
             "-" if record["found"] is None else ("yes" if record["found"] else "[yellow]no[/]"),
-            f"{top:.2f}" if top is not None else "-", _short(", ".join(record["sources_used"]), 24),
+            f"{top:.2f}" if top is not None else "-",
+            _short(", ".join(record["sources_used"]), 24),
             (f"👍{fb['up']}" if fb["up"] else "") + (f"👎{fb['down']}" if fb["down"] else ""),
             f"{record['latency_ms']:.0f}" if record["latency_ms"] is not None else "-",
             f"[{colour}]{record['status']}[/]",
@@ -207,27 +260,36 @@ def logs_show(
     record = find_record(cli._settings(), ref)
     if record is None:
         cli._fail(f"no logged question {ref!r}", 1)
-    if as_json:
+    elif as_json:
         print(json.dumps(record, default=str))
-        return
-    _print_record(record)
+    else:
+        _print_record(record)
 
 
 def _print_record(record: dict[str, Any]) -> None:
     console = _cli().console
-    console.print(f"[bold]#{record['id']}[/] ref {record['reference']} · {record['created_at']} · {record['surface']}"
-                  f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]",
-                  highlight=False)
+    console.print(
+        f"[bold]#{record['id']}[/] ref {record['reference']} · {record['created_at']} · {record['surface']}"
+        f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]",
+        highlight=False,
+    )
     console.print(Panel(record["question"], title="question", expand=False), markup=False)
     if record["action"]:
         thresholds = record["thresholds"]
-        console.print(f"action [bold]{record['action']}[/]: {record['action_text']} (evaluator {record['evaluator_version']},"
-                      f" upper {thresholds['upper']}, lower {thresholds['lower']})", highlight=False)
+        console.print(
+            f"action [bold]{record['action']}[/]: {record['action_text']} (evaluator {record['evaluator_version']},"
+            f" upper {thresholds['upper']}, lower {thresholds['lower']})",
+            highlight=False,
+        )
     if record["scores"]:
         table = Table("score", "origin", "document", "section", title="evaluator scores")
         for score in sorted(record["scores"], key=lambda s: -s.get("score", 0.0)):
-            table.add_row(f"{score.get('score', 0.0):.3f}", str(score.get("origin", "")), str(score.get("document", "")),
-                          _short(score.get("section"), 60))
+            table.add_row(
+                f"{score.get('score', 0.0):.3f}",
+                str(score.get("origin", "")),
+                str(score.get("document", "")),
+                _short(score.get("section"), 60),
+            )
         console.print(table)
     if record["strips"]:
         table = Table("score", "document", "kept strip", title="refined evidence")
@@ -242,12 +304,20 @@ def _print_record(record: dict[str, Any]) -> None:
     for citation in record["citations"]:
         origin = "knowledge base" if citation.get("origin") == "kb" else f"fallback: {citation.get('source')}"
         where = " — ".join(p for p in (citation.get("title"), citation.get("section")) if p)
-        console.print(f"  [{citation.get('n')}] {citation.get('document')}: {where} ({origin})"
-                      + (f" {citation['url']}" if citation.get("url") else ""), highlight=False, markup=False)
+        console.print(
+            f"  [{citation.get('n')}] {citation.get('document')}: {where} ({origin})"
+            + (f" {citation['url']}" if citation.get("url") else ""),
+            highlight=False,
+            markup=False,
+        )
     fb = record["feedback"]
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in record["timings_ms"].items() if isinstance(v, (int, float)))
-    latency = f"latency {record['latency_ms']:.0f} ms" if record["latency_ms"] is not None else "no latency (never answered)"
-    console.print(f"feedback 👍 {fb['up']} 👎 {fb['down']} · {latency}" + (f" ({timings})" if timings else ""), highlight=False)
+    latency = (
+        f"latency {record['latency_ms']:.0f} ms" if record["latency_ms"] is not None else "no latency (never answered)"
+    )
+    console.print(
+        f"feedback 👍 {fb['up']} 👎 {fb['down']} · {latency}" + (f" ({timings})" if timings else ""), highlight=False
+    )
     notes = record["timings_ms"].get("notes") if isinstance(record["timings_ms"], dict) else None
     for note in notes or []:
         console.print(f"note: {note}", highlight=False, markup=False)
@@ -265,14 +335,34 @@ def stats(
     if as_json:
         print(json.dumps(report))
         return
-    table = Table("day", "questions", "correct", "ambiguous", "incorrect", "abstained", "failed", "👍", "👎",
-                  "p50 ms", "p95 ms", title=f"last {days} days")
+    table = Table(
+        "day",
+        "questions",
+        "correct",
+        "ambiguous",
+        "incorrect",
+        "abstained",
+        "failed",
+        "👍",
+        "👎",
+        "p50 ms",
+        "p95 ms",
+        title=f"last {days} days",
+    )
 
     def row(label: str, values: dict[str, Any]) -> list[str]:
         rates = values["action_rates"]
         latency = [f"{values[k]:.0f}" if values[k] is not None else "-" for k in ("latency_p50_ms", "latency_p95_ms")]
-        return [label, str(values["questions"]), *(f"{rates[a]:.0%}" for a in ACTIONS), f"{values['abstention_rate']:.0%}",
-                str(values["failed"]), str(values["feedback_up"]), str(values["feedback_down"]), *latency]
+        return [
+            label,
+            str(values["questions"]),
+            *(f"{rates[a]:.0%}" for a in ACTIONS),
+            f"{values['abstention_rate']:.0%}",
+            str(values["failed"]),
+            str(values["feedback_up"]),
+            str(values["feedback_down"]),
+            *latency,
+        ]
 
     for day in report["per_day"]:
         table.add_row(*row(day["day"], day))

@@ -22,8 +22,14 @@ class TrainingProgress:
         self.console = console
         self.live = bar and console.is_terminal
         self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[steps]}"),
-            TextColumn("{task.fields[loss]}"), TimeElapsedColumn(), console=console, transient=True, disable=not self.live,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[steps]}"),
+            TextColumn("{task.fields[loss]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=not self.live,
         )
         self.phase: str | None = None
         self.task: TaskID | None = None
@@ -45,8 +51,9 @@ class TrainingProgress:
             self.fraction = max(self.fraction, min(1.0, step / total))
         if self.task is not None:
             loss = f"loss {event['loss']:.3f}" if event.get("loss") is not None else ""
-            self.progress.update(self.task, completed=self.fraction * PERCENT,
-                                 steps=f"{step}/{total}" if total > 1 else "", loss=loss)
+            self.progress.update(
+                self.task, completed=self.fraction * PERCENT, steps=f"{step}/{total}" if total > 1 else "", loss=loss
+            )
 
     def _start_phase(self, phase: str, elapsed_s: float) -> None:
         self.phase, self.fraction = phase, 0.0

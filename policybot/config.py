@@ -32,8 +32,9 @@ def parse_scrypt_hash(encoded: str) -> tuple[int, int, int, bytes, bytes]:
         raise ValueError(f"expected 6 $-separated parts scrypt$N$r$p$salt$hash, got {len(parts)}")
     try:
         n, r, p = (int(part) for part in parts[1:4])
-        salt, digest = (base64.b64decode(part + "=" * (-len(part) % 4), altchars=b"-_", validate=True)
-                        for part in parts[4:])
+        salt, digest = (
+            base64.b64decode(part + "=" * (-len(part) % 4), altchars=b"-_", validate=True) for part in parts[4:]
+        )
     except ValueError:  # binascii.Error is one
         raise ValueError("N, r and p must be whole numbers and salt and hash URL-safe base64") from None
     if n < 2 or n & (n - 1) or r < 1 or p < 1 or n * r * 128 > 2**27:
@@ -171,9 +172,12 @@ class Settings(BaseSettings):
     # "name:hash" pairs, comma-separated; hashes from `policybot console hash-password`.
     console_users: SecretStr = Field(default=SecretStr(""), validation_alias="POLICYBOT_CONSOLE_USERS")
     console_secret: SecretStr | None = Field(default=None, validation_alias="POLICYBOT_CONSOLE_SECRET")
-    console_secure_cookie: Literal["auto", "true", "false"] = Field(default="auto",
-                                                                     validation_alias="POLICYBOT_CONSOLE_SECURE_COOKIE")
-    console_session_hours: float = Field(default=12.0, gt=0, le=24 * 30, validation_alias="POLICYBOT_CONSOLE_SESSION_HOURS")
+    console_secure_cookie: Literal["auto", "true", "false"] = Field(
+        default="auto", validation_alias="POLICYBOT_CONSOLE_SECURE_COOKIE"
+    )
+    console_session_hours: float = Field(
+        default=12.0, gt=0, le=24 * 30, validation_alias="POLICYBOT_CONSOLE_SESSION_HOURS"
+    )
     # scrypt cost (N) of new password hashes: OWASP's 2^17 (128 MiB, about a second here). Only the
     # tests lower it, to 2^14 (the old cost), so that their many sign-ins stay fast.
     console_scrypt_n: int = Field(default=2**17, ge=2**14, le=2**17, validation_alias="POLICYBOT_CONSOLE_SCRYPT_N")
@@ -181,8 +185,16 @@ class Settings(BaseSettings):
     alert_margin: float = Field(default=0.10, ge=0, le=1, validation_alias="POLICYBOT_ALERT_MARGIN")
     slack_workspace_url: str | None = Field(default=None, validation_alias="POLICYBOT_SLACK_WORKSPACE_URL")
 
-    @field_validator("database_url", "redis_url", "corpus_database_url", "generator_api_key", "slack_bot_token",
-                     "slack_signing_secret", "slack_app_token", "console_secret")
+    @field_validator(
+        "database_url",
+        "redis_url",
+        "corpus_database_url",
+        "generator_api_key",
+        "slack_bot_token",
+        "slack_signing_secret",
+        "slack_app_token",
+        "console_secret",
+    )
     @classmethod
     def _empty_secret_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
         return value if value is not None and value.get_secret_value() else None
@@ -190,8 +202,10 @@ class Settings(BaseSettings):
     @field_validator("console_users")
     @classmethod
     def _check_console_users(cls, value: SecretStr) -> SecretStr:
-        how = ("make a hash with `policybot console hash-password`; in a .env that Docker Compose reads, "
-               "single-quote the value (Compose expands $ in unquoted values)")
+        how = (
+            "make a hash with `policybot console hash-password`; in a .env that Docker Compose reads, "
+            "single-quote the value (Compose expands $ in unquoted values)"
+        )
         for name, hashed in console_user_pairs(value.get_secret_value()):
             if not name:
                 raise ValueError(f"use name:hash pairs separated by commas; {how}")
@@ -206,14 +220,18 @@ class Settings(BaseSettings):
     def _check_console_secret(cls, value: SecretStr | None) -> SecretStr | None:
         # unset or empty: a random secret kept in POLICYBOT_HOME/console-secret
         if value is not None and len(value.get_secret_value().encode()) < 32:
-            raise ValueError("must be at least 32 bytes; make one with "
-                             "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`")
+            raise ValueError(
+                "must be at least 32 bytes; make one with "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(48))'`"
+            )
         return value
 
     @field_validator("database_url", "corpus_database_url")
     @classmethod
     def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+        if value is not None and not value.get_secret_value().startswith(
+            ("postgresql://", "postgresql+psycopg://", "postgres://")
+        ):
             raise ValueError("must be a PostgreSQL URL such as postgresql://user:pass@host:5432/db")
         return value
 

@@ -129,7 +129,7 @@ class Organisation:
         """Each document's text as policybot reads it, by its path relative to the organisation."""
         texts: dict[str, str | LoadError] = {}
         for role in ("kb", "fallback"):
-            for path in self.documents(role):  # type: ignore[arg-type]
+            for path in self.documents(role):
                 try:
                     texts[f"{role}/{path.name}"] = load_document(path).text
                 except LoadError as error:
@@ -214,8 +214,19 @@ def _short(error: Exception) -> str:
 
 # --- text matching -------------------------------------------------------------------------
 
-_FOLD = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-",
-                       "\u2014": "-", "\u00a0": " ", "\u2011": "-", "\u202f": " "})
+_FOLD = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u00a0": " ",
+        "\u2011": "-",
+        "\u202f": " ",
+    }
+)
 _MARKUP = re.compile(r"\*\*|__|`|\\(?=[^\w\s])")
 _NUMBERING = re.compile(r"^(?:(?:section|part|article|§)\s*)?[\dA-Za-z]{0,3}(?:[.)]\d+)*[.):]?\s+", re.IGNORECASE)
 
@@ -236,7 +247,7 @@ def _heading_matches(label: str, heading: str) -> bool:
 
 
 def _without_numbering(heading: str) -> str:
-    """"4.2 carry-over" and "section 4: carry-over" as "carry-over"; other headings as they are."""
+    """ "4.2 carry-over" and "section 4: carry-over" as "carry-over"; other headings as they are."""
     if re.match(r"^[\d§]|^(section|part|article)\b", heading):
         return _NUMBERING.sub("", heading, count=1)
     return heading
@@ -266,6 +277,7 @@ def content_words(text: str) -> frozenset[str]:
 
 
 # --- validation ----------------------------------------------------------------------------
+
 
 def validate(corpus: Corpus, *, whole: bool = False) -> list[str]:
     """Every problem found, as lines that name the file and the question. `whole` adds the
@@ -365,8 +377,10 @@ def _near_copies_across_splits(corpus: Corpus) -> list[str]:
         for j, n in shared.items():
             other, ows = words[j]
             if len(ows) >= 3 and n / len(ws | ows) >= NEAR_COPY_JACCARD:
-                problems.append(f"near-copy across splits: {q.id} ({q.split}) {q.record.question!r} "
-                                f"~ {other.id} ({other.split}) {other.record.question!r}")
+                problems.append(
+                    f"near-copy across splits: {q.id} ({q.split}) {q.record.question!r} "
+                    f"~ {other.id} ({other.split}) {other.record.question!r}"
+                )
     paragraphs: dict[str, tuple[str, str]] = {}
     for org in corpus.organisations:
         for name, text in org.loaded.items():
@@ -378,8 +392,10 @@ def _near_copies_across_splits(corpus: Corpus) -> list[str]:
                     continue
                 seen = paragraphs.setdefault(norm, (org.id, org.split))
                 if seen[1] != org.split:
-                    problems.append(f"paragraph in {org.id}/{name} ({org.split}) also stands in {seen[0]} "
-                                    f"({seen[1]}): {para[:80]!r}")
+                    problems.append(
+                        f"paragraph in {org.id}/{name} ({org.split}) also stands in {seen[0]} "
+                        f"({seen[1]}): {para[:80]!r}"
+                    )
     return problems
 
 
@@ -394,8 +410,10 @@ def _corpus_shape(corpus: Corpus) -> list[str]:
             problems.append(f"corpus: {counts[what]} {what} (at least {minimum} wanted)")
     on_topic = sum(q.label == "none-on-topic" for q in questions)
     if questions and on_topic / len(questions) < ON_TOPIC_NONE_SHARE:
-        problems.append(f"corpus: {on_topic / len(questions):.1%} none-on-topic questions "
-                        f"(at least {ON_TOPIC_NONE_SHARE:.0%} wanted)")
+        problems.append(
+            f"corpus: {on_topic / len(questions):.1%} none-on-topic questions "
+            f"(at least {ON_TOPIC_NONE_SHARE:.0%} wanted)"
+        )
     for split in ("train", "dev", "test"):
         if not corpus.in_split(split):
             problems.append(f"corpus: no organisation in the {split} split")
@@ -409,9 +427,12 @@ def summary(corpus: Corpus) -> list[str]:
     for org in corpus.organisations:
         counts = Counter(q.label for q in org.questions)
         follow_ups = sum(q.record.first_turn is not None for q in org.questions)
-        labels = " ".join(f"{label}={counts[label]}{'<' if counts[label] < aim else ''}"
-                          for label, aim in ORG_MINIMUMS.items())
-        lines.append(f"{org.id:32} {org.split:5} kb docs={len(org.documents('kb'))} "
-                     f"fallback docs={len(org.documents('fallback'))} questions={len(org.questions)} "
-                     f"{labels} follow-ups={follow_ups}{'<' if follow_ups < ORG_FOLLOW_UPS else ''}")
+        labels = " ".join(
+            f"{label}={counts[label]}{'<' if counts[label] < aim else ''}" for label, aim in ORG_MINIMUMS.items()
+        )
+        lines.append(
+            f"{org.id:32} {org.split:5} kb docs={len(org.documents('kb'))} "
+            f"fallback docs={len(org.documents('fallback'))} questions={len(org.questions)} "
+            f"{labels} follow-ups={follow_ups}{'<' if follow_ups < ORG_FOLLOW_UPS else ''}"
+        )
     return lines

@@ -103,22 +103,28 @@ def portal_collection(org: Organisation) -> str:
 def load_checked_corpus(path: Path, splits: Sequence[str]) -> Corpus:
     corpus, problems = load_corpus(path)
     if problems:
-        raise CorpusUnavailable(f"the corpus at {path} does not load ({len(problems)} problems, first: {problems[0]}); "
-                                f"run `python datasets/policy-qa/validate.py`, or set POLICYBOT_CORPUS=off")
+        raise CorpusUnavailable(
+            f"the corpus at {path} does not load ({len(problems)} problems, first: {problems[0]}); "
+            f"run `python datasets/policy-qa/validate.py`, or set POLICYBOT_CORPUS=off"
+        )
     missing = [s for s in splits if not corpus.in_split(s)]
     if missing:
         raise CorpusUnavailable(f"the corpus at {path} has no organisation in the {', '.join(missing)} split")
     return corpus
 
 
-def ingest_corpus(qa_settings: Settings, organisations: Sequence[Organisation], progress: Progress | None = None) -> None:
+def ingest_corpus(
+    qa_settings: Settings, organisations: Sequence[Organisation], progress: Progress | None = None
+) -> None:
     """Each organisation's documents into its two collections (unchanged files are skipped)."""
     for n, org in enumerate(organisations, 1):
         for collection, role in ((kb_collection(org), "kb"), (portal_collection(org), "fallback")):
             report = ingest_paths(qa_settings, [org.folder / role], collection=collection, prune=True)
             failed = report.failed
             if failed:
-                raise CorpusUnavailable(f"corpus document {failed[0].document} of {org.id} did not ingest: {failed[0].detail}")
+                raise CorpusUnavailable(
+                    f"corpus document {failed[0].document} of {org.id} did not ingest: {failed[0].detail}"
+                )
         if progress:
             progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "ingest"})
 
@@ -127,15 +133,23 @@ def stored_chunks(qa_settings: Settings, collections: Sequence[str]) -> dict[str
     """Live chunks per collection, in document order."""
     table = chunk_table(qa_settings.embed_dim)
     with db.session(qa_settings) as session:
-        live = set(session.execute(select(Document.id).where(Document.deleted.is_(False),
-                                                               Document.collection.in_(list(collections)))).scalars())
+        live = set(
+            session.execute(
+                select(Document.id).where(Document.deleted.is_(False), Document.collection.in_(list(collections)))
+            ).scalars()
+        )
         rows = session.execute(select(table.c.node_id, table.c.text, table.c.metadata_, table.c.embedding)).all()
     out: dict[str, list[tuple[tuple[str, int], StoredChunk]]] = {c: [] for c in collections}
     for node_id, text, metadata, vector in rows:
         if int(metadata.get("doc_id", -1)) not in live:
             continue
-        chunk = StoredChunk(node_id, text, str(metadata.get("document", "")), str(metadata.get("section", "")),
-                            np.asarray(vector, dtype=np.float32))
+        chunk = StoredChunk(
+            node_id,
+            text,
+            str(metadata.get("document", "")),
+            str(metadata.get("section", "")),
+            np.asarray(vector, dtype=np.float32),
+        )
         out[str(metadata["collection"])].append(((chunk.document, int(metadata.get("position", 0))), chunk))
     return {c: [chunk for _, chunk in sorted(items, key=lambda item: item[0])] for c, items in out.items()}
 
@@ -164,8 +178,9 @@ def _cache_file(settings: Settings, org: Organisation, chunks: Sequence[StoredCh
     return settings.home / "corpus" / f"{org.id}-{key}.json"
 
 
-def ask_organisation(settings: Settings, qa_settings: Settings, org: Organisation,
-                     chunks: dict[str, list[StoredChunk]], top_k: int) -> list[AskedQuestion]:
+def ask_organisation(
+    settings: Settings, qa_settings: Settings, org: Organisation, chunks: dict[str, list[StoredChunk]], top_k: int
+) -> list[AskedQuestion]:
     """Every question of `org`, retrieved from its knowledge base (cached by the chunks' identity)."""
     kb = chunks[kb_collection(org)]
     by_id = {c.id: c for c in kb} | {c.id: c for c in chunks[portal_collection(org)]}
@@ -179,12 +194,19 @@ def ask_organisation(settings: Settings, qa_settings: Settings, org: Organisatio
     retriever = ChunkRetriever(qa_settings, [kb_collection(org)])
     asked = {q.id: as_asked(q) for q in org.questions}
     key_of = {q.id: hashlib.sha1(asked[q.id].encode()).hexdigest() for q in org.questions}
-    missing = list(dict.fromkeys(asked[q.id] for q in org.questions
-                                 if key_of[q.id] not in retrieved or any(i not in by_id for i in retrieved[key_of[q.id]])))
+    missing = list(
+        dict.fromkeys(
+            asked[q.id]
+            for q in org.questions
+            if key_of[q.id] not in retrieved or any(i not in by_id for i in retrieved[key_of[q.id]])
+        )
+    )
     if missing:  # one embedding batch, then the retriever's own queries per question
         vectors = embedding.embed_model(qa_settings).get_text_embedding_batch(missing)
         for text, vector in zip(missing, vectors, strict=True):
-            retrieved[hashlib.sha1(text.encode()).hexdigest()] = [p.id for p in retriever.retrieve_embedded(text, vector, top_k)]
+            retrieved[hashlib.sha1(text.encode()).hexdigest()] = [
+                p.id for p in retriever.retrieve_embedded(text, vector, top_k)
+            ]
     out = []
     for question in org.questions:
         candidates = tuple(by_id[i] for i in retrieved[key_of[question.id]])
@@ -204,7 +226,7 @@ def training_pairs(asked: Sequence[AskedQuestion]) -> list[Pair]:
     for a in asked:
         q = a.asked
         pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in a.answers]
-        negatives = [c for c in a.candidates if not a.holds_answer(c)][:HARD_NEGATIVES[a.question.label]]
+        negatives = [c for c in a.candidates if not a.holds_answer(c)][: HARD_NEGATIVES[a.question.label]]
         pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in negatives]
     return pairs
 
@@ -226,21 +248,26 @@ def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
         if not a.candidates:
             continue
         present = a.question.label == "kb" and any(a.holds_answer(c) for c in a.candidates)
-        sets.append(CandidateSet(q, "corpus", present, tuple(c.id for c in a.candidates),
-                                 tuple(c.text for c in a.candidates)))
+        sets.append(
+            CandidateSet(q, "corpus", present, tuple(c.id for c in a.candidates), tuple(c.text for c in a.candidates))
+        )
         if present:
             phrases = [normalise(p) for p in a.question.record.phrases]
             for c in a.candidates:
                 if a.holds_answer(c):
-                    strips += [StripExample(q, s, 1) for s in split_strips(c.text)
-                               if all(p in normalise(s) for p in phrases)]
+                    strips += [
+                        StripExample(q, s, 1) for s in split_strips(c.text) if all(p in normalise(s) for p in phrases)
+                    ]
             for c in [c for c in a.candidates if not a.holds_answer(c)][:2]:
                 strips += [StripExample(q, s, 0) for s in split_strips(c.text)]
     return HeldOut(pairs, sets, strips)
 
 
-def ask_corpus(settings: Settings, organisations: Sequence[Organisation], progress: Progress | None = None,
-               ) -> tuple[dict[str, list[AskedQuestion]], dict[str, np.ndarray]]:
+def ask_corpus(
+    settings: Settings,
+    organisations: Sequence[Organisation],
+    progress: Progress | None = None,
+) -> tuple[dict[str, list[AskedQuestion]], dict[str, np.ndarray]]:
     """Every question of these organisations through real retrieval (by organisation), and the
     stored embedding of every chunk met (passage text -> vector, for cosine)."""
     qa_settings = corpus_settings(settings)
@@ -255,8 +282,9 @@ def ask_corpus(settings: Settings, organisations: Sequence[Organisation], progre
     return asked, {c.text: c.embedding for items in chunks.values() for c in items}
 
 
-def labelled_data(settings: Settings, progress: Progress | None = None,
-                  max_train_orgs: int | None = None) -> LabelledData | None:
+def labelled_data(
+    settings: Settings, progress: Progress | None = None, max_train_orgs: int | None = None
+) -> LabelledData | None:
     """The corpus's training pairs (train split) and gate (dev split); None when POLICYBOT_CORPUS=off.
 
     `max_train_orgs` bounds the train organisations (in name order, so later runs reuse the
@@ -267,7 +295,7 @@ def labelled_data(settings: Settings, progress: Progress | None = None,
         return None
     corpus = load_checked_corpus(path, ("train", "dev"))
     if max_train_orgs is not None:
-        kept = {org.id for org in corpus.in_split("train")[:max(1, max_train_orgs)]}
+        kept = {org.id for org in corpus.in_split("train")[: max(1, max_train_orgs)]}
         corpus = Corpus(corpus.root, [org for org in corpus.organisations if org.split != "train" or org.id in kept])
     asked, embeddings = ask_corpus(settings, corpus.in_split("train") + corpus.in_split("dev"), progress)
     train = [a for org in corpus.in_split("train") for a in asked[org.id]]
@@ -276,7 +304,9 @@ def labelled_data(settings: Settings, progress: Progress | None = None,
         train_pairs=training_pairs(train),
         held_out=held_out(dev),
         embeddings=embeddings,
-        description=(f"the policy-qa corpus: {len(train)} questions of its train organisations "
-                     f"({len(corpus.in_split('train'))}), {len(dev)} of its dev organisations "
-                     f"({len(corpus.in_split('dev'))}) through real retrieval"),
+        description=(
+            f"the policy-qa corpus: {len(train)} questions of its train organisations "
+            f"({len(corpus.in_split('train'))}), {len(dev)} of its dev organisations "
+            f"({len(corpus.in_split('dev'))}) through real retrieval"
+        ),
     )

@@ -28,14 +28,14 @@ _session_factories: dict[Engine, sessionmaker[Session]] = {}
 _migrated: set[str] = set()
 
 
-def _vector_search_settings(ef_search: int):  # type: ignore[no-untyped-def]
+def _vector_search_settings(ef_search: int):
     """A connect hook that sets the HNSW search parameters on every new connection.
 
     Set here, not through PGVectorStore's hnsw_kwargs: those break psycopg 3 (see STACK-NOTES).
     ef_search must be >= the LIMIT of a query, and iterative scans keep filtered top-k full.
     """
 
-    def configure(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    def configure(dbapi_connection, _record) -> None:
         with dbapi_connection.cursor() as cursor:
             cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
             cursor.execute("SET hnsw.iterative_scan = relaxed_order")

@@ -56,7 +56,11 @@ class TrainingError(UserError):
 
 def general_folder(settings: Settings, labelled: LabelledData, seed: int) -> Path:
     """Where the general evaluator learnt from exactly these corpus pairs, shape and seed lives."""
-    return settings.evaluators_dir / "general" / f"general-{general_fingerprint(labelled.train_pairs, EvaluatorConfig(), seed)}"
+    return (
+        settings.evaluators_dir
+        / "general"
+        / f"general-{general_fingerprint(labelled.train_pairs, EvaluatorConfig(), seed)}"
+    )
 
 
 def has_general(settings: Settings) -> bool:
@@ -64,8 +68,9 @@ def has_general(settings: Settings) -> bool:
     return root.is_dir() and any((folder / WEIGHTS_FILE).exists() for folder in root.iterdir())
 
 
-def _corpus_for_training(settings: Settings, progress: Callable[[dict], None] | None,
-                         max_train_orgs: int | None = None) -> LabelledData:
+def _corpus_for_training(
+    settings: Settings, progress: Callable[[dict], None] | None, max_train_orgs: int | None = None
+) -> LabelledData:
     try:
         labelled = labelled_data(settings, progress, max_train_orgs=max_train_orgs)
     except (CorpusUnavailable, ServiceError) as error:
@@ -75,8 +80,14 @@ def _corpus_for_training(settings: Settings, progress: Callable[[dict], None] | 
     return labelled
 
 
-def pretrain_general(settings: Settings, budget_s: float, seed: int = 0, force: bool = False, resume: bool = False,
-                     progress: Callable[[dict], None] | None = None) -> Path:
+def pretrain_general(
+    settings: Settings,
+    budget_s: float,
+    seed: int = 0,
+    force: bool = False,
+    resume: bool = False,
+    progress: Callable[[dict], None] | None = None,
+) -> Path:
     """Train the general evaluator once per machine: every train organisation of the corpus, for
     up to two epochs or `budget_s`. Every later `train_and_register` with the same seed adapts it
     to the knowledge base instead of starting from MiniLM. Kept unless `force` (train afresh) or
@@ -88,8 +99,9 @@ def pretrain_general(settings: Settings, budget_s: float, seed: int = 0, force: 
     if exists and not (force or resume):
         return folder
     if resume and not exists:
-        raise TrainingError(f"no general evaluator for this corpus and seed {seed} to resume: "
-                            f"`policybot evaluator pretrain` trains one")
+        raise TrainingError(
+            f"no general evaluator for this corpus and seed {seed} to resume: `policybot evaluator pretrain` trains one"
+        )
     budget_s -= time.monotonic() - started  # the corpus's first ingestion comes out of the budget
     if budget_s < 60:
         raise TrainingError("no time left to train after preparing the corpus: give a longer budget")
@@ -115,17 +127,25 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
     """Every live chunk with its stored embedding, in document order."""
     table = chunk_table(settings.embed_dim)
     with db.session(settings) as session:
-        live = dict(session.execute(select(Document.id, Document.content_hash).where(Document.deleted.is_(False))).all())
+        live: dict[int, str] = {
+            row.id: row.content_hash
+            for row in session.execute(select(Document.id, Document.content_hash).where(Document.deleted.is_(False)))
+        }
         rows = session.execute(select(table.c.node_id, table.c.text, table.c.metadata_, table.c.embedding)).all()
     chunks = []
     order: dict[str, tuple[str, int]] = {}  # chunk -> (its document's content hash, its position)
     for node_id, text, metadata, vector in rows:
         if int(metadata.get("doc_id", -1)) not in live:
             continue
-        chunks.append(CorpusChunk(
-            id=node_id, text=text, document=str(metadata.get("document", "")), section=str(metadata.get("section", "")),
-            embedding=np.asarray(vector, dtype=np.float32),
-        ))
+        chunks.append(
+            CorpusChunk(
+                id=node_id,
+                text=text,
+                document=str(metadata.get("document", "")),
+                section=str(metadata.get("section", "")),
+                embedding=np.asarray(vector, dtype=np.float32),
+            )
+        )
         order[node_id] = (live[int(metadata["doc_id"])] or "", int(metadata.get("position", 0)))
     # Not by id: ids hash the file's path, and one seed must give the same training data
     # wherever the same documents were ingested from. Two files of one name stay apart by content.
@@ -147,8 +167,10 @@ def review_pairs(settings: Settings, chunks: list[CorpusChunk], sources: LabelSo
     if not pairs:
         reasons = "; ".join(f"{n} {reason}" for reason, n in skipped.most_common()) or "no labels yet"
         # Worded for the CLI and the console alike: neither's option names.
-        raise TrainingError(f"training on {sources.describe()}: no labelled question gives a training pair ({reasons}). "
-                            f"Review answers in the admin console first, or train on the knowledge base alone.")
+        raise TrainingError(
+            f"training on {sources.describe()}: no labelled question gives a training pair ({reasons}). "
+            f"Review answers in the admin console first, or train on the knowledge base alone."
+        )
     return pairs
 
 
@@ -180,22 +202,36 @@ def train_and_register(
         # With a general evaluator on this machine, every train organisation is already ingested;
         # without one, a short budget takes fewer of them.
         whole = has_general(settings)
-        labelled = _corpus_for_training(settings, progress,
-                                        max_train_orgs=None if whole else int(budget_s // SECONDS_PER_CORPUS_ORG))
+        labelled = _corpus_for_training(
+            settings, progress, max_train_orgs=None if whole else int(budget_s // SECONDS_PER_CORPUS_ORG)
+        )
         if whole and (general_folder(settings, labelled, seed) / WEIGHTS_FILE).exists():
             general = general_folder(settings, labelled, seed)
     # Preparing the corpus (ingesting it once per machine, retrieving) comes out of the budget,
     # but training keeps at least half of it.
     budget_s = max(budget_s - (time.monotonic() - started), budget_s / 2)
     settings.evaluators_dir.mkdir(parents=True, exist_ok=True)
-    result = train_evaluator(chunks, embed_function(settings), settings.evaluators_dir, budget_s=budget_s, progress=progress,
-                             extra_pairs=extra, seed=seed, labelled=labelled, start_from=general)
+    result = train_evaluator(
+        chunks,
+        embed_function(settings),
+        settings.evaluators_dir,
+        budget_s=budget_s,
+        progress=progress,
+        extra_pairs=extra,
+        seed=seed,
+        labelled=labelled,
+        start_from=general,
+    )
     if labelled is not None and general is None:
-        result.notes.append(f"trained from MiniLM: no general evaluator for this corpus and seed {seed} on this machine "
-                            f"(`policybot evaluator pretrain` trains one once; later training adapts it)")
+        result.notes.append(
+            f"trained from MiniLM: no general evaluator for this corpus and seed {seed} on this machine "
+            f"(`policybot evaluator pretrain` trains one once; later training adapts it)"
+        )
     if labelled is None and corpus_path(settings) is not None:
-        result.notes.append(f"trained on weak supervision alone: the policy-qa corpus needs a budget of at least "
-                            f"{MIN_CORPUS_BUDGET_S / 60:.0f} minutes (ingesting it, retrieving, and scoring its gate)")
+        result.notes.append(
+            f"trained on weak supervision alone: the policy-qa corpus needs a budget of at least "
+            f"{MIN_CORPUS_BUDGET_S / 60:.0f} minutes (ingesting it, retrieving, and scoring its gate)"
+        )
     thresholds = result.thresholds
     should_activate = activate == "always" or (activate == "if_better" and result.beats_cosine)
     with db.session(settings) as session:
@@ -206,9 +242,15 @@ def train_and_register(
             upper=float(thresholds["upper"]),
             lower=float(thresholds["lower"]),
             strip_threshold=float(thresholds["strip"]),
-            metrics=_metrics_json(result) | {
-                "n_train_pairs": result.n_train_pairs, "n_val_pairs": result.n_val_pairs, "steps": result.steps,
-                "epochs": result.epochs, "seconds": result.seconds, "notes": result.notes, "seed": seed,
+            metrics=_metrics_json(result)
+            | {
+                "n_train_pairs": result.n_train_pairs,
+                "n_val_pairs": result.n_val_pairs,
+                "steps": result.steps,
+                "epochs": result.epochs,
+                "seconds": result.seconds,
+                "notes": result.notes,
+                "seed": seed,
                 "gate": labelled.description if labelled else "weak supervision's held-out pseudo-queries",
             },
             beats_cosine=result.beats_cosine,
@@ -237,7 +279,9 @@ def activate_version(settings: Settings, version: str) -> EvaluatorVersion | Non
     with db.session(settings) as session:
         row = None
         if version != COSINE:
-            row = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.version == version)).scalar_one_or_none()
+            row = session.execute(
+                select(EvaluatorVersion).where(EvaluatorVersion.version == version)
+            ).scalar_one_or_none()
             if row is None:
                 raise VersionNotFound(f"no evaluator version {version!r} (see `policybot evaluator list`)")
         session.execute(update(EvaluatorVersion).where(EvaluatorVersion.active.is_(True)).values(active=False))
@@ -248,8 +292,9 @@ def activate_version(settings: Settings, version: str) -> EvaluatorVersion | Non
     return row
 
 
-def evaluate_version(settings: Settings, version: str | None = None,
-                     progress: Callable[[dict], None] | None = None) -> EvaluationReport:
+def evaluate_version(
+    settings: Settings, version: str | None = None, progress: Callable[[dict], None] | None = None
+) -> EvaluationReport:
     """Re-measure a stored evaluator (default: the active one) against cosine on the current corpus."""
     from crag.evaluator import load_evaluator
 

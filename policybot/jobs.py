@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -40,7 +40,7 @@ def update_job(settings: Settings, job_id: int, **values: Any) -> None:
             return
         for key, value in values.items():
             setattr(job, key, value)
-        job.updated_at = datetime.now(timezone.utc)
+        job.updated_at = datetime.now(UTC)
 
 
 def fail_job(settings: Settings, job_id: int, error: str) -> None:
@@ -62,10 +62,18 @@ def progress_reporter(settings: Settings, job_id: int, every_s: float = 1.0) -> 
 
 
 def job_json(job: Job) -> dict[str, Any]:
-    return {"id": job.id, "kind": job.kind, "status": job.status, "params": job.params, "progress": job.progress,
-            "result": job.result, "error": job.error, "created_by": job.created_by,
-            "created_at": job.created_at.isoformat() if job.created_at else None,
-            "updated_at": job.updated_at.isoformat() if job.updated_at else None}
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "status": job.status,
+        "params": job.params,
+        "progress": job.progress,
+        "result": job.result,
+        "error": job.error,
+        "created_by": job.created_by,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "updated_at": job.updated_at.isoformat() if job.updated_at else None,
+    }
 
 
 def get_job(settings: Settings, job_id: int) -> dict[str, Any] | None:

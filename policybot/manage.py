@@ -5,10 +5,10 @@ and the admin console both do, so a change made in one is the same change made i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 
 from policybot import db
 from policybot.config import Settings
@@ -118,15 +118,23 @@ def add_fallback_source(
         if query_template:
             config["query_template"] = query_template
         if allowed_hosts:
-            config["allowed_hosts"] = [urlsplit(url).hostname or ""] + [h.strip() for h in allowed_hosts.split(",") if h.strip()]
+            config["allowed_hosts"] = [urlsplit(url).hostname or ""] + [
+                h.strip() for h in allowed_hosts.split(",") if h.strip()
+            ]
         config.update(allow_private=allow_private, timeout_s=timeout, max_bytes=max_bytes)
     else:
         try:
             validate_collection(collection or "")
         except InvalidName as error:
             raise ManageError(str(error)) from None
-    row = FallbackSourceRow(name=name, kind="collection" if collection else "http", collection=collection, url=url,
-                            config=config, open_web=open_web)
+    row = FallbackSourceRow(
+        name=name,
+        kind="collection" if collection else "http",
+        collection=collection,
+        url=url,
+        config=config,
+        open_web=open_web,
+    )
     if url is not None:
         try:
             http_source_config(row)  # validates URL, template and options
@@ -141,11 +149,21 @@ def add_fallback_source(
 
 def remove_fallback_source(settings: Settings, name: str) -> None:
     with db.session(settings) as session:
-        removed = session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == name)).rowcount
+        # a DELETE's result is a CursorResult (Session.execute is typed to return any Result)
+        result = cast(
+            CursorResult[Any], session.execute(delete(FallbackSourceRow).where(FallbackSourceRow.name == name))
+        )
+        removed = result.rowcount
     if not removed:
         raise ManageNotFound(f"no fallback source named {name!r}")
 
 
 def fallback_source_json(row: FallbackSourceRow) -> dict[str, Any]:
-    return {"name": row.name, "kind": row.kind, "collection": row.collection, "url": row.url,
-            "open_web": row.open_web, "config": row.config}
+    return {
+        "name": row.name,
+        "kind": row.kind,
+        "collection": row.collection,
+        "url": row.url,
+        "open_web": row.open_web,
+        "config": row.config,
+    }

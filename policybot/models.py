@@ -105,7 +105,8 @@ class Question(Base):
     evaluator_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
     upper: Mapped[float | None] = mapped_column(Float, nullable=True)
     lower: Mapped[float | None] = mapped_column(Float, nullable=True)
-    timings_ms: Mapped[dict[str, float] | None] = mapped_column(JSONB, nullable=True)
+    # milliseconds per phase, and under "notes" why a source was skipped or failed
+    timings_ms: Mapped[dict[str, float | list[str]] | None] = mapped_column(JSONB, nullable=True)
     latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     answer_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)
@@ -124,7 +125,9 @@ class Feedback(Base):
     user_id: Mapped[str] = mapped_column(String(64))
     vote: Mapped[int] = mapped_column(SmallInteger)  # +1 or -1
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(), onupdate=func.now())
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), onupdate=func.now()
+    )
 
 
 class FallbackSourceRow(Base):
@@ -157,8 +160,6 @@ class EvaluatorVersion(Base):
     beats_cosine: Mapped[bool] = mapped_column(Boolean, default=False)
     active: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-
-
 
 
 # ------------------------------------------------------------------ Slack state (migration 0002)
@@ -204,7 +205,9 @@ class Outbox(Base):
     due_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     sweeps: Mapped[int] = mapped_column(SmallInteger, default=0, server_default="0")  # times the sweep queued it
     posting_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    closed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)  # posted, or never postable
+    closed_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), nullable=True
+    )  # posted, or never postable
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -253,7 +256,9 @@ class Review(Base):
     question_id: Mapped[int] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
     reviewer: Mapped[str] = mapped_column(String(100))
     verdict: Mapped[str] = mapped_column(String(8))  # right | wrong
-    expected_document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"), nullable=True)
+    expected_document_id: Mapped[int | None] = mapped_column(
+        ForeignKey("documents.id", ondelete="SET NULL"), nullable=True
+    )
     expected_document: Mapped[str | None] = mapped_column(String(300), nullable=True)  # its name when labelled
     note: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

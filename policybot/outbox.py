@@ -15,10 +15,10 @@ call), and does not post again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, cast
 
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
@@ -38,8 +38,10 @@ def margin_s(settings: Settings) -> int:
 
 
 # As text, compiled once: the listener runs it on every question (see bot/state.py's _CLAIM).
-_ADD = text("INSERT INTO outbox (question_id, due_at) VALUES (:question_id, now() + make_interval(secs => :due_in_s)) "
-            "ON CONFLICT (question_id) DO NOTHING")
+_ADD = text(
+    "INSERT INTO outbox (question_id, due_at) VALUES (:question_id, now() + make_interval(secs => :due_in_s)) "
+    "ON CONFLICT (question_id) DO NOTHING"
+)
 
 
 def add(session: Session, question_id: int, due_in_s: float) -> None:
@@ -50,8 +52,11 @@ def add(session: Session, question_id: int, due_in_s: float) -> None:
 def due_in(settings: Settings, question_id: int, seconds: float) -> None:
     """The reply is being moved on: the sweep leaves it alone for `seconds` more, plus the margin."""
     with db.session(settings) as session:
-        session.execute(update(Outbox).where(Outbox.question_id == question_id, Outbox.closed_at.is_(None))
-                        .values(due_at=func.now() + timedelta(seconds=seconds + margin_s(settings))))
+        session.execute(
+            update(Outbox)
+            .where(Outbox.question_id == question_id, Outbox.closed_at.is_(None))
+            .values(due_at=func.now() + timedelta(seconds=seconds + margin_s(settings)))
+        )
 
 
 def state(settings: Settings, question_id: int) -> Kind | Literal["closed"]:
@@ -61,7 +66,7 @@ def state(settings: Settings, question_id: int) -> Kind | Literal["closed"]:
         row = session.get(Outbox, question_id)
     if row is None:
         return "answer"
-    return "closed" if row.closed_at is not None else row.kind  # type: ignore[return-value]
+    return "closed" if row.closed_at is not None else cast(Kind, row.kind)  # the column holds a Kind
 
 
 _START_POST = text(
@@ -81,7 +86,13 @@ class UnsavedPost(Exception):
         self.ts = ts
 
 
-def post_once(settings: Settings, question_id: int, post: Callable[[], Mapping[str, Any]]) -> str | None:
+class PostedReply(Protocol):
+    """What post_once reads of a posted reply: slack_sdk's SlackResponse, or a plain dict."""
+
+    def __getitem__(self, key: str) -> Any: ...
+
+
+def post_once(settings: Settings, question_id: int, post: Callable[[], PostedReply]) -> str | None:
     """Post a question's reply unless a delivery before this one did or may have; the ts, or None.
 
     The mark goes in before the call: a delivery killed inside it leaves the mark, and the
@@ -111,8 +122,11 @@ def post_once(settings: Settings, question_id: int, post: Callable[[], Mapping[s
 
 def close(session: Session, question_id: int) -> None:
     """Nothing more to post (posted, or never postable), in the caller's transaction."""
-    session.execute(update(Outbox).where(Outbox.question_id == question_id, Outbox.closed_at.is_(None))
-                    .values(closed_at=func.now(), posting_since=None))
+    session.execute(
+        update(Outbox)
+        .where(Outbox.question_id == question_id, Outbox.closed_at.is_(None))
+        .values(closed_at=func.now(), posting_since=None)
+    )
 
 
 def close_now(settings: Settings, question_id: int) -> None:
@@ -122,8 +136,9 @@ def close_now(settings: Settings, question_id: int) -> None:
 
 def owe_apology(session: Session, question_id: int) -> None:
     """The question is given up: its reply is now the apology (in the caller's transaction)."""
-    session.execute(update(Outbox).where(Outbox.question_id == question_id, Outbox.closed_at.is_(None))
-                    .values(kind="apology"))
+    session.execute(
+        update(Outbox).where(Outbox.question_id == question_id, Outbox.closed_at.is_(None)).values(kind="apology")
+    )
 
 
 @dataclass(frozen=True)
@@ -151,7 +166,13 @@ def lock_due(session: Session, within: timedelta, limit: int = 200) -> list[DueR
 def set_swept(session: Session, question_id: int, due_in_s: float) -> None:
     """Count a sweep's queuing of the question and give it `due_in_s` seconds; its claim, if
     the bot stopped before queuing it, now counts as queued."""
-    session.execute(update(Outbox).where(Outbox.question_id == question_id)
-                    .values(sweeps=Outbox.sweeps + 1, due_at=func.now() + timedelta(seconds=due_in_s)))
-    session.execute(update(SlackMessage).where(SlackMessage.question_id == question_id,
-                                               SlackMessage.enqueued_at.is_(None)).values(enqueued_at=func.now()))
+    session.execute(
+        update(Outbox)
+        .where(Outbox.question_id == question_id)
+        .values(sweeps=Outbox.sweeps + 1, due_at=func.now() + timedelta(seconds=due_in_s))
+    )
+    session.execute(
+        update(SlackMessage)
+        .where(SlackMessage.question_id == question_id, SlackMessage.enqueued_at.is_(None))
+        .values(enqueued_at=func.now())
+    )

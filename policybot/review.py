@@ -17,12 +17,18 @@ import io
 import json
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from policybot.errors import NotFound, UserError
 from policybot.wording import describe_action
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from policybot.config import Settings
 
 ACTIONS = ("correct", "ambiguous", "incorrect")
 STATUSES = ("answered", "failed", "pending")
@@ -32,7 +38,7 @@ VERDICTS = ("right", "wrong")
 
 def parse_since(value: str, now: datetime | None = None) -> datetime:
     """`7d`, `12h`, `30m`, `2w`, or an ISO date/time; returns an aware UTC datetime."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*", value.lower())
     if match:
         amount = float(match.group(1))
@@ -42,7 +48,7 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
         raise ValueError(f"--since {value!r}: use e.g. 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class LogFilters:
     text: str | None = None  # case-insensitive substring of the question
     reviewed: str | None = None  # right | wrong | any | none
 
-    def apply(self, query):  # type: ignore[no-untyped-def]
+    def apply(self, query):
         from sqlalchemy import exists
 
         from policybot.models import Feedback, Question, Review
@@ -96,7 +102,7 @@ class LogFilters:
         return query
 
 
-def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, int]]:  # type: ignore[no-untyped-def]
+def _feedback_counts(session: Session, question_ids: list[int]) -> dict[int, tuple[int, int]]:
     from sqlalchemy import case, func, select
 
     from policybot.models import Feedback
@@ -104,29 +110,36 @@ def _feedback_counts(session, question_ids: list[int]) -> dict[int, tuple[int, i
     if not question_ids:
         return {}
     rows = session.execute(
-        select(Feedback.question_id,
-               func.count(case((Feedback.vote > 0, 1))),
-               func.count(case((Feedback.vote < 0, 1))))
+        select(Feedback.question_id, func.count(case((Feedback.vote > 0, 1))), func.count(case((Feedback.vote < 0, 1))))
         .where(Feedback.question_id.in_(question_ids))
         .group_by(Feedback.question_id)
     ).all()
     return {qid: (int(up), int(down)) for qid, up, down in rows}
 
 
-def _latest_reviews(session, question_ids: list[int]) -> dict[int, dict[str, Any]]:  # type: ignore[no-untyped-def]
+def _latest_reviews(session: Session, question_ids: list[int]) -> dict[int, dict[str, Any]]:
     from sqlalchemy import select
 
     from policybot.models import Review
 
     if not question_ids:
         return {}
-    rows = session.execute(select(Review).where(Review.question_id.in_(question_ids))
-                           .order_by(Review.updated_at)).scalars().all()
+    rows = (
+        session.execute(select(Review).where(Review.question_id.in_(question_ids)).order_by(Review.updated_at))
+        .scalars()
+        .all()
+    )
     return {row.question_id: review_json(row) for row in rows}  # the latest one wins
 
 
-def query_logs(settings, filters: LogFilters | None = None, *, limit: int | None = 100, offset: int = 0,  # type: ignore[no-untyped-def]
-               **legacy: Any) -> list[dict[str, Any]]:
+def query_logs(
+    settings,
+    filters: LogFilters | None = None,
+    *,
+    limit: int | None = 100,
+    offset: int = 0,
+    **legacy: Any,
+) -> list[dict[str, Any]]:
     """Logged questions, newest first, as plain dicts (the `logs --json` records).
 
     Keyword filters (`since=`, `action=`, ...) are accepted as well as a `LogFilters`.
@@ -150,7 +163,7 @@ def query_logs(settings, filters: LogFilters | None = None, *, limit: int | None
     return [log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id)) for row in rows]
 
 
-def count_logs(settings, filters: LogFilters) -> int:  # type: ignore[no-untyped-def]
+def count_logs(settings: Settings, filters: LogFilters) -> int:
     from sqlalchemy import func, select
 
     from policybot import db
@@ -160,7 +173,7 @@ def count_logs(settings, filters: LogFilters) -> int:  # type: ignore[no-untyped
         return int(session.execute(filters.apply(select(func.count()).select_from(Question))).scalar_one())
 
 
-def logged_evaluator_versions(settings) -> list[str]:  # type: ignore[no-untyped-def]
+def logged_evaluator_versions(settings: Settings) -> list[str]:
     """The evaluator versions that answered logged questions (the console's evaluator filter)."""
     from sqlalchemy import select
 
@@ -168,8 +181,10 @@ def logged_evaluator_versions(settings) -> list[str]:  # type: ignore[no-untyped
     from policybot.models import Question
 
     with db.session(settings) as session:
-        return list(session.execute(select(Question.evaluator_version).distinct()
-                                    .where(Question.evaluator_version.is_not(None))).scalars())
+        versions = session.execute(
+            select(Question.evaluator_version).distinct().where(Question.evaluator_version.is_not(None))
+        ).scalars()
+        return [version for version in versions if version is not None]  # none are: the query says so
 
 
 def record_id(ref: str) -> int | None:
@@ -178,12 +193,12 @@ def record_id(ref: str) -> int | None:
     from policybot.answering import could_be_reference
 
     ref = ref.strip()
-    explicit = next((ref[len(prefix):].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
+    explicit = next((ref[len(prefix) :].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
     digits = explicit if explicit is not None else ref if not could_be_reference(ref) else ""
     return int(digits) if digits.isascii() and digits.isdigit() and int(digits) < 2**31 else None
 
 
-def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no-untyped-def]
+def find_record(settings: Settings, ref: str) -> dict[str, Any] | None:
     """One logged question by the reference users quote (e.g. Q7K2M9) or by row id (`record_id`)."""
     from sqlalchemy import func, select
 
@@ -196,8 +211,12 @@ def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no
         if row_id is not None:
             row = session.get(Question, row_id)
         else:
-            row = session.execute(select(Question).where(func.upper(Question.reference) == ref.upper())
-                                  .order_by(Question.id.desc()).limit(1)).scalar_one_or_none()
+            row = session.execute(
+                select(Question)
+                .where(func.upper(Question.reference) == ref.upper())
+                .order_by(Question.id.desc())
+                .limit(1)
+            ).scalar_one_or_none()
         if row is None:
             return None
         votes = _feedback_counts(session, [row.id])
@@ -205,7 +224,7 @@ def find_record(settings, ref: str) -> dict[str, Any] | None:  # type: ignore[no
     return log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id))
 
 
-def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None) -> dict[str, Any]:
     scores = row.scores or []
     return {
         "id": row.id,
@@ -220,7 +239,8 @@ def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | No
         "status": row.status,
         "action": row.action,
         "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []))
-        if row.action else None,
+        if row.action
+        else None,
         "found": row.found,
         "top_score": max((s.get("score", 0.0) for s in scores), default=None),
         "scores": scores,
@@ -243,9 +263,29 @@ def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | No
 
 # ------------------------------------------------------------------ exports
 
-CSV_FIELDS = ("id", "reference", "created_at", "surface", "asker", "channel", "status", "action", "found", "top_score",
-              "question", "answer", "sources_used", "citations", "fallback_queries", "feedback_up", "feedback_down",
-              "latency_ms", "evaluator_version", "error", "review")
+CSV_FIELDS = (
+    "id",
+    "reference",
+    "created_at",
+    "surface",
+    "asker",
+    "channel",
+    "status",
+    "action",
+    "found",
+    "top_score",
+    "question",
+    "answer",
+    "sources_used",
+    "citations",
+    "fallback_queries",
+    "feedback_up",
+    "feedback_down",
+    "latency_ms",
+    "evaluator_version",
+    "error",
+    "review",
+)
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
@@ -278,10 +318,15 @@ def records_jsonl(records: list[dict[str, Any]]) -> str:
 # ------------------------------------------------------------------ reviews
 
 
-def review_json(row) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return {"verdict": row.verdict, "expected_document_id": row.expected_document_id,
-            "expected_document": row.expected_document, "note": row.note, "reviewer": row.reviewer,
-            "updated_at": row.updated_at.isoformat() if row.updated_at else None}
+def review_json(row) -> dict[str, Any]:
+    return {
+        "verdict": row.verdict,
+        "expected_document_id": row.expected_document_id,
+        "expected_document": row.expected_document,
+        "note": row.note,
+        "reviewer": row.reviewer,
+        "updated_at": row.updated_at.isoformat() if row.updated_at else None,
+    }
 
 
 class ReviewError(UserError):
@@ -292,8 +337,14 @@ class ReviewNotFound(ReviewError, NotFound):
     """The logged question to review does not exist (404)."""
 
 
-def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type: ignore[no-untyped-def]
-               expected_document_id: int | None = None, note: str | None = None) -> dict[str, Any]:
+def set_review(
+    settings,
+    question_id: int,
+    reviewer: str,
+    verdict: str,
+    expected_document_id: int | None = None,
+    note: str | None = None,
+) -> dict[str, Any]:
     """Store (or replace) one reviewer's label for a logged question."""
     from sqlalchemy import select
 
@@ -312,8 +363,9 @@ def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type:
             if document is None:
                 raise ReviewError(f"no document {expected_document_id}")
             expected_name = document.name
-        row = session.execute(select(Review).where(Review.question_id == question_id, Review.reviewer == reviewer)
-                              ).scalar_one_or_none()
+        row = session.execute(
+            select(Review).where(Review.question_id == question_id, Review.reviewer == reviewer)
+        ).scalar_one_or_none()
         if row is None:
             row = Review(question_id=question_id, reviewer=reviewer)
             session.add(row)
@@ -321,20 +373,23 @@ def set_review(settings, question_id: int, reviewer: str, verdict: str,  # type:
         row.expected_document_id = expected_document_id
         row.expected_document = expected_name
         row.note = note
-        row.updated_at = datetime.now(timezone.utc)
+        row.updated_at = datetime.now(UTC)
         session.flush()
         return review_json(row)
 
 
-def reviews_for(settings, question_id: int) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def reviews_for(settings: Settings, question_id: int) -> list[dict[str, Any]]:
     from sqlalchemy import select
 
     from policybot import db
     from policybot.models import Review
 
     with db.session(settings) as session:
-        rows = session.execute(select(Review).where(Review.question_id == question_id)
-                               .order_by(Review.updated_at.desc())).scalars().all()
+        rows = (
+            session.execute(select(Review).where(Review.question_id == question_id).order_by(Review.updated_at.desc()))
+            .scalars()
+            .all()
+        )
         return [review_json(row) for row in rows]
 
 
@@ -379,31 +434,41 @@ def _rates(row: Any) -> dict[str, Any]:
     }
 
 
-def _day_start(day) -> datetime:  # type: ignore[no-untyped-def]
-    return datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc)
+def _day_start(day) -> datetime:
+    return datetime.combine(day, datetime.min.time(), tzinfo=UTC)
 
 
-def daily_stats(settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def daily_stats(settings: Settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:
     """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
     from sqlalchemy import text
 
     from policybot import db
 
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     start = _day_start(now.date() - timedelta(days=days - 1))
     until = _day_start(now.date() + timedelta(days=1))
     with db.session(settings) as session:
         rows = session.execute(text(_DAILY_SQL), {"since": start, "until": until}).all()
     per_day = [{"day": row.day.isoformat()} | _rates(row) for row in rows if row.day is not None]
     total_row = next((row for row in rows if row.day is None), None)
-    empty = {"questions": 0, "answered": 0, "failed": 0, "actions": {a: 0 for a in ACTIONS},
-             "action_rates": {a: 0.0 for a in ACTIONS}, "abstained": 0, "abstention_rate": 0.0, "feedback_up": 0,
-             "feedback_down": 0, "latency_p50_ms": None, "latency_p95_ms": None}
+    empty = {
+        "questions": 0,
+        "answered": 0,
+        "failed": 0,
+        "actions": {a: 0 for a in ACTIONS},
+        "action_rates": {a: 0.0 for a in ACTIONS},
+        "abstained": 0,
+        "abstention_rate": 0.0,
+        "feedback_up": 0,
+        "feedback_down": 0,
+        "latency_p50_ms": None,
+        "latency_p95_ms": None,
+    }
     total = _rates(total_row) if total_row is not None and total_row.questions else empty
     return {"days": days, "since": start.date().isoformat(), "total": total, "per_day": per_day}
 
 
-def stats_summary(settings, days: int = 7) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def stats_summary(settings: Settings, days: int = 7) -> dict[str, Any]:
     """The totals of `daily_stats`, flat (what the bot's admin `stats` reply shows)."""
     return {"days": days} | daily_stats(settings, days)["total"]
 
@@ -414,21 +479,24 @@ ALERT_MIN_RECENT = 5  # answered questions in the last 7 days before the alert c
 ALERT_MIN_PRIOR = 10  # and in the 28 days before them (no baseline, no rise to measure)
 
 
-def _incorrect_share(session, since: datetime, until: datetime) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+def _incorrect_share(session: Session, since: datetime, until: datetime) -> tuple[int, int]:
     from sqlalchemy import text
 
-    row = session.execute(text(
-        "SELECT count(*) AS answered, count(*) FILTER (WHERE action = 'incorrect') AS incorrect FROM questions "
-        "WHERE status = 'answered' AND created_at >= :since AND created_at < :until"),
-        {"since": since, "until": until}).one()
+    row = session.execute(
+        text(
+            "SELECT count(*) AS answered, count(*) FILTER (WHERE action = 'incorrect') AS incorrect FROM questions "
+            "WHERE status = 'answered' AND created_at >= :since AND created_at < :until"
+        ),
+        {"since": since, "until": until},
+    ).one()
     return int(row.incorrect), int(row.answered)
 
 
-def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def incorrect_alert(settings: Settings, margin: float, now: datetime | None = None) -> dict[str, Any]:
     """Incorrect share of the last 7 days against the 28 days before them; `alert` when it rose by > margin."""
     from policybot import db
 
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     recent_start, prior_start = now - timedelta(days=7), now - timedelta(days=35)
     with db.session(settings) as session:
         recent = _incorrect_share(session, recent_start, now)
@@ -436,13 +504,18 @@ def incorrect_alert(settings, margin: float, now: datetime | None = None) -> dic
     recent_share = recent[0] / recent[1] if recent[1] else 0.0
     prior_share = prior[0] / prior[1] if prior[1] else 0.0
     return {
-        "recent_share": recent_share, "recent_incorrect": recent[0], "recent_answered": recent[1],
-        "prior_share": prior_share, "prior_incorrect": prior[0], "prior_answered": prior[1], "margin": margin,
+        "recent_share": recent_share,
+        "recent_incorrect": recent[0],
+        "recent_answered": recent[1],
+        "prior_share": prior_share,
+        "prior_incorrect": prior[0],
+        "prior_answered": prior[1],
+        "margin": margin,
         "alert": recent[1] >= ALERT_MIN_RECENT and prior[1] >= ALERT_MIN_PRIOR and recent_share > prior_share + margin,
     }
 
 
-def _misses(settings, since: datetime) -> list[Any]:  # type: ignore[no-untyped-def]
+def _misses(settings: Settings, since: datetime) -> Sequence[Any]:
     from sqlalchemy import or_, select
 
     from policybot import db
@@ -451,12 +524,14 @@ def _misses(settings, since: datetime) -> list[Any]:  # type: ignore[no-untyped-
     with db.session(settings) as session:
         return session.execute(
             select(Question.question, Question.scores).where(
-                Question.status == "answered", Question.created_at >= since,
-                or_(Question.action == "incorrect", Question.found.is_(False)))
+                Question.status == "answered",
+                Question.created_at >= since,
+                or_(Question.action == "incorrect", Question.found.is_(False)),
+            )
         ).all()
 
 
-def misses(settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:  # type: ignore[no-untyped-def]
+def misses(settings: Settings, since: datetime, limit: int = 10) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """What lies behind Incorrect/abstained questions, from one read of them:
 
     - documents: the knowledge-base document that ranked first (likely stale there);

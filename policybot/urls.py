@@ -12,8 +12,10 @@ def mask_query(address: str | None, keep: tuple[str, ...] = ()) -> str | None:
     parts = urlsplit(address)
     if not parts.query:
         return address
-    masked = [f"{name}={value if value in keep else '***'}" if sep else name
-              for name, sep, value in (pair.partition("=") for pair in parts.query.split("&"))]
+    masked = [
+        f"{name}={value if value in keep else '***'}" if sep else name
+        for name, sep, value in (pair.partition("=") for pair in parts.query.split("&"))
+    ]
     return urlunsplit(parts._replace(query="&".join(masked)))
 
 

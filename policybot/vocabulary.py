@@ -26,10 +26,13 @@ def organisation_vocabulary(settings: Settings) -> frozenset[str]:
     updated or removed: each call costs one small query on the documents table, not a scan.
     """
     with db.session(settings) as session:
-        stamp = tuple(session.execute(
-            select(func.count(), func.max(Document.ingested_at), func.sum(Document.version))
-            .where(Document.deleted.is_(False))
-        ).one())
+        stamp = tuple(
+            session.execute(
+                select(func.count(), func.max(Document.ingested_at), func.sum(Document.version)).where(
+                    Document.deleted.is_(False)
+                )
+            ).one()
+        )
     key = db.engine(settings)
     with _vocabulary_lock:
         cached = _vocabularies.get(key)

@@ -16,6 +16,7 @@ from secrets import token_hex
 import pytest
 
 from bench.common import free_port
+
 from console_helpers import ADMIN_PASSWORD, CONSOLE_SECRET
 from leak_check import SecretLeakCheck
 
@@ -38,8 +39,18 @@ HR_PORTAL = REPO / "samples" / "hr-portal"
 # A port of its own per run: a Redis left over from another run must never be reused.
 TEST_REDIS_PORT = free_port()
 
-for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EMBEDDING_MODEL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
-                 "SLACK_APP_TOKEN", "SLACK_API_URL", "POLICYBOT_ADMINS", "POLICYBOT_EVALUATOR_PATH", "POLICYBOT_GENERATOR_URL"):
+for variable in (
+    "DATABASE_URL",
+    "REDIS_URL",
+    "POLICYBOT_EMBEDDING_MODEL",
+    "SLACK_BOT_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_APP_TOKEN",
+    "SLACK_API_URL",
+    "POLICYBOT_ADMINS",
+    "POLICYBOT_EVALUATOR_PATH",
+    "POLICYBOT_GENERATOR_URL",
+):
     os.environ.pop(variable, None)
 
 # Secrets of the test configuration, all set, so that the leak check below has values to find.
@@ -54,8 +65,12 @@ TEST_SECRETS = {
 os.environ.update(TEST_SECRETS)
 
 
-_KNOWN_SECRETS = TEST_SECRETS | {"SLACK_BOT_TOKEN": TEST_SLACK_BOT_TOKEN, "SLACK_SIGNING_SECRET": TEST_SLACK_SIGNING_SECRET,
-                                 "the console test password": ADMIN_PASSWORD, "the console test secret": CONSOLE_SECRET}
+_KNOWN_SECRETS = TEST_SECRETS | {
+    "SLACK_BOT_TOKEN": TEST_SLACK_BOT_TOKEN,
+    "SLACK_SIGNING_SECRET": TEST_SLACK_SIGNING_SECRET,
+    "the console test password": ADMIN_PASSWORD,
+    "the console test secret": CONSOLE_SECRET,
+}
 
 
 def known_secrets() -> dict[str, str]:
@@ -139,6 +154,8 @@ def knowledge_base(settings, ingested_samples):  # -> Settings
     report = ingest_paths(settings, [HR_PORTAL], collection="hr-portal")
     assert not report.failed, report.failed
     with db.session(settings) as session:
-        if not session.execute(select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")).scalar_one_or_none():
+        if not session.execute(
+            select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")
+        ).scalar_one_or_none():
             session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
     return settings

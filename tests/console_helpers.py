@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,18 +16,27 @@ CONSOLE_SECRET = "test-console-secret-" + "x" * 20
 CHANNEL = "CCONSOLE01"
 PARENTAL = "How many weeks of parental leave do primary caregivers get?"
 DOG = "Can I bring my dog named Rex to the office?"
-MINIBAR = ("Are hotel minibar costs reimbursed?", "Can I expense the hotel minibar?", "Is the minibar covered on trips?")
+MINIBAR = (
+    "Are hotel minibar costs reimbursed?",
+    "Can I expense the hotel minibar?",
+    "Is the minibar covered on trips?",
+)
 
 _HASHES: dict[str, str] = {}
 
 
-def console_settings(settings, **updates: Any):  # type: ignore[no-untyped-def]
+def console_settings(settings, **updates: Any):
     from console.auth import hash_password
 
     if ADMIN_PASSWORD not in _HASHES:
         _HASHES[ADMIN_PASSWORD] = hash_password(ADMIN_PASSWORD, settings.console_scrypt_n)
-    return settings.model_copy(update={"console_users": SecretStr(f"{ADMIN_USER}:{_HASHES[ADMIN_PASSWORD]}"),
-                                       "console_secret": SecretStr(CONSOLE_SECRET)} | updates)
+    return settings.model_copy(
+        update={
+            "console_users": SecretStr(f"{ADMIN_USER}:{_HASHES[ADMIN_PASSWORD]}"),
+            "console_secret": SecretStr(CONSOLE_SECRET),
+        }
+        | updates
+    )
 
 
 def csrf_of(html: str) -> str:
@@ -45,40 +54,103 @@ def seeded_log(settings, request) -> dict[str, int]:  # label -> question id
     channel = getattr(request.module, "SEED_CHANNEL", CHANNEL)
     from policybot.models import Feedback
 
-    now = datetime.now(timezone.utc)
-    scores = [{"document": "leave-policy.md", "section": "4.2 Duration and pay", "origin": "kb", "source": "policies",
-               "chunk_id": "n1", "score": 0.71},
-              {"document": "travel-expenses.md", "section": "Deadlines", "origin": "kb", "source": "policies",
-               "chunk_id": "n2", "score": 0.12},
-              {"document": "hr-faq.md", "section": "Pets", "origin": "fallback", "source": "HR portal",
-               "chunk_id": "f1", "score": -0.2}]
+    now = datetime.now(UTC)
+    scores = [
+        {
+            "document": "leave-policy.md",
+            "section": "4.2 Duration and pay",
+            "origin": "kb",
+            "source": "policies",
+            "chunk_id": "n1",
+            "score": 0.71,
+        },
+        {
+            "document": "travel-expenses.md",
+            "section": "Deadlines",
+            "origin": "kb",
+            "source": "policies",
+            "chunk_id": "n2",
+            "score": 0.12,
+        },
+        {
+            "document": "hr-faq.md",
+            "section": "Pets",
+            "origin": "fallback",
+            "source": "HR portal",
+            "chunk_id": "f1",
+            "score": -0.2,
+        },
+    ]
     rows: dict[str, Any] = {
         "parental": question_row(
-            question=PARENTAL, channel=channel, thread_ts="1700000000.000100", action="correct", latency_ms=1200.0,
-            evaluator_version="t5-console-test", upper=0.5, lower=-0.1, scores=scores,
+            question=PARENTAL,
+            channel=channel,
+            thread_ts="1700000000.000100",
+            action="correct",
+            latency_ms=1200.0,
+            evaluator_version="t5-console-test",
+            upper=0.5,
+            lower=-0.1,
+            scores=scores,
             answer="Primary caregivers receive 16 weeks of paid leave. [1]",
-            citations=[{"n": 1, "origin": "kb", "source": "policies", "document": "leave-policy.md",
-                        "title": "Leave Policy", "section": "4.2 Duration and pay", "url": None, "score": 0.7}],
-            strips=[{"document": "leave-policy.md", "section": "4.2 Duration and pay",
-                     "text": "Primary caregivers receive 16 weeks of paid leave.", "score": 0.66}],
+            citations=[
+                {
+                    "n": 1,
+                    "origin": "kb",
+                    "source": "policies",
+                    "document": "leave-policy.md",
+                    "title": "Leave Policy",
+                    "section": "4.2 Duration and pay",
+                    "url": None,
+                    "score": 0.7,
+                }
+            ],
+            strips=[
+                {
+                    "document": "leave-policy.md",
+                    "section": "4.2 Duration and pay",
+                    "text": "Primary caregivers receive 16 weeks of paid leave.",
+                    "score": 0.66,
+                }
+            ],
             timings_ms={"retrieve": 40.0, "evaluate": 300.0, "refine": 80.0, "compose": 5.0, "total": 425.0},
-            created_at=now - timedelta(hours=1)),
+            created_at=now - timedelta(hours=1),
+        ),
         "dog": question_row(
-            question=DOG, channel=channel, action="incorrect", found=False, latency_ms=900.0, sources_used=[],
-            scores=[dict(scores[1], score=-0.5)], answer="I couldn't find this in the approved policy sources.",
-            fallback_queries=[{"source": "HR portal", "query": "dog office"}], created_at=now - timedelta(hours=2)),
+            question=DOG,
+            channel=channel,
+            action="incorrect",
+            found=False,
+            latency_ms=900.0,
+            sources_used=[],
+            scores=[dict(scores[1], score=-0.5)],
+            answer="I couldn't find this in the approved policy sources.",
+            fallback_queries=[{"source": "HR portal", "query": "dog office"}],
+            created_at=now - timedelta(hours=2),
+        ),
     }
     for day in range(1, 7):  # the last week: Incorrect on a travel topic
         for n in range(3):
             rows[f"recent-{day}-{n}"] = question_row(
-                question=MINIBAR[n], channel=channel, action="incorrect",
-                found=n != 0, sources_used=["HR portal"] if n else [], latency_ms=800.0 + 100 * n,
-                scores=[dict(scores[1], score=-0.4)], created_at=now - timedelta(days=day, hours=3))
+                question=MINIBAR[n],
+                channel=channel,
+                action="incorrect",
+                found=n != 0,
+                sources_used=["HR portal"] if n else [],
+                latency_ms=800.0 + 100 * n,
+                scores=[dict(scores[1], score=-0.4)],
+                created_at=now - timedelta(days=day, hours=3),
+            )
     for day in range(8, 30, 2):  # the weeks before: Correct
         for n in range(3):
             rows[f"prior-{day}-{n}"] = question_row(
-                question="How many vacation days do I get per year?", channel=channel, action="correct",
-                latency_ms=700.0, scores=[dict(scores[0], score=0.8)], created_at=now - timedelta(days=day, hours=3))
+                question="How many vacation days do I get per year?",
+                channel=channel,
+                action="correct",
+                latency_ms=700.0,
+                scores=[dict(scores[0], score=0.8)],
+                created_at=now - timedelta(days=day, hours=3),
+            )
     with db.session(settings) as session:
         session.add_all(rows.values())
         session.flush()

@@ -9,7 +9,21 @@ def question_row(**values: Any):  # -> policybot.models.Question
     from policybot.answering import new_reference
     from policybot.models import Question
 
-    defaults = dict(surface="mention", asker="UCLIOPS", channel="CCLIOPS01", reference=new_reference(), status="answered",
-                    found=True, sources_used=["knowledge base"], scores=[], strips=[], citations=[], fallback_queries=[],
-                    evaluator_version="cosine", upper=0.55, lower=0.30, timings_ms={"total": 10.0})
+    defaults = dict(
+        surface="mention",
+        asker="UCLIOPS",
+        channel="CCLIOPS01",
+        reference=new_reference(),
+        status="answered",
+        found=True,
+        sources_used=["knowledge base"],
+        scores=[],
+        strips=[],
+        citations=[],
+        fallback_queries=[],
+        evaluator_version="cosine",
+        upper=0.55,
+        lower=0.30,
+        timings_ms={"total": 10.0},
+    )
     return Question(**(defaults | values))

@@ -39,11 +39,19 @@ class Stack:
     def worker_env(self, **extra: str) -> dict[str, str]:
         from bot.demo import worker_env
 
-        return worker_env(self.settings, self.fake, base=cli_env(self.settings.home),
-                          **{"POLICYBOT_ADMINS": ADMIN, "POLICYBOT_TEST_FAIL_MARKER": FAIL_MARKER,
-                             "POLICYBOT_TEST_SLOW_MARKER": SLOW_MARKER,
-                             "POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(TEST_VISIBILITY_TIMEOUT_S)}
-                          | self.worker_extra_env | extra)
+        return worker_env(
+            self.settings,
+            self.fake,
+            base=cli_env(self.settings.home),
+            **{
+                "POLICYBOT_ADMINS": ADMIN,
+                "POLICYBOT_TEST_FAIL_MARKER": FAIL_MARKER,
+                "POLICYBOT_TEST_SLOW_MARKER": SLOW_MARKER,
+                "POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(TEST_VISIBILITY_TIMEOUT_S),
+            }
+            | self.worker_extra_env
+            | extra,
+        )
 
     def start_worker(self, name: str, **extra_env: str):  # -> WorkerProcess
         from workers.process import WorkerProcess
@@ -56,19 +64,38 @@ class Stack:
 
     # events as Slack sends them
 
-    def mention(self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None) -> dict[str, Any]:
+    def mention(
+        self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None
+    ) -> dict[str, Any]:
         ts = self.fake.new_ts()
-        event = {"type": "app_mention", "user": user, "text": f"<@{self.fake.bot_user_id}> {text}".rstrip(),
-                 "ts": ts, "channel": channel, "event_ts": ts, "team": self.fake.team_id}
+        event = {
+            "type": "app_mention",
+            "user": user,
+            "text": f"<@{self.fake.bot_user_id}> {text}".rstrip(),
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.fake.team_id,
+        }
         if thread_ts:
             event["thread_ts"] = thread_ts
         return event
 
-    def dm(self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None,
-           **extra: Any) -> dict[str, Any]:
+    def dm(
+        self, text: str, channel: str, user: str = "UEMPLOYEE1", thread_ts: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
         ts = self.fake.new_ts()
-        event = {"type": "message", "channel_type": "im", "user": user, "text": text, "ts": ts,
-                 "channel": channel, "event_ts": ts, "team": self.fake.team_id, **extra}
+        event = {
+            "type": "message",
+            "channel_type": "im",
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.fake.team_id,
+            **extra,
+        }
         if thread_ts:
             event["thread_ts"] = thread_ts
         return event
@@ -76,8 +103,14 @@ class Stack:
     @staticmethod
     def mention_twin(message: dict[str, Any]) -> dict[str, Any]:
         """The `app_mention` Slack also sends for a DM that mentions the bot."""
-        return {"type": "app_mention", "user": message["user"], "text": message["text"], "ts": message["ts"],
-                "channel": message["channel"], "event_ts": message["ts"]}
+        return {
+            "type": "app_mention",
+            "user": message["user"],
+            "text": message["text"],
+            "ts": message["ts"],
+            "channel": message["channel"],
+            "event_ts": message["ts"],
+        }
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +118,7 @@ def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) 
     yield from running_stack(settings, tmp_path_factory)
 
 
-def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_extra_env: str) -> Iterator[Stack]:  # type: ignore[no-untyped-def]
+def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_extra_env: str) -> Iterator[Stack]:
     """The local Slack, the Bolt app serving HTTP in this process, and a worker process."""
     from bot.app import build_app
     from bot.demo import slack_settings
@@ -107,16 +140,18 @@ def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_e
         fake.stop()
 
 
-def question_for(settings, channel: str, message_ts: str):  # type: ignore[no-untyped-def]
+def question_for(settings, channel: str, message_ts: str):
     from sqlalchemy import select
 
     from policybot import db
     from policybot.models import Question
 
     with db.session(settings) as session:
-        return session.execute(
-            select(Question).where(Question.channel == channel, Question.message_ts == message_ts)
-        ).scalars().all()
+        return (
+            session.execute(select(Question).where(Question.channel == channel, Question.message_ts == message_ts))
+            .scalars()
+            .all()
+        )
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 60.0, what: str = "condition", step: float = 0.2) -> Any:
@@ -130,32 +165,43 @@ def wait_until(condition: Callable[[], Any], timeout: float = 60.0, what: str = 
         time.sleep(step)
 
 
-def section_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
+def section_texts(post) -> list[str]:
     return [b["text"]["text"] for b in post["blocks"] if b["type"] == "section"]
 
 
-def context_texts(post) -> list[str]:  # type: ignore[no-untyped-def]
+def context_texts(post) -> list[str]:
     return [e["text"] for b in post["blocks"] if b["type"] == "context" for e in b["elements"]]
 
 
-def buttons(post) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+def buttons(post) -> list[dict[str, Any]]:
     return [e for b in post["blocks"] if b["type"] == "actions" for e in b["elements"]]
 
 
-def choose_upload(stack: Stack, offer, add: bool = True, user: str = ADMIN,  # type: ignore[no-untyped-def]
-                  url: str | None = None):  # -> httpx.Response
+def choose_upload(
+    stack: Stack,
+    offer,
+    add: bool = True,
+    user: str = ADMIN,
+    url: str | None = None,
+):  # -> httpx.Response
     """Click "Add to knowledge base" (or "Don't add") on the bot's offer to add an admin's files."""
     from bot import blocks
 
     [button] = [b for b in buttons(offer) if b["action_id"] == (blocks.UPLOAD_ADD if add else blocks.UPLOAD_SKIP)]
-    response = stack.fake.click(url or stack.events_url, action_id=button["action_id"], value=button["value"],
-                                user=user, channel=offer["channel"], message=offer.response["message"],
-                                block_id=blocks.UPLOAD_BLOCK)
+    response = stack.fake.click(
+        url or stack.events_url,
+        action_id=button["action_id"],
+        value=button["value"],
+        user=user,
+        channel=offer["channel"],
+        message=offer.response["message"],
+        block_id=blocks.UPLOAD_BLOCK,
+    )
     assert response.status_code == 200
     return response
 
 
-def answered_once_about_parental_leave(stack: Stack, channel: str, ts: str):  # type: ignore[no-untyped-def]
+def answered_once_about_parental_leave(stack: Stack, channel: str, ts: str):
     """The question's log row, once its one answer (16 weeks of parental leave) is in its thread."""
     post = stack.fake.wait_for_posts(channel, ts, timeout=90)[0]
     assert "16 weeks" in "\n".join(section_texts(post))

@@ -9,18 +9,39 @@ import yaml
 
 from bot import blocks
 from bot.fake_slack import block_problems, sign
-from bot.listeners import BotIdentity, Listeners, OutageReplies, RecentMessages, clean_text, decide_mention, decide_message
+from bot.listeners import (
+    BotIdentity,
+    Listeners,
+    OutageReplies,
+    RecentMessages,
+    clean_text,
+    decide_mention,
+    decide_message,
+)
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 
 
-def view(text: str, citations=(), action: str = "correct", found: bool = True, sources=("knowledge base",)) -> blocks.AnswerView:
-    return blocks.AnswerView(question_id=42, reference="Q7K2M9", text=text, action=action, found=found,
-                             sources_used=tuple(sources), citations=tuple(citations))
+def view(
+    text: str, citations=(), action: str = "correct", found: bool = True, sources=("knowledge base",)
+) -> blocks.AnswerView:
+    return blocks.AnswerView(
+        question_id=42,
+        reference="Q7K2M9",
+        text=text,
+        action=action,
+        found=found,
+        sources_used=tuple(sources),
+        citations=tuple(citations),
+    )
 
 
-def source(n: int, **kw) -> blocks.SourceView:  # type: ignore[no-untyped-def]
-    values = dict(document="leave-policy.md", title="Leave Policy", section="Leave Policy > 4. Parental Leave > 4.2 Duration and pay")
+def source(n: int, **kw) -> blocks.SourceView:
+    values = dict(
+        document="leave-policy.md",
+        title="Leave Policy",
+        section="Leave Policy > 4. Parental Leave > 4.2 Duration and pay",
+    )
     values.update(kw)
     return blocks.SourceView(n=n, **values)
 
@@ -43,9 +64,20 @@ def test_answer_has_text_action_sources_buttons_and_reference() -> None:
 
 
 def test_source_with_url_is_a_link_and_fallback_origin_is_named() -> None:
-    line = blocks.source_line(source(2, document="Payroll calendar", title="Payroll <calendar> | 2026", section="Dates",
-                                     url="https://hr.example.com/payroll", origin="fallback", source="HR portal"))
-    assert line == "[2] <https://hr.example.com/payroll|Payroll &lt;calendar&gt; ¦ 2026 — Dates> · _fallback: HR portal_"
+    line = blocks.source_line(
+        source(
+            2,
+            document="Payroll calendar",
+            title="Payroll <calendar> | 2026",
+            section="Dates",
+            url="https://hr.example.com/payroll",
+            origin="fallback",
+            source="HR portal",
+        )
+    )
+    assert (
+        line == "[2] <https://hr.example.com/payroll|Payroll &lt;calendar&gt; ¦ 2026 — Dates> · _fallback: HR portal_"
+    )
     # A URL from a fallback source with '|' or '>' in it cannot end the link early.
     odd = blocks.source_line(source(3, document="d", title="T", section="", url="https://hr.example.com/a|b>c?x=1&y=2"))
     assert odd.startswith("[3] <https://hr.example.com/a%7Cb%3Ec?x=1&amp;y=2|T> ")
@@ -53,23 +85,37 @@ def test_source_with_url_is_a_link_and_fallback_origin_is_named() -> None:
 
 def test_notification_text_pings_no_one_and_stays_within_its_limit() -> None:
     """The top-level text is mrkdwn too: a policy quoting "<!channel>" must not notify a channel."""
-    message = blocks.answer_message(blocks.AnswerView(
-        question_id=7, reference="Q7K2M9", text="Post urgent notices with <!channel> & tag <@U123>.", action="correct",
-        found=True, sources_used=["knowledge base"]))
+    message = blocks.answer_message(
+        blocks.AnswerView(
+            question_id=7,
+            reference="Q7K2M9",
+            text="Post urgent notices with <!channel> & tag <@U123>.",
+            action="correct",
+            found=True,
+            sources_used=["knowledge base"],
+        )
+    )
     assert message["text"] == "Post urgent notices with &lt;!channel&gt; &amp; tag &lt;@U123&gt;."
     shortened = blocks.notification_text("&" * 5000, limit=3000)
     assert len(shortened) <= 3000 and shortened.endswith("&amp;…")
 
 
-@pytest.mark.parametrize("action,found,sources,expected", [
-    ("correct", True, ["knowledge base"], "Answered from the policy knowledge base"),
-    ("correct", True, ["HR portal", "knowledge base"],  # the knowledge base pointed to the portal, asked too
-     "Answered from the policy knowledge base and HR portal, which it refers to"),
-    ("correct", True, ["HR portal"], "Answered from HR portal, which the policy knowledge base refers to"),
-    ("ambiguous", True, ["knowledge base", "HR portal"], "Knowledge base was inconclusive, also checked HR portal"),
-    ("incorrect", True, ["HR portal"], "Not in the knowledge base, answered from HR portal"),
-    ("incorrect", False, [], "Not found in approved sources"),
-])
+@pytest.mark.parametrize(
+    "action,found,sources,expected",
+    [
+        ("correct", True, ["knowledge base"], "Answered from the policy knowledge base"),
+        (
+            "correct",
+            True,
+            ["HR portal", "knowledge base"],  # the knowledge base pointed to the portal, asked too
+            "Answered from the policy knowledge base and HR portal, which it refers to",
+        ),
+        ("correct", True, ["HR portal"], "Answered from HR portal, which the policy knowledge base refers to"),
+        ("ambiguous", True, ["knowledge base", "HR portal"], "Knowledge base was inconclusive, also checked HR portal"),
+        ("incorrect", True, ["HR portal"], "Not in the knowledge base, answered from HR portal"),
+        ("incorrect", False, [], "Not found in approved sources"),
+    ],
+)
 def test_action_is_stated_for_people(action: str, found: bool, sources: list[str], expected: str) -> None:
     assert expected in blocks.action_line(view("x", action=action, found=found, sources=sources))
 
@@ -112,21 +158,35 @@ def test_notices_and_apology_carry_what_users_need() -> None:
     apology = blocks.apology_message("Q7K2M9")
     assert "Q7K2M9" in apology["text"] and block_problems(apology["blocks"]) == []
     assert "40,000" in blocks.too_long_message(40_000, 4000)["text"]
-    stats = blocks.stats_message({"days": 7, "questions": 10, "answered": 9, "failed": 1,
-                                  "action_rates": {"correct": 0.5, "ambiguous": 0.3, "incorrect": 0.2},
-                                  "abstention_rate": 0.1, "feedback_up": 3, "feedback_down": 1,
-                                  "latency_p50_ms": 1200.0, "latency_p95_ms": 2500.0})
+    stats = blocks.stats_message(
+        {
+            "days": 7,
+            "questions": 10,
+            "answered": 9,
+            "failed": 1,
+            "action_rates": {"correct": 0.5, "ambiguous": 0.3, "incorrect": 0.2},
+            "abstention_rate": 0.1,
+            "feedback_up": 3,
+            "feedback_down": 1,
+            "latency_p50_ms": 1200.0,
+            "latency_p95_ms": 2500.0,
+        }
+    )
     assert "10 questions" in stats["text"] and "correct 50%" in stats["text"] and "1.2s / 2.5s" in stats["text"]
 
 
 def test_signature_is_slacks_v0_hmac() -> None:
     # The example from Slack's "Verifying requests" documentation.
-    body = ("token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&"
-            "channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&"
-            "response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
-            "trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c")
-    assert sign("8f742231b10e8888abcd99yyyzzz85a5", 1531420618, body) == \
-        "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+    body = (
+        "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&"
+        "channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&"
+        "response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
+        "trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+    )
+    assert (
+        sign("8f742231b10e8888abcd99yyyzzz85a5", 1531420618, body)
+        == "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"
+    )
 
 
 # ---------------------------------------------------------------- decisions
@@ -144,11 +204,15 @@ def test_clean_text_removes_the_bot_mention_and_slack_markup() -> None:
     assert clean_text(text, "UPOLICYBOT") == "What does the policy say about #travel & <@U999>?"
     # An e-mail or phone link keeps its address, which redaction knows, not its label (a name);
     # channel IDs, group pings and special mentions say nothing to search; dates keep their text.
-    text = ("Ask <mailto:priya@acme.com|Priya Raghunathan> or <tel:+15551234567|Priya> in <#C0123> with "
-            "<!subteam^S0ABC12|@hr-team> <!here> about leave by <!date^1392734382^{date}|Feb 18th> <!subteam^S0ABC13>")
+    text = (
+        "Ask <mailto:priya@acme.com|Priya Raghunathan> or <tel:+15551234567|Priya> in <#C0123> with "
+        "<!subteam^S0ABC12|@hr-team> <!here> about leave by <!date^1392734382^{date}|Feb 18th> <!subteam^S0ABC13>"
+    )
     assert clean_text(text, None) == "Ask priya@acme.com or +15551234567 in with @hr-team about leave by Feb 18th"
-    assert clean_text("See <#C0123|> and <https://hr.example.com/leave|> or <!subteam^S1|>.", None) == \
-        "See and https://hr.example.com/leave or ."
+    assert (
+        clean_text("See <#C0123|> and <https://hr.example.com/leave|> or <!subteam^S1|>.", None)
+        == "See and https://hr.example.com/leave or ."
+    )
     from crag.redaction import keyword_query, redact
 
     assert "priya" not in keyword_query(redact(clean_text(text, None), asker_names=())).lower()
@@ -158,22 +222,44 @@ def test_members_of_other_organisations_are_not_answered_in_slack_connect(slack_
     """Policies are internal: in a Slack Connect channel or DM, a member of another organisation
     gets a notice, our own members (and listed Grid workspaces) get answers."""
     me = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT", teams=frozenset({"TOURS", "EOURGRID"}))
-    mention = {"type": "app_mention", "user": "UVENDOR1", "channel": "CSHARED1", "ts": "1.2",
-               "text": "<@UPOLICYBOT> What is the travel per diem?", "user_team": "TVENDOR"}
-    dm = {"type": "message", "channel_type": "im", "user": "UVENDOR1", "channel": "DSHARED1", "ts": "1.3",
-          "text": "What is the travel per diem?", "user_team": "TVENDOR"}
+    mention = {
+        "type": "app_mention",
+        "user": "UVENDOR1",
+        "channel": "CSHARED1",
+        "ts": "1.2",
+        "text": "<@UPOLICYBOT> What is the travel per diem?",
+        "user_team": "TVENDOR",
+    }
+    dm = {
+        "type": "message",
+        "channel_type": "im",
+        "user": "UVENDOR1",
+        "channel": "DSHARED1",
+        "ts": "1.3",
+        "text": "What is the travel per diem?",
+        "user_team": "TVENDOR",
+    }
     decision = decide_mention(mention, "Ev1", slack_settings, me, shared_externally=True)
     assert decision.kind == "outsider" and decision.reason == "a member of another organisation (team TVENDOR)"
     assert decide_message(dm, "Ev2", slack_settings, me, shared_externally=True).kind == "outsider"
-    assert decide_mention(mention | {"user_team": "TOURS"}, "Ev1", slack_settings, me, shared_externally=True).kind == "question"
+    assert (
+        decide_mention(mention | {"user_team": "TOURS"}, "Ev1", slack_settings, me, shared_externally=True).kind
+        == "question"
+    )
     assert decide_mention(mention, "Ev1", slack_settings, me).kind == "question"  # not a Slack Connect conversation
     grid = slack_settings.model_copy(update={"member_team_ids": "TSISTER, TVENDOR"})
     assert decide_mention(mention, "Ev1", grid, me, shared_externally=True).kind == "question"
     open_to_all = slack_settings.model_copy(update={"answer_outsiders": True})
     assert decide_message(dm, "Ev2", open_to_all, me, shared_externally=True).kind == "question"
     # A webhook's or workflow's post names no team: in a shared conversation, no member either.
-    hook = {"type": "app_mention", "subtype": "bot_message", "bot_id": "BHOOK1", "channel": "CSHARED1", "ts": "1.4",
-            "text": "<@UPOLICYBOT> What is the travel per diem?"}
+    hook = {
+        "type": "app_mention",
+        "subtype": "bot_message",
+        "bot_id": "BHOOK1",
+        "channel": "CSHARED1",
+        "ts": "1.4",
+        "text": "<@UPOLICYBOT> What is the travel per diem?",
+    }
     answer_bots = slack_settings.model_copy(update={"ignore_bots": False})
     assert decide_mention(hook, "Ev3", answer_bots, me).kind == "question"
     assert decide_mention(hook, "Ev3", answer_bots, me, shared_externally=True).kind == "outsider"
@@ -181,42 +267,72 @@ def test_members_of_other_organisations_are_not_answered_in_slack_connect(slack_
 
 def test_mentions_become_questions_or_notices(slack_settings) -> None:
     base = {"type": "app_mention", "user": "U1", "channel": "C1", "ts": "1.2"}
-    assert decide_mention(base | {"text": "<@UPOLICYBOT> How much leave?"}, "Ev1", slack_settings, ME).kind == "question"
+    assert (
+        decide_mention(base | {"text": "<@UPOLICYBOT> How much leave?"}, "Ev1", slack_settings, ME).kind == "question"
+    )
     assert decide_mention(base | {"text": "<@UPOLICYBOT>"}, "Ev1", slack_settings, ME).kind == "empty"
-    assert decide_mention(base | {"text": "<@UPOLICYBOT> " + "x" * 40_000}, "Ev1", slack_settings, ME).kind == "too_long"
-    decision = decide_mention(base | {"text": "<@UPOLICYBOT> and after that?", "thread_ts": "1.0"}, "Ev1", slack_settings, ME)
+    assert (
+        decide_mention(base | {"text": "<@UPOLICYBOT> " + "x" * 40_000}, "Ev1", slack_settings, ME).kind == "too_long"
+    )
+    decision = decide_mention(
+        base | {"text": "<@UPOLICYBOT> and after that?", "thread_ts": "1.0"}, "Ev1", slack_settings, ME
+    )
     assert decision.incoming.in_thread and decision.incoming.thread_ts == "1.0"
     top = decide_mention(base | {"text": "<@UPOLICYBOT> hi there"}, "Ev1", slack_settings, ME).incoming
     assert not top.in_thread and top.thread_ts == "1.2"
 
 
-@pytest.mark.parametrize("extra,reason", [
-    ({"user": "UPOLICYBOT"}, "own message"),
-    ({"bot_id": "BPOLICYBOT"}, "own message"),
-    ({"bot_id": "BOTHER", "user": "UOTHER"}, "another bot"),
-    ({"subtype": "message_changed"}, "subtype"),
-    ({"subtype": "message_deleted"}, "subtype"),
-    ({"subtype": "bot_message", "bot_id": "BOTHER"}, "subtype"),
-    ({"channel_type": "channel"}, "not a direct message"),
-    ({"hidden": True}, "hidden"),
-])
-def test_messages_that_are_ignored(slack_settings, extra, reason) -> None:  # type: ignore[no-untyped-def]
-    event = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": "1.2", "text": "hello"} | extra
+@pytest.mark.parametrize(
+    "extra,reason",
+    [
+        ({"user": "UPOLICYBOT"}, "own message"),
+        ({"bot_id": "BPOLICYBOT"}, "own message"),
+        ({"bot_id": "BOTHER", "user": "UOTHER"}, "another bot"),
+        ({"subtype": "message_changed"}, "subtype"),
+        ({"subtype": "message_deleted"}, "subtype"),
+        ({"subtype": "bot_message", "bot_id": "BOTHER"}, "subtype"),
+        ({"channel_type": "channel"}, "not a direct message"),
+        ({"hidden": True}, "hidden"),
+    ],
+)
+def test_messages_that_are_ignored(slack_settings, extra, reason) -> None:
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "user": "U1",
+        "channel": "D1",
+        "ts": "1.2",
+        "text": "hello",
+    } | extra
     decision = decide_message(event, "Ev1", slack_settings, ME)
     assert decision.kind == "ignore" and reason in decision.reason
 
 
 def test_other_bots_are_answered_when_configured(slack_settings) -> None:
     permissive = slack_settings.model_copy(update={"ignore_bots": False})
-    event = {"type": "message", "channel_type": "im", "bot_id": "BOTHER", "user": "UOTHER", "channel": "D1", "ts": "1.2",
-             "text": "How much leave?"}
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "bot_id": "BOTHER",
+        "user": "UOTHER",
+        "channel": "D1",
+        "ts": "1.2",
+        "text": "How much leave?",
+    }
     assert decide_message(event, "Ev1", permissive, ME).kind == "question"
     assert decide_message(event, "Ev1", slack_settings, ME).kind == "ignore"
     own = dict(event, bot_id="BPOLICYBOT")
     assert decide_message(own, "Ev1", permissive, ME).kind == "ignore"
     # Webhooks and workflows post as `bot_message`: answered too when configured.
-    webhook = {"type": "message", "channel_type": "im", "subtype": "bot_message", "bot_id": "BHOOK", "channel": "D1",
-               "ts": "1.3", "text": "How much leave?"}
+    webhook = {
+        "type": "message",
+        "channel_type": "im",
+        "subtype": "bot_message",
+        "bot_id": "BHOOK",
+        "channel": "D1",
+        "ts": "1.3",
+        "text": "How much leave?",
+    }
     assert decide_message(webhook, "Ev1", permissive, ME).kind == "question"
     assert decide_message(webhook, "Ev1", slack_settings, ME).kind == "ignore"
 
@@ -232,8 +348,15 @@ def test_thanks_and_greetings_are_not_questions(slack_settings) -> None:
 
 
 def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
-    upload = {"type": "message", "channel_type": "im", "subtype": "file_share", "channel": "D1", "ts": "1.2", "text": "",
-              "files": [{"id": "F1", "name": "a.md"}]}
+    upload = {
+        "type": "message",
+        "channel_type": "im",
+        "subtype": "file_share",
+        "channel": "D1",
+        "ts": "1.2",
+        "text": "",
+        "files": [{"id": "F1", "name": "a.md"}],
+    }
     assert decide_message(upload | {"user": "UADMIN0002"}, "Ev1", slack_settings, ME).kind == "upload"
     assert decide_message(upload | {"user": "UNOBODY"}, "Ev1", slack_settings, ME).kind == "upload_refused"
     # Someone's screenshot with a question: the question is answered (the file is not read);
@@ -241,22 +364,41 @@ def test_uploads_and_stats_depend_on_admin(slack_settings) -> None:
     asked = upload | {"user": "UNOBODY", "text": "How long do I keep this receipt?"}
     decision = decide_message(asked, "Ev1", slack_settings, ME)
     assert decision.kind == "question" and not decision.offer_upload
-    decision = decide_message(asked | {"user": "UADMIN0002", "text": "Is this vendor contract OK under the gifts policy?"},
-                              "Ev1", slack_settings, ME)
+    decision = decide_message(
+        asked | {"user": "UADMIN0002", "text": "Is this vendor contract OK under the gifts policy?"},
+        "Ev1",
+        slack_settings,
+        ME,
+    )
     assert decision.kind == "question" and decision.offer_upload
-    for text, kind in (("please add this", "upload_refused"), ("Have a look and add it", "upload_refused"),
-                       ("I need to know how long to keep this receipt", "question")):
+    for text, kind in (
+        ("please add this", "upload_refused"),
+        ("Have a look and add it", "upload_refused"),
+        ("I need to know how long to keep this receipt", "question"),
+    ):
         assert decide_message(upload | {"user": "UNOBODY", "text": text}, "Ev1", slack_settings, ME).kind == kind, text
     stats = {"type": "message", "channel_type": "im", "channel": "D1", "ts": "1.2"}
     decision = decide_message(stats | {"user": "UADMIN0001", "text": "Stats 30d"}, "Ev1", slack_settings, ME)
     assert decision.kind == "stats" and decision.days == 30
-    assert decide_message(stats | {"user": "UNOBODY", "text": "stats"}, "Ev1", slack_settings, ME).kind == "stats_refused"
-    assert decide_message(stats | {"user": "UADMIN0001", "text": "stats about leave?"}, "Ev1", slack_settings, ME).kind == "question"
+    assert (
+        decide_message(stats | {"user": "UNOBODY", "text": "stats"}, "Ev1", slack_settings, ME).kind == "stats_refused"
+    )
+    assert (
+        decide_message(stats | {"user": "UADMIN0001", "text": "stats about leave?"}, "Ev1", slack_settings, ME).kind
+        == "question"
+    )
 
 
 def test_assistant_thread_messages_are_marked(slack_settings) -> None:
-    event = {"type": "message", "channel_type": "im", "user": "U1", "channel": "D1", "ts": "1.3", "thread_ts": "1.0",
-             "text": "How much leave?"}
+    event = {
+        "type": "message",
+        "channel_type": "im",
+        "user": "U1",
+        "channel": "D1",
+        "ts": "1.3",
+        "thread_ts": "1.0",
+        "text": "How much leave?",
+    }
     decision = decide_message(event, "Ev1", slack_settings, ME, lambda channel, ts: (channel, ts) == ("D1", "1.0"))
     assert decision.incoming.surface == "assistant"
     assert decide_message(event, "Ev1", slack_settings, ME).incoming.surface == "dm"
@@ -290,7 +432,7 @@ def test_bookkeeping_after_a_request_went_through_only_logs_a_database_error(sla
     """Once a question is queued, losing the note that says so must not reach the user as an outage."""
     from sqlalchemy.exc import OperationalError
 
-    def mark_enqueued(settings, claim_id: int) -> None:  # type: ignore[no-untyped-def]
+    def mark_enqueued(settings, claim_id: int) -> None:
         raise OperationalError("UPDATE slack_messages", {}, Exception("server closed the connection"))
 
     Listeners(slack_settings)._bookkeep(mark_enqueued, 42)
@@ -303,12 +445,24 @@ def test_manifest_subscribes_to_what_the_app_handles() -> None:
     for name in ("manifest.yml", "manifest.socket.yml"):
         manifest = yaml.safe_load((Path(blocks.__file__).parent / name).read_text())
         events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
-        assert events == {"app_mention", "message.im", "app_home_opened", "assistant_thread_started",
-                          "assistant_thread_context_changed"}
+        assert events == {
+            "app_mention",
+            "message.im",
+            "app_home_opened",
+            "assistant_thread_started",
+            "assistant_thread_context_changed",
+        }
         assert {e.split(".")[0] for e in events} <= set(EVENTS)
         scopes = set(manifest["oauth_config"]["scopes"]["bot"])
-        assert {"app_mentions:read", "chat:write", "im:history", "reactions:write", "files:read", "assistant:write",
-                "users:read"} <= scopes
+        assert {
+            "app_mentions:read",
+            "chat:write",
+            "im:history",
+            "reactions:write",
+            "files:read",
+            "assistant:write",
+            "users:read",
+        } <= scopes
         assert manifest["features"]["app_home"]["messages_tab_enabled"] is True
         assert manifest["settings"]["interactivity"]["is_enabled"] is True
         socket_mode = manifest["settings"]["socket_mode_enabled"]

@@ -7,18 +7,24 @@ import uuid
 from pathlib import Path
 
 import pytest
-
-from log_helpers import question_row
 from test_cli_ops import policybot
 
+from log_helpers import question_row
+
 KB = {"document": "leave-policy.md", "section": "4.2", "origin": "kb", "source": "policies", "chunk_id": "n1"}
-OTHER_KB = {"document": "travel-expenses.md", "section": "Deadlines", "origin": "kb", "source": "policies", "chunk_id": "n2"}
+OTHER_KB = {
+    "document": "travel-expenses.md",
+    "section": "Deadlines",
+    "origin": "kb",
+    "source": "policies",
+    "chunk_id": "n2",
+}
 FALLBACK = {"document": "hr-faq.md", "section": "Pets", "origin": "fallback", "source": "HR portal", "chunk_id": "f1"}
 KB_CITE = {"n": 1, "origin": "kb", "document": "leave-policy.md"}
 FB_CITE = {"n": 1, "origin": "fallback", "document": "hr-faq.md"}
 
 
-def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=None, **values):  # type: ignore[no-untyped-def]
+def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=None, **values):
     if scores is None:
         scores = [dict(KB, score=top), dict(OTHER_KB, score=top - 0.3), dict(FALLBACK, score=0.9)]
     return question_row(question="q?", action=action, found=found, citations=list(citations), scores=scores, **values)
@@ -27,32 +33,35 @@ def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=N
 # ------------------------------------------------------------------ the labelling rule (no database)
 
 
-@pytest.mark.parametrize(("question", "verdict", "expected", "label"), [
-    # right
-    (_q("correct", citations=[KB_CITE]), "right", None, "present"),
-    (_q("correct", found=False), "right", None, None),  # the call or the abstention?
-    (_q("incorrect", found=False), "right", None, "absent"),
-    (_q("ambiguous", found=False), "right", None, "absent"),
-    (_q("incorrect", citations=[FB_CITE]), "right", None, "absent"),
-    (_q("ambiguous", citations=[KB_CITE]), "right", None, "present"),
-    (_q("ambiguous", citations=[FB_CITE]), "right", None, "absent"),
-    (_q("ambiguous", citations=[KB_CITE, dict(FB_CITE, n=2)]), "right", None, None),
-    # wrong, with an expected document
-    (_q("incorrect", found=False), "wrong", "leave-policy.md", "present"),
-    (_q("correct", citations=[KB_CITE]), "wrong", "travel-expenses.md", "present"),
-    (_q("incorrect", citations=[FB_CITE]), "wrong", "hr-faq.md", None),  # a fallback document, not a KB candidate
-    (_q("incorrect", found=False), "wrong", "remote-work.md", None),  # not retrieved at all
-    # wrong, without an expected document
-    (_q("correct", citations=[KB_CITE]), "wrong", None, "absent"),
-    (_q("ambiguous", citations=[KB_CITE]), "wrong", None, "absent"),
-    (_q("ambiguous", citations=[FB_CITE]), "wrong", None, None),
-    (_q("incorrect", found=False), "wrong", None, None),
-    (_q("incorrect", citations=[FB_CITE]), "wrong", None, None),
-    # not labellable
-    (question_row(question="q?", status="failed", action=None, found=None), "right", None, None),
-    (_q("incorrect", found=False, scores=[dict(FALLBACK, score=0.2)]), "right", None, None),  # no KB candidate
-])
-def test_label_rule(question, verdict, expected, label) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("question", "verdict", "expected", "label"),
+    [
+        # right
+        (_q("correct", citations=[KB_CITE]), "right", None, "present"),
+        (_q("correct", found=False), "right", None, None),  # the call or the abstention?
+        (_q("incorrect", found=False), "right", None, "absent"),
+        (_q("ambiguous", found=False), "right", None, "absent"),
+        (_q("incorrect", citations=[FB_CITE]), "right", None, "absent"),
+        (_q("ambiguous", citations=[KB_CITE]), "right", None, "present"),
+        (_q("ambiguous", citations=[FB_CITE]), "right", None, "absent"),
+        (_q("ambiguous", citations=[KB_CITE, dict(FB_CITE, n=2)]), "right", None, None),
+        # wrong, with an expected document
+        (_q("incorrect", found=False), "wrong", "leave-policy.md", "present"),
+        (_q("correct", citations=[KB_CITE]), "wrong", "travel-expenses.md", "present"),
+        (_q("incorrect", citations=[FB_CITE]), "wrong", "hr-faq.md", None),  # a fallback document, not a KB candidate
+        (_q("incorrect", found=False), "wrong", "remote-work.md", None),  # not retrieved at all
+        # wrong, without an expected document
+        (_q("correct", citations=[KB_CITE]), "wrong", None, "absent"),
+        (_q("ambiguous", citations=[KB_CITE]), "wrong", None, "absent"),
+        (_q("ambiguous", citations=[FB_CITE]), "wrong", None, None),
+        (_q("incorrect", found=False), "wrong", None, None),
+        (_q("incorrect", citations=[FB_CITE]), "wrong", None, None),
+        # not labellable
+        (question_row(question="q?", status="failed", action=None, found=None), "right", None, None),
+        (_q("incorrect", found=False, scores=[dict(FALLBACK, score=0.2)]), "right", None, None),  # no KB candidate
+    ],
+)
+def test_label_rule(question, verdict, expected, label) -> None:
     from policybot.calibration import label_review
 
     got, reason = label_review(question, verdict, expected)
@@ -73,7 +82,7 @@ PRESENT = [0.35 + 0.05 * i for i in range(12)]  # 0.35 .. 0.90
 ABSENT = [-0.6 + 0.07 * i for i in range(12)]  # -0.60 .. 0.17
 
 
-def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str, Path]:  # type: ignore[no-untyped-def]
+def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str, Path]:
     """A stored version with its folder, and reviewed questions logged with it."""
     from policybot import db
     from policybot.models import EvaluatorVersion, Review
@@ -81,7 +90,9 @@ def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str,
     version = f"t5-calib-{uuid.uuid4().hex[:8]}"
     folder = tmp_path / version
     folder.mkdir()
-    (folder / "metadata.json").write_text(json.dumps({"version": version, "thresholds": {"upper": 0.5, "lower": 0.1, "strip": 0.2}}))
+    (folder / "metadata.json").write_text(
+        json.dumps({"version": version, "thresholds": {"upper": 0.5, "lower": 0.1, "strip": 0.2}})
+    )
     reviewed = []  # (question, [(reviewer, verdict, expected)])
     for score in PRESENT[:n_present]:
         reviewed.append((_q("correct", citations=[KB_CITE], top=score), [("ada", "right", None)]))
@@ -97,8 +108,19 @@ def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str,
     other.evaluator_version = "someone-else"
     reviewed.append((other, [("ada", "right", None)]))
     with db.session(settings) as session:
-        session.add(EvaluatorVersion(version=version, kind="minilm_t5", path=str(folder), upper=0.5, lower=0.1,
-                                     strip_threshold=0.2, metrics={}, beats_cosine=True, active=False))
+        session.add(
+            EvaluatorVersion(
+                version=version,
+                kind="minilm_t5",
+                path=str(folder),
+                upper=0.5,
+                lower=0.1,
+                strip_threshold=0.2,
+                metrics={},
+                beats_cosine=True,
+                active=False,
+            )
+        )
         for question, _ in reviewed:
             if question.evaluator_version != "someone-else":
                 question.evaluator_version = version
@@ -106,11 +128,13 @@ def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str,
         session.flush()
         for question, reviews in reviewed:
             for reviewer, verdict, expected in reviews:
-                session.add(Review(question_id=question.id, reviewer=reviewer, verdict=verdict, expected_document=expected))
+                session.add(
+                    Review(question_id=question.id, reviewer=reviewer, verdict=verdict, expected_document=expected)
+                )
     return version, folder
 
 
-def _stored(settings, version: str) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+def _stored(settings, version: str) -> tuple[float, float, float]:
     from sqlalchemy import select
 
     from policybot import db
@@ -128,8 +152,10 @@ def test_collect_labels_and_proposal(settings, tmp_path) -> None:
     version, _ = _seed(settings, tmp_path, 12, 12)
     labels = collect_labels(settings, version)
     assert sorted(labels.present) == pytest.approx(PRESENT) and sorted(labels.absent) == pytest.approx(ABSENT)
-    assert labels.skipped == {"reviewers disagree": 1,
-                              "wrong abstention or fallback answer without an expected document": 1}
+    assert labels.skipped == {
+        "reviewers disagree": 1,
+        "wrong abstention or fallback answer without an expected document": 1,
+    }
     proposal = propose_from_reviews(settings, version)
     expected = calibrate(PRESENT, ABSENT)
     assert proposal.proposed["upper"] == pytest.approx(expected["upper"])
@@ -201,26 +227,71 @@ def test_reviewed_questions_become_training_pairs(settings) -> None:
     tag = uuid.uuid4().hex[:8]
     ids = {name: f"{name}-{tag}" for name in ("carryover", "sick", "hotel", "gone")}
     scores = [
-        {"document": "leave-policy.md", "section": "PTO", "origin": "kb", "source": "policies", "chunk_id": ids["carryover"], "score": 0.4},
-        {"document": "leave-policy.md", "section": "Sick", "origin": "kb", "source": "policies", "chunk_id": ids["sick"], "score": 0.6},
-        {"document": "travel-expenses.md", "section": "Hotels", "origin": "kb", "source": "policies", "chunk_id": ids["hotel"], "score": 0.5},
-        {"document": "hr-faq.md", "section": "Pets", "origin": "fallback", "source": "HR portal", "chunk_id": "f1", "score": 0.9},
+        {
+            "document": "leave-policy.md",
+            "section": "PTO",
+            "origin": "kb",
+            "source": "policies",
+            "chunk_id": ids["carryover"],
+            "score": 0.4,
+        },
+        {
+            "document": "leave-policy.md",
+            "section": "Sick",
+            "origin": "kb",
+            "source": "policies",
+            "chunk_id": ids["sick"],
+            "score": 0.6,
+        },
+        {
+            "document": "travel-expenses.md",
+            "section": "Hotels",
+            "origin": "kb",
+            "source": "policies",
+            "chunk_id": ids["hotel"],
+            "score": 0.5,
+        },
+        {
+            "document": "hr-faq.md",
+            "section": "Pets",
+            "origin": "fallback",
+            "source": "HR portal",
+            "chunk_id": "f1",
+            "score": 0.9,
+        },
     ]
-    answered_right = question_row(question=f"How many PTO days roll over? {tag}", action="correct", citations=[KB_CITE], scores=scores)
-    should_have = question_row(question=f"Is there a hotel cap? {tag}", action="incorrect", found=False, citations=[], scores=scores)
-    should_abstain = question_row(question=f"Can I bring my dog? {tag}", action="correct", citations=[KB_CITE], scores=scores)
-    removed_chunk = question_row(question=f"Old question {tag}", action="correct", citations=[KB_CITE],
-                                 scores=[dict(scores[0], chunk_id=ids["gone"])])
+    answered_right = question_row(
+        question=f"How many PTO days roll over? {tag}", action="correct", citations=[KB_CITE], scores=scores
+    )
+    should_have = question_row(
+        question=f"Is there a hotel cap? {tag}", action="incorrect", found=False, citations=[], scores=scores
+    )
+    should_abstain = question_row(
+        question=f"Can I bring my dog? {tag}", action="correct", citations=[KB_CITE], scores=scores
+    )
+    removed_chunk = question_row(
+        question=f"Old question {tag}",
+        action="correct",
+        citations=[KB_CITE],
+        scores=[dict(scores[0], chunk_id=ids["gone"])],
+    )
     with db.session(settings) as session:
         session.add_all([answered_right, should_have, should_abstain, removed_chunk])
         session.flush()
-        session.add_all([
-            Review(question_id=answered_right.id, reviewer="ada", verdict="right"),
-            Review(question_id=should_have.id, reviewer="ada", verdict="wrong", expected_document="travel-expenses.md"),
-            Review(question_id=should_abstain.id, reviewer="ada", verdict="wrong"),
-            Review(question_id=removed_chunk.id, reviewer="ada", verdict="right"),
-        ])
-    chunks = [CorpusChunk(id=ids[name], text=f"{name} text", document="d", section="s") for name in ("carryover", "sick", "hotel")]
+        session.add_all(
+            [
+                Review(question_id=answered_right.id, reviewer="ada", verdict="right"),
+                Review(
+                    question_id=should_have.id, reviewer="ada", verdict="wrong", expected_document="travel-expenses.md"
+                ),
+                Review(question_id=should_abstain.id, reviewer="ada", verdict="wrong"),
+                Review(question_id=removed_chunk.id, reviewer="ada", verdict="right"),
+            ]
+        )
+    chunks = [
+        CorpusChunk(id=ids[name], text=f"{name} text", document="d", section="s")
+        for name in ("carryover", "sick", "hotel")
+    ]
 
     pairs = {(p.question, p.passage, p.label) for p in review_pairs(settings, chunks) if tag in p.question}
     assert pairs == {
@@ -238,7 +309,7 @@ def test_reviewed_questions_become_training_pairs(settings) -> None:
 # ------------------------------------------------------------------ askers' 👍/👎 votes as labels
 
 
-def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:  # type: ignore[no-untyped-def]
+def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:
     """Questions of a fresh version with votes (and one admin review), by name."""
     from policybot import db
     from policybot.models import EvaluatorVersion, Feedback, Review
@@ -251,17 +322,34 @@ def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:  # type: ignore
         "disliked": question_row(question=f"disliked {tag}", **answered),
         "others_only": question_row(question=f"others {tag}", **answered),
         "reviewed": question_row(question=f"reviewed {tag}", **answered),
-        "disliked_abstention": question_row(question=f"abstained {tag}", action="incorrect", found=False, scores=scores),
+        "disliked_abstention": question_row(
+            question=f"abstained {tag}", action="incorrect", found=False, scores=scores
+        ),
     }
     # Voters by name: the asker (question_row's default) and two onlookers, whose votes are shown
     # in the log but never label anything.
     asker = questions["liked"].asker
-    votes = {"liked": [(asker, 1), ("U1", -1), ("U2", -1)], "disliked": [(asker, -1)],
-             "others_only": [("U1", 1), ("U2", 1)], "reviewed": [(asker, -1), ("U1", -1)],
-             "disliked_abstention": [(asker, -1)]}
+    votes = {
+        "liked": [(asker, 1), ("U1", -1), ("U2", -1)],
+        "disliked": [(asker, -1)],
+        "others_only": [("U1", 1), ("U2", 1)],
+        "reviewed": [(asker, -1), ("U1", -1)],
+        "disliked_abstention": [(asker, -1)],
+    }
     with db.session(settings) as session:
-        session.add(EvaluatorVersion(version=version, kind="minilm_t5", path=f"/nonexistent/{version}", upper=0.5,
-                                     lower=0.1, strip_threshold=0.2, metrics={}, beats_cosine=True, active=False))
+        session.add(
+            EvaluatorVersion(
+                version=version,
+                kind="minilm_t5",
+                path=f"/nonexistent/{version}",
+                upper=0.5,
+                lower=0.1,
+                strip_threshold=0.2,
+                metrics={},
+                beats_cosine=True,
+                active=False,
+            )
+        )
         for question in questions.values():
             question.evaluator_version = version
             session.add(question)
@@ -300,14 +388,21 @@ def test_votes_become_training_pairs(settings) -> None:
 
     tag = uuid.uuid4().hex[:8]
     _voted(settings, tag)
-    chunks = [CorpusChunk(id=f"n1-{tag}", text=f"carry-over rule {tag}", document="d", section="s"),
-              CorpusChunk(id=f"n2-{tag}", text=f"hotel rule {tag}", document="d", section="s")]
-    pairs = {(p.question.split()[0], p.passage.split()[0], p.label)
-             for p in review_pairs(settings, chunks, LabelSources(reviews=False, feedback=True)) if tag in p.question}
+    chunks = [
+        CorpusChunk(id=f"n1-{tag}", text=f"carry-over rule {tag}", document="d", section="s"),
+        CorpusChunk(id=f"n2-{tag}", text=f"hotel rule {tag}", document="d", section="s"),
+    ]
+    pairs = {
+        (p.question.split()[0], p.passage.split()[0], p.label)
+        for p in review_pairs(settings, chunks, LabelSources(reviews=False, feedback=True))
+        if tag in p.question
+    }
     assert pairs == {
         ("liked", "carry-over", 1),  # the cited document's best candidate
-        ("disliked", "carry-over", 0), ("disliked", "hotel", 0),  # answered, should have abstained
-        ("reviewed", "carry-over", 0), ("reviewed", "hotel", 0),
+        ("disliked", "carry-over", 0),
+        ("disliked", "hotel", 0),  # answered, should have abstained
+        ("reviewed", "carry-over", 0),
+        ("reviewed", "hotel", 0),
     }
 
 

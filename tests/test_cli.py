@@ -15,7 +15,12 @@ from conftest import REPO, SAMPLES, cli_env
 def policybot(home: Path, *args: str, env_extra: dict[str, str] | None = None, input_text: str | None = None):
     env = cli_env(home) | (env_extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "policybot", *args], capture_output=True, text=True, env=env, input=input_text, timeout=600
+        [sys.executable, "-m", "policybot", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        input=input_text,
+        timeout=600,
     )
 
 
@@ -47,14 +52,22 @@ def test_ingest_exit_code_says_some_failed(settings, policybot_home, tmp_path):
 
 
 def test_bad_configuration_is_one_clear_line(policybot_home):
-    result = policybot(policybot_home, "docs", "list", env_extra={"POLICYBOT_TOP_K": "lots", "DATABASE_URL": "mysql://x"})
+    result = policybot(
+        policybot_home, "docs", "list", env_extra={"POLICYBOT_TOP_K": "lots", "DATABASE_URL": "mysql://x"}
+    )
     assert result.returncode == 2
-    assert "invalid configuration" in result.stderr and "POLICYBOT_TOP_K" in result.stderr and "DATABASE_URL" in result.stderr
+    assert (
+        "invalid configuration" in result.stderr
+        and "POLICYBOT_TOP_K" in result.stderr
+        and "DATABASE_URL" in result.stderr
+    )
     assert "Traceback" not in result.stderr
 
 
 def test_unreachable_external_database_is_reported(policybot_home):
-    result = policybot(policybot_home, "docs", "list", env_extra={"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"})
+    result = policybot(
+        policybot_home, "docs", "list", env_extra={"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
+    )
     assert result.returncode == 2
     assert "cannot reach the database" in result.stderr and "Traceback" not in result.stderr
 
@@ -85,7 +98,8 @@ def test_ask_by_channel_name_is_one_line_and_writes_no_row(settings, policybot_h
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         "error: --channel takes a Slack channel ID, not 'general' (IDs look like C012ABC3DE; a channel's ID is at "
-        "the bottom of its About tab in Slack)"]
+        "the bottom of its About tab in Slack)"
+    ]
     assert questions() == before
 
 
@@ -98,8 +112,17 @@ def test_activate_cosine_goes_back_from_a_trained_evaluator(settings, policybot_
 
     previous = evaluators.active_version(settings)
     with db.session(settings) as session:
-        session.add(EvaluatorVersion(version="cli-cosine-test", kind="minilm_t5", path="/nonexistent/cli-cosine-test",
-                                     upper=0.5, lower=0.1, strip_threshold=0.0, active=False))
+        session.add(
+            EvaluatorVersion(
+                version="cli-cosine-test",
+                kind="minilm_t5",
+                path="/nonexistent/cli-cosine-test",
+                upper=0.5,
+                lower=0.1,
+                strip_threshold=0.0,
+                active=False,
+            )
+        )
     try:
         assert policybot(policybot_home, "evaluator", "activate", "cli-cosine-test").returncode == 0
         assert evaluators.active_version(settings).version == "cli-cosine-test"
@@ -110,7 +133,11 @@ def test_activate_cosine_goes_back_from_a_trained_evaluator(settings, policybot_
         assert evaluators.active_version(settings) is None
         assert [v.version for v in evaluators.list_versions(settings) if v.version == "cli-cosine-test"]  # still stored
         loaded = load_active_evaluator(settings)
-        assert loaded.is_cosine and "none is active" in loaded.description and "no trained evaluator" not in loaded.description
+        assert (
+            loaded.is_cosine
+            and "none is active" in loaded.description
+            and "no trained evaluator" not in loaded.description
+        )
         listed = policybot(policybot_home, "evaluator", "list")
         assert "none is active: answers use cosine similarity" in listed.stdout
     finally:
@@ -126,4 +153,8 @@ def test_demo_says_its_services_keep_running_and_how_to_stop_them(settings, caps
 
     _say_services_still_run(services.services_status(settings))
     said = " ".join(capsys.readouterr().out.split())
-    assert "still running: the embedded postgres" in said and "redis" in said and "`policybot services down` stops them" in said
+    assert (
+        "still running: the embedded postgres" in said
+        and "redis" in said
+        and "`policybot services down` stops them" in said
+    )

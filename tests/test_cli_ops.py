@@ -8,13 +8,14 @@ import json
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
 from bench.common import free_port
+
 from conftest import cli_env
 from log_helpers import question_row as _question
 
@@ -23,7 +24,9 @@ SECRET_TOKEN = "xoxb-1111-2222-thisisasecretvalue"
 
 def policybot(home: Path, *args: str, env_extra: dict[str, str] | None = None, drop: tuple[str, ...] = ()):
     env = {k: v for k, v in (cli_env(home) | (env_extra or {})).items() if k not in drop}
-    return subprocess.run([sys.executable, "-m", "policybot", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "policybot", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,19 +35,58 @@ def log_rows(settings):  # -> dict[str, int]: label -> question id
     from policybot.models import Feedback
 
     rows = {
-        "correct": _question(question="How many weeks of parental leave?", action="correct", latency_ms=1000.0,
-                             answer="Primary caregivers receive 16 weeks. [1]",
-                             citations=[{"n": 1, "origin": "kb", "source": "policies", "document": "leave-policy.md",
-                                         "title": "Leave Policy", "section": "4.2 Duration and pay", "url": None, "score": 0.7}],
-                             scores=[{"document": "leave-policy.md", "section": "4.2 Duration and pay", "origin": "kb",
-                                      "source": "policies", "chunk_id": "n1", "score": 0.71}]),
-        "abstained": _question(question="What is the capital of France?", action="incorrect", found=False, latency_ms=500.0,
-                               sources_used=[], answer="I couldn't find this in the approved policy sources.",
-                               fallback_queries=[{"source": "HR portal", "query": "capital france"}]),
-        "ambiguous": _question(question="Can I expense a standing desk?", action="ambiguous", latency_ms=3000.0,
-                               sources_used=["knowledge base", "HR portal"], answer="Ask IT first. [1]"),
-        "failed": _question(question="Something that broke", status="failed", action=None, found=None, latency_ms=None,
-                            error="RuntimeError: boom"),
+        "correct": _question(
+            question="How many weeks of parental leave?",
+            action="correct",
+            latency_ms=1000.0,
+            answer="Primary caregivers receive 16 weeks. [1]",
+            citations=[
+                {
+                    "n": 1,
+                    "origin": "kb",
+                    "source": "policies",
+                    "document": "leave-policy.md",
+                    "title": "Leave Policy",
+                    "section": "4.2 Duration and pay",
+                    "url": None,
+                    "score": 0.7,
+                }
+            ],
+            scores=[
+                {
+                    "document": "leave-policy.md",
+                    "section": "4.2 Duration and pay",
+                    "origin": "kb",
+                    "source": "policies",
+                    "chunk_id": "n1",
+                    "score": 0.71,
+                }
+            ],
+        ),
+        "abstained": _question(
+            question="What is the capital of France?",
+            action="incorrect",
+            found=False,
+            latency_ms=500.0,
+            sources_used=[],
+            answer="I couldn't find this in the approved policy sources.",
+            fallback_queries=[{"source": "HR portal", "query": "capital france"}],
+        ),
+        "ambiguous": _question(
+            question="Can I expense a standing desk?",
+            action="ambiguous",
+            latency_ms=3000.0,
+            sources_used=["knowledge base", "HR portal"],
+            answer="Ask IT first. [1]",
+        ),
+        "failed": _question(
+            question="Something that broke",
+            status="failed",
+            action=None,
+            found=None,
+            latency_ms=None,
+            error="RuntimeError: boom",
+        ),
     }
     with db.session(settings) as session:
         session.add_all(rows.values())
@@ -55,7 +97,7 @@ def log_rows(settings):  # -> dict[str, int]: label -> question id
         return {label: row.id for label, row in rows.items()}
 
 
-def _ids(result) -> set[int]:  # type: ignore[no-untyped-def]
+def _ids(result) -> set[int]:
     assert result.returncode == 0, result.stderr
     return {record["id"] for record in json.loads(result.stdout)}
 
@@ -64,12 +106,24 @@ def test_logs_filters(policybot_home, log_rows) -> None:
     ours = set(log_rows.values())
     every = _ids(policybot(policybot_home, "logs", "--json", "--since", "1h", "-n", "1000"))
     assert ours <= every
-    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--action", "incorrect")) & ours == {log_rows["abstained"]}
-    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--found", "false")) & ours == {log_rows["abstained"]}
-    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--feedback", "down")) & ours == {log_rows["abstained"]}
-    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--feedback", "up")) & ours == {log_rows["correct"]}
-    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--status", "failed")) & ours == {log_rows["failed"]}
-    old = policybot(policybot_home, "logs", "--json", "--since", (datetime.now(timezone.utc) + timedelta(days=1)).date().isoformat())
+    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--action", "incorrect")) & ours == {
+        log_rows["abstained"]
+    }
+    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--found", "false")) & ours == {
+        log_rows["abstained"]
+    }
+    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--feedback", "down")) & ours == {
+        log_rows["abstained"]
+    }
+    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--feedback", "up")) & ours == {
+        log_rows["correct"]
+    }
+    assert _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--status", "failed")) & ours == {
+        log_rows["failed"]
+    }
+    old = policybot(
+        policybot_home, "logs", "--json", "--since", (datetime.now(UTC) + timedelta(days=1)).date().isoformat()
+    )
     assert _ids(old) & ours == set()
 
     bad = policybot(policybot_home, "logs", "--action", "sideways")
@@ -98,7 +152,9 @@ def test_logs_csv_and_table(policybot_home, log_rows) -> None:
     assert json.loads(rows[log_rows["correct"]]["citations"])[0]["document"] == "leave-policy.md"
     table = policybot(policybot_home, "logs", "-n", "1000")
     assert table.returncode == 0 and "logs show ID" in table.stdout
-    reference = json.loads(policybot(policybot_home, "logs", "show", str(log_rows["abstained"]), "--json").stdout)["reference"]
+    reference = json.loads(policybot(policybot_home, "logs", "show", str(log_rows["abstained"]), "--json").stdout)[
+        "reference"
+    ]
     assert reference in table.stdout and "incorrect" in table.stdout
     both = policybot(policybot_home, "logs", "--csv", "--json")
     assert both.returncode == 1
@@ -109,8 +165,14 @@ def test_logs_show_by_id_and_by_reference(settings, policybot_home, log_rows) ->
 
     shown = policybot(policybot_home, "logs", "show", str(log_rows["correct"]))
     assert shown.returncode == 0, shown.stderr
-    for expected in ("How many weeks of parental leave?", "Primary caregivers receive 16 weeks", "leave-policy.md",
-                     "Answered from the policy knowledge base", "0.710", "👍 1"):
+    for expected in (
+        "How many weeks of parental leave?",
+        "Primary caregivers receive 16 weeks",
+        "leave-policy.md",
+        "Answered from the policy knowledge base",
+        "0.710",
+        "👍 1",
+    ):
         assert expected in shown.stdout, expected
     reference = get_question(settings, log_rows["failed"]).reference
     failed = policybot(policybot_home, "logs", "show", reference.lower(), "--json")
@@ -127,7 +189,7 @@ def test_stats_per_day_rates_feedback_and_latency(settings) -> None:
     from policybot.cli_ops import daily_stats
     from policybot.models import Feedback
 
-    day1 = datetime(2021, 6, 1, 9, tzinfo=timezone.utc)
+    day1 = datetime(2021, 6, 1, 9, tzinfo=UTC)
     day2 = day1 + timedelta(days=1)
     rows = [
         _question(question="a", action="correct", latency_ms=100.0, created_at=day1),
@@ -139,9 +201,13 @@ def test_stats_per_day_rates_feedback_and_latency(settings) -> None:
     with db.session(settings) as session:
         session.add_all(rows)
         session.flush()
-        session.add_all([Feedback(question_id=rows[0].id, user_id="U1", vote=1),
-                         Feedback(question_id=rows[0].id, user_id="U2", vote=1),
-                         Feedback(question_id=rows[2].id, user_id="U1", vote=-1)])
+        session.add_all(
+            [
+                Feedback(question_id=rows[0].id, user_id="U1", vote=1),
+                Feedback(question_id=rows[0].id, user_id="U2", vote=1),
+                Feedback(question_id=rows[2].id, user_id="U1", vote=-1),
+            ]
+        )
 
     report = daily_stats(settings, days=2, now=day2)
     assert [d["day"] for d in report["per_day"]] == ["2021-06-01", "2021-06-02"]
@@ -168,11 +234,11 @@ def test_stats_command(policybot_home, log_rows) -> None:
 def test_parse_since() -> None:
     from policybot.cli_ops import parse_since
 
-    now = datetime(2026, 1, 31, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 31, 12, tzinfo=UTC)
     assert parse_since("7d", now) == now - timedelta(days=7)
     assert parse_since("12h", now) == now - timedelta(hours=12)
     assert parse_since("2w", now) == now - timedelta(weeks=2)
-    assert parse_since("2026-01-01", now) == datetime(2026, 1, 1, tzinfo=timezone.utc)
+    assert parse_since("2026-01-01", now) == datetime(2026, 1, 1, tzinfo=UTC)
     with pytest.raises(ValueError):
         parse_since("soon", now)
 
@@ -182,11 +248,21 @@ def test_parse_since() -> None:
 
 def test_missing_slack_settings_are_named_never_shown(policybot_home) -> None:
     slack = ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN")
-    http = policybot(policybot_home, "serve", "--http", env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN},
-                     drop=("SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"))
+    http = policybot(
+        policybot_home,
+        "serve",
+        "--http",
+        env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN},
+        drop=("SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"),
+    )
     assert http.returncode == 2 and "SLACK_SIGNING_SECRET" in http.stderr
-    socket_mode = policybot(policybot_home, "serve", "--socket", env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN},
-                            drop=("SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"))
+    socket_mode = policybot(
+        policybot_home,
+        "serve",
+        "--socket",
+        env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN},
+        drop=("SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"),
+    )
     assert socket_mode.returncode == 2 and "SLACK_APP_TOKEN" in socket_mode.stderr
     worker = policybot(policybot_home, "worker", drop=slack)
     assert worker.returncode == 2 and "SLACK_BOT_TOKEN" in worker.stderr
@@ -194,7 +270,9 @@ def test_missing_slack_settings_are_named_never_shown(policybot_home) -> None:
         assert SECRET_TOKEN not in result.stdout + result.stderr and "Traceback" not in result.stderr
     neither = policybot(policybot_home, "serve")
     assert neither.returncode == 1 and "--http or --socket" in neither.stderr
-    queues = policybot(policybot_home, "worker", "--queues", "answer,bogus", env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN})
+    queues = policybot(
+        policybot_home, "worker", "--queues", "answer,bogus", env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN}
+    )
     assert queues.returncode == 1 and "bogus" in queues.stderr
 
 
@@ -203,10 +281,18 @@ def test_serve_http_binds_the_port_and_verifies_signatures(settings, policybot_h
 
     with FakeSlack() as fake:
         port = free_port()
-        env = cli_env(policybot_home) | {"SLACK_BOT_TOKEN": fake.bot_token, "SLACK_SIGNING_SECRET": fake.signing_secret,
-                                         "SLACK_API_URL": fake.api_url}
-        process = subprocess.Popen([sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)], env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env = cli_env(policybot_home) | {
+            "SLACK_BOT_TOKEN": fake.bot_token,
+            "SLACK_SIGNING_SECRET": fake.signing_secret,
+            "SLACK_API_URL": fake.api_url,
+        }
+        process = subprocess.Popen(
+            [sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             url = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 60
@@ -223,16 +309,26 @@ def test_serve_http_binds_the_port_and_verifies_signatures(settings, policybot_h
             body = json.dumps({"type": "url_verification", "challenge": "c-123", "token": "x"})
             signed = httpx.post(url + "/slack/events", content=body, headers=fake.signed_headers(body))
             assert signed.status_code == 200 and "c-123" in signed.text
-            forged = httpx.post(url + "/slack/events", content=body,
-                                headers=fake.signed_headers(body, secret="wrong-secret"))
+            forged = httpx.post(
+                url + "/slack/events", content=body, headers=fake.signed_headers(body, secret="wrong-secret")
+            )
             assert forged.status_code == 401
         finally:
             process.terminate()
             output = process.communicate(timeout=30)[0]
         assert fake.signing_secret not in output and fake.bot_token not in output
 
-        wrong = policybot(policybot_home, "serve", "--http", "--port", str(free_port()),
-                          env_extra={"SLACK_BOT_TOKEN": SECRET_TOKEN, "SLACK_SIGNING_SECRET": "s3cr3t-value",
-                                     "SLACK_API_URL": fake.api_url})
+        wrong = policybot(
+            policybot_home,
+            "serve",
+            "--http",
+            "--port",
+            str(free_port()),
+            env_extra={
+                "SLACK_BOT_TOKEN": SECRET_TOKEN,
+                "SLACK_SIGNING_SECRET": "s3cr3t-value",
+                "SLACK_API_URL": fake.api_url,
+            },
+        )
         assert wrong.returncode == 2 and "Slack refused" in wrong.stderr and "invalid_auth" in wrong.stderr
         assert SECRET_TOKEN not in wrong.stderr + wrong.stdout and "Traceback" not in wrong.stderr

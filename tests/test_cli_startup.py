@@ -19,7 +19,16 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 
-HEAVY = ("torch", "transformers", "llama_index", "sqlalchemy", "alembic", "sentence_transformers", "celery", "slack_bolt")
+HEAVY = (
+    "torch",
+    "transformers",
+    "llama_index",
+    "sqlalchemy",
+    "alembic",
+    "sentence_transformers",
+    "celery",
+    "slack_bolt",
+)
 
 # Runs the console-script entry (policybot.cli:run) with argv, then reports what got imported.
 ENTRY = """
@@ -38,27 +47,42 @@ print(json.dumps({"code": code, "heavy": heavy}), file=sys.__stdout__)
 
 
 def run_entry(tmp_path: Path, *args: str) -> tuple[dict, str]:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "POLICYBOT_HOME": str(tmp_path), "HOME": str(tmp_path),
-           # a command that got as far as the database would fail here instead of starting one
-           "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none", "REDIS_URL": "redis://127.0.0.1:1"}
-    result = subprocess.run([sys.executable, "-c", ENTRY, json.dumps(list(args)), json.dumps(HEAVY)],
-                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(REPO),
+        "POLICYBOT_HOME": str(tmp_path),
+        "HOME": str(tmp_path),
+        # a command that got as far as the database would fail here instead of starting one
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
+        "REDIS_URL": "redis://127.0.0.1:1",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", ENTRY, json.dumps(list(args)), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (("ask", ""), "the question is empty"),
-    (("ask", "How many PTO days carry over?", "--channel", "general"), "--channel takes a Slack channel ID"),
-    (("ingest", "/no/such/folder"), "no such file or folder: /no/such/folder"),
-    (("ingest", str(REPO / "samples" / "policies"), "--collection", "Bad Name"), "invalid collection name"),
-    (("ingest", str(REPO / "samples" / "policies"), "--channels", "general"), "not a Slack channel ID: general"),
-    (("docs", "access", "travel-expenses.md", "--channels", "#general"), "not a Slack channel ID"),
-    (("evaluator", "train", "--activate", "sometimes"), "--activate must be"),
-    (("evaluator", "train", "--minutes", "0"), "--minutes must be positive"),
-    (("evaluator", "calibrate"), "say where the labels come from"),
-    (("logs", "--since", "last tuesday"), "--since"),
-    (("serve",), "--http or --socket"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("ask", ""), "the question is empty"),
+        (("ask", "How many PTO days carry over?", "--channel", "general"), "--channel takes a Slack channel ID"),
+        (("ingest", "/no/such/folder"), "no such file or folder: /no/such/folder"),
+        (("ingest", str(REPO / "samples" / "policies"), "--collection", "Bad Name"), "invalid collection name"),
+        (("ingest", str(REPO / "samples" / "policies"), "--channels", "general"), "not a Slack channel ID: general"),
+        (("docs", "access", "travel-expenses.md", "--channels", "#general"), "not a Slack channel ID"),
+        (("evaluator", "train", "--activate", "sometimes"), "--activate must be"),
+        (("evaluator", "train", "--minutes", "0"), "--minutes must be positive"),
+        (("evaluator", "calibrate"), "say where the labels come from"),
+        (("logs", "--since", "last tuesday"), "--since"),
+        (("serve",), "--http or --socket"),
+    ],
+)
 def test_input_errors_answer_before_the_heavy_stack(tmp_path, args, message) -> None:
     report, stderr = run_entry(tmp_path, *args)
     assert report["code"] in (1, 2) and message in stderr, stderr
@@ -127,7 +151,16 @@ def test_training_bar_never_moves_backwards() -> None:
             shown.append((task.description, task.percentage))
     train = [percent for phase, percent in shown if phase == "train"]
     assert train == [50.0, 50.0, pytest.approx(200 / 240 * 100)]
-    assert [phase for phase, _ in shown] == ["data", "data", "train", "train", "train", "calibrate", "calibrate", "save"]
+    assert [phase for phase, _ in shown] == [
+        "data",
+        "data",
+        "train",
+        "train",
+        "train",
+        "calibrate",
+        "calibrate",
+        "save",
+    ]
 
 
 def test_training_without_a_terminal_prints_one_line_per_phase() -> None:

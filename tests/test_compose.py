@@ -1,6 +1,6 @@
 import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import pytest
 
@@ -142,12 +142,7 @@ def test_markdown_is_tidied() -> None:
     first, second = decompose(passage, sentences_per_strip=2)
     strips = [replace(first, score=0.9), replace(second, score=0.1)]
     text, _ = compose_extractive("Is dinner covered?", strips, EVERY_STRIP)
-    assert text == (
-        "Dinner is covered up to $75. [1]\n"
-        "\n"
-        "Meals: [1]\n"
-        "Alcohol is not reimbursed. 1. Keep receipts. [1]"
-    )
+    assert text == ("Dinner is covered up to $75. [1]\n\nMeals: [1]\nAlcohol is not reimbursed. 1. Keep receipts. [1]")
     assert not re.search(r"[#*`]", text)
 
 
@@ -294,12 +289,20 @@ CLOSE = ReplyShape(lead_share=0.5, follow_share=0.5, other_share=0.9, max_follow
 
 
 def test_weak_evidence_from_another_section_does_not_follow() -> None:
-    deadline = policy_passage("deadline", "Travel > Expense report deadline",
-                              "Submit your expense report within 30 calendar days after the trip ends.")
-    relatives = policy_passage("relatives", "Conduct > Relatives at work",
-                               "Tell People Operations within 30 days when a relative reports to you.")
-    strips = [Strip(passage=deadline, index=0, text=deadline.text, score=0.7),
-              Strip(passage=relatives, index=0, text=relatives.text, score=0.45)]
+    deadline = policy_passage(
+        "deadline",
+        "Travel > Expense report deadline",
+        "Submit your expense report within 30 calendar days after the trip ends.",
+    )
+    relatives = policy_passage(
+        "relatives",
+        "Conduct > Relatives at work",
+        "Tell People Operations within 30 days when a relative reports to you.",
+    )
+    strips = [
+        Strip(passage=deadline, index=0, text=deadline.text, score=0.7),
+        Strip(passage=relatives, index=0, text=relatives.text, score=0.45),
+    ]
     text, citations = compose_extractive("How long do I have to submit my expense report?", strips, CLOSE, floor=0.35)
     assert text == "Submit your expense report within 30 calendar days after the trip ends. [1]"
     assert [c.document for c in citations] == ["travel.md"]
@@ -320,8 +323,11 @@ def test_at_most_the_shapes_lines_follow_and_only_sentences_on_the_question() ->
 
 
 def test_a_question_for_a_figure_leads_with_a_sentence_holding_one() -> None:
-    passage = policy_passage("stipend", "Remote work > Stipend",
-                             "The internet stipend is paid through payroll. Remote employees get $40 a month for internet.")
+    passage = policy_passage(
+        "stipend",
+        "Remote work > Stipend",
+        "The internet stipend is paid through payroll. Remote employees get $40 a month for internet.",
+    )
     strip = Strip(passage=passage, index=0, text=passage.text, score=0.6)
     text, _ = compose_extractive("How much is the internet stipend?", [strip])
     assert text.startswith("Remote employees get $40 a month for internet. [1]"), text

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC
 
 import pytest
 from pydantic import SecretStr
@@ -25,12 +26,12 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def csettings(settings):  # type: ignore[no-untyped-def]
+def csettings(settings):
     return console_settings(settings)
 
 
 @pytest.fixture(autouse=True)
-def fresh_sign_in_throttle(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def fresh_sign_in_throttle(settings) -> Iterator[None]:
     """The throttle lives in the run's Redis: one test's failed sign-ins must not lock out the next's."""
     import redis
 
@@ -43,7 +44,7 @@ def fresh_sign_in_throttle(settings) -> Iterator[None]:  # type: ignore[no-untyp
         client.delete(key)
 
 
-def _client(csettings):  # type: ignore[no-untyped-def]
+def _client(csettings):
     from starlette.testclient import TestClient
 
     from console.app import create_standalone_app
@@ -51,21 +52,24 @@ def _client(csettings):  # type: ignore[no-untyped-def]
     return TestClient(create_standalone_app(csettings))
 
 
-def _sign_in(client, password: str = ADMIN_PASSWORD):  # type: ignore[no-untyped-def]
+def _sign_in(client, password: str = ADMIN_PASSWORD):
     page = client.get("/admin/login")
-    return client.post("/admin/login", data={"username": ADMIN_USER, "password": password, "csrf_token": csrf_of(page.text)},
-                       follow_redirects=False)
+    return client.post(
+        "/admin/login",
+        data={"username": ADMIN_USER, "password": password, "csrf_token": csrf_of(page.text)},
+        follow_redirects=False,
+    )
 
 
 @pytest.fixture()
-def admin(csettings):  # type: ignore[no-untyped-def]
+def admin(csettings):
     client = _client(csettings)
     response = _sign_in(client)
     assert response.status_code == 303 and response.headers["location"] == "/admin/activity"
     return client
 
 
-def _csrf(client, path: str = "/admin/activity") -> str:  # type: ignore[no-untyped-def]
+def _csrf(client, path: str = "/admin/activity") -> str:
     return csrf_of(client.get(path).text)
 
 
@@ -75,14 +79,26 @@ def _csrf(client, path: str = "/admin/activity") -> str:  # type: ignore[no-unty
 def test_hash_password_command_makes_a_hash_that_signs_in(policybot_home) -> None:
     from console.auth import verify_password
 
-    result = subprocess.run([sys.executable, "-m", "policybot", "console", "hash-password", "--user", "grace"],
-                            input="s3cret-enough\n", capture_output=True, text=True, env=cli_env(policybot_home), timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "policybot", "console", "hash-password", "--user", "grace"],
+        input="s3cret-enough\n",
+        capture_output=True,
+        text=True,
+        env=cli_env(policybot_home),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     user, _, hashed = result.stdout.strip().partition(":")
     assert user == "grace" and hashed.startswith("scrypt$") and "s3cret" not in result.stdout
     assert verify_password("s3cret-enough", hashed) and not verify_password("s3cret-enougH", hashed)
-    short = subprocess.run([sys.executable, "-m", "policybot", "console", "hash-password"], input="short\n",
-                           capture_output=True, text=True, env=cli_env(policybot_home), timeout=120)
+    short = subprocess.run(
+        [sys.executable, "-m", "policybot", "console", "hash-password"],
+        input="short\n",
+        capture_output=True,
+        text=True,
+        env=cli_env(policybot_home),
+        timeout=120,
+    )
     assert short.returncode == 1 and "at least 8" in short.stderr
 
 
@@ -185,7 +201,9 @@ def test_activity_filters_paginates_and_refuses_bad_filters(admin, seeded_log) -
     assert ids(found="false", range="24h") == {seeded_log["dog"]}
     assert ids(feedback="up") == {seeded_log["parental"]}
     assert ids(evaluator="t5-console-test") == {seeded_log["parental"]}
-    assert ids(action="incorrect", range="7d") == {v for k, v in seeded_log.items() if k.startswith("recent") or k == "dog"}
+    assert ids(action="incorrect", range="7d") == {
+        v for k, v in seeded_log.items() if k.startswith("recent") or k == "dog"
+    }
     assert ids(q="100%_") == set()  # LIKE wildcards are literal
     for bad in ({"action": "sideways"}, {"since": "last tuesday"}, {"range": "forever"}, {"page": "0"}):
         response = admin.get("/admin/activity", params=bad)
@@ -210,11 +228,22 @@ def test_record_view_shows_the_whole_decision(admin, seeded_log) -> None:
     page = admin.get(f"/admin/activity/{seeded_log['parental']}")
     assert page.status_code == 200
     html = page.text
-    for expected in (PARENTAL, "Primary caregivers receive 16 weeks of paid leave.", "t5-console-test",
-                     "upper 0.500", "lower -0.100", "leave-policy.md", "4.2 Duration and pay", "👍 1",
-                     "Answered from the policy knowledge base", "evaluate", "300 ms", "slack.com/app_redirect?channel="):
+    for expected in (
+        PARENTAL,
+        "Primary caregivers receive 16 weeks of paid leave.",
+        "t5-console-test",
+        "upper 0.500",
+        "lower -0.100",
+        "leave-policy.md",
+        "4.2 Duration and pay",
+        "👍 1",
+        "Answered from the policy knowledge base",
+        "evaluate",
+        "300 ms",
+        "slack.com/app_redirect?channel=",
+    ):
         assert expected in html, expected
-    svg = html[html.index('<svg class="chart"'):html.index("</svg>")]
+    svg = html[html.index('<svg class="chart"') : html.index("</svg>")]
     assert svg.count('class="score ') == 3 and 'class="threshold threshold-upper"' in svg and "threshold-lower" in svg
     dog = admin.get(f"/admin/activity/{seeded_log['dog']}").text
     assert "dog office" in dog and "HR portal" in dog and "Not found in approved sources" in dog
@@ -227,12 +256,13 @@ def test_record_view_shows_the_whole_decision(admin, seeded_log) -> None:
 
 def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) -> None:
     """About 1 in 4,096 references is all digits; a row whose id is those digits is another question."""
-    from log_helpers import question_row
     from sqlalchemy import delete
 
     from policybot import db
     from policybot.models import Question
     from policybot.review import find_record, record_id
+
+    from log_helpers import question_row
 
     quoted = question_row(question="Whose reference is all digits?", reference="482759", channel="CDIGITREF1")
     other = question_row(id=482759, question="Whose id is those digits?", reference="QQQQQQ", channel="CDIGITREF1")
@@ -247,7 +277,14 @@ def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) ->
             assert find_record(csettings, ref)["question"] == "Whose id is those digits?"  # type: ignore[index]
         assert find_record(csettings, str(quoted_id))["reference"] == "482759"  # type: ignore[index]
         assert [record_id(ref) for ref in ("1234", "#77", "Q7K2M9", "482759", "#x", "²", "99999999999")] == [
-            1234, 77, None, None, None, None, None]
+            1234,
+            77,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ]
         page = admin.get("/admin/activity/482759")
         assert page.status_code == 200 and "Whose reference is all digits?" in page.text
         by_id = admin.get("/admin/activity/id:482759")
@@ -266,9 +303,16 @@ def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_
     qid = seeded_log["dog"]
     leave = next(d for d in list_documents(csettings) if d.name == "leave-policy.md")
     token = _csrf(admin)
-    response = admin.post(f"/admin/activity/{qid}/review", data={
-        "csrf_token": token, "verdict": "wrong", "expected_document": str(leave.id), "note": "pets are in the leave doc?"},
-        follow_redirects=False)
+    response = admin.post(
+        f"/admin/activity/{qid}/review",
+        data={
+            "csrf_token": token,
+            "verdict": "wrong",
+            "expected_document": str(leave.id),
+            "note": "pets are in the leave doc?",
+        },
+        follow_redirects=False,
+    )
     assert response.status_code == 303
     [label] = reviews_for(csettings, qid)
     assert label["verdict"] == "wrong" and label["reviewer"] == ADMIN_USER
@@ -279,11 +323,17 @@ def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_
     # relabelling replaces this reviewer's label instead of adding one
     admin.post(f"/admin/activity/{qid}/review", data={"csrf_token": token, "verdict": "right"})
     assert [r["verdict"] for r in reviews_for(csettings, qid)] == ["right"]
-    for bad, status in (({"verdict": "maybe"}, 400), ({"verdict": "right", "expected_document": "999999"}, 400),
-                        ({"verdict": "right", "expected_document": "leave"}, 400)):
+    for bad, status in (
+        ({"verdict": "maybe"}, 400),
+        ({"verdict": "right", "expected_document": "999999"}, 400),
+        ({"verdict": "right", "expected_document": "leave"}, 400),
+    ):
         assert admin.post(f"/admin/activity/{qid}/review", data={"csrf_token": token} | bad).status_code == status
-    unknown = admin.post("/admin/activity/987654/review", data={"csrf_token": token, "verdict": "right"},
-                         headers={"accept": "application/json"})
+    unknown = admin.post(
+        "/admin/activity/987654/review",
+        data={"csrf_token": token, "verdict": "right"},
+        headers={"accept": "application/json"},
+    )
     assert unknown.status_code == 404 and unknown.json() == {"error": "no logged question 987654"}
 
 
@@ -316,9 +366,9 @@ def test_dashboard_charts_alert_and_misses(csettings, admin, seeded_log) -> None
     assert 'id="incorrect-alert"' in html
     assert html.count('<svg class="chart"') == 4
     assert html.count('class="bar bar-incorrect"') >= 6 and 'class="bar bar-correct"' in html
-    misses = html[html.index('id="miss-documents"'):]
+    misses = html[html.index('id="miss-documents"') :]
     assert "travel-expenses.md" in misses[: misses.index("</table>")]
-    topics = html[html.index('id="miss-topics"'):]
+    topics = html[html.index('id="miss-topics"') :]
     assert "minibar" in topics[: topics.index("</table>")]
     quiet = admin.get("/admin/dashboard", params={"days": "7"})
     assert quiet.status_code == 200 and admin.get("/admin/dashboard", params={"days": "0"}).status_code == 400
@@ -352,27 +402,44 @@ def test_documents_access_remove_and_upload_errors(csettings, admin, ingested_sa
     assert ok.status_code == 200 and "visible to CSAFE01, CSAFE02" in ok.text
     assert get_document(csettings, doc.id).access_channels == ["CSAFE01", "CSAFE02"]
     with db.session(csettings) as session:
-        acl = session.execute(text("SELECT DISTINCT metadata_->'acl' FROM data_chunks WHERE metadata_->>'doc_id' = :d"),
-                              {"d": str(doc.id)}).scalars().all()
+        acl = (
+            session.execute(
+                text("SELECT DISTINCT metadata_->'acl' FROM data_chunks WHERE metadata_->>'doc_id' = :d"),
+                {"d": str(doc.id)},
+            )
+            .scalars()
+            .all()
+        )
     assert acl == [["CSAFE01", "CSAFE02"]]  # the chunks searched carry the new access list at once
     bad = admin.post(f"/admin/documents/{doc.id}/access", data={"csrf_token": token, "channels": "C1' OR 1=1"})
     assert bad.status_code == 400 and "not a Slack channel ID" in bad.text
     assert get_document(csettings, doc.id).access_channels == ["CSAFE01", "CSAFE02"]
 
-    unsupported = admin.post("/admin/documents/upload", data={"csrf_token": token},
-                             files={"files": ("payload.exe", b"MZ\x90", "application/octet-stream")})
+    unsupported = admin.post(
+        "/admin/documents/upload",
+        data={"csrf_token": token},
+        files={"files": ("payload.exe", b"MZ\x90", "application/octet-stream")},
+    )
     assert unsupported.status_code == 415 and "unsupported file type" in unsupported.text
-    empty = admin.post("/admin/documents/upload", data={"csrf_token": token}, files={"files": ("empty.md", b"", "text/markdown")})
+    empty = admin.post(
+        "/admin/documents/upload", data={"csrf_token": token}, files={"files": ("empty.md", b"", "text/markdown")}
+    )
     assert empty.status_code == 400 and "empty" in empty.text
     none = admin.post("/admin/documents/upload", data={"csrf_token": token})
     assert none.status_code == 400 and "choose at least one file" in none.text
-    bad_collection = admin.post("/admin/documents/upload", data={"csrf_token": token, "collection": "Bad Name!"},
-                                files={"files": ("a.md", b"# A\n\ntext", "text/markdown")})
+    bad_collection = admin.post(
+        "/admin/documents/upload",
+        data={"csrf_token": token, "collection": "Bad Name!"},
+        files={"files": ("a.md", b"# A\n\ntext", "text/markdown")},
+    )
     assert bad_collection.status_code == 400 and "invalid collection name" in bad_collection.text
     small = _client(console_settings(csettings, max_file_mb=0.001))
     _sign_in(small)
-    big = small.post("/admin/documents/upload", data={"csrf_token": _csrf(small, "/admin/documents")},
-                     files={"files": ("big.md", b"# Big\n\n" + b"word " * 400, "text/markdown")})
+    big = small.post(
+        "/admin/documents/upload",
+        data={"csrf_token": _csrf(small, "/admin/documents")},
+        files={"files": ("big.md", b"# Big\n\n" + b"word " * 400, "text/markdown")},
+    )
     assert big.status_code == 413 and "larger than" in big.text
 
     scratch.unlink()
@@ -392,20 +459,37 @@ def test_sources_add_test_query_and_remove(csettings, admin, knowledge_base) -> 
     from policybot.manage import list_fallback_sources
 
     token = _csrf(admin, "/admin/sources")
-    added = admin.post("/admin/sources/add", data={
-        "csrf_token": token, "name": "Console wiki", "kind": "http", "url": "https://wiki.example.com/api/search",
-        "timeout": "2", "max_bytes": "50000"})
+    added = admin.post(
+        "/admin/sources/add",
+        data={
+            "csrf_token": token,
+            "name": "Console wiki",
+            "kind": "http",
+            "url": "https://wiki.example.com/api/search",
+            "timeout": "2",
+            "max_bytes": "50000",
+        },
+    )
     assert added.status_code == 200 and "allow-listed &#39;Console wiki&#39;" in added.text
     assert any(s.name == "Console wiki" and s.kind == "http" for s in list_fallback_sources(csettings))
-    duplicate = admin.post("/admin/sources/add", data={"csrf_token": token, "name": "Console wiki", "kind": "collection",
-                                                       "collection": "hr-portal"})
+    duplicate = admin.post(
+        "/admin/sources/add",
+        data={"csrf_token": token, "name": "Console wiki", "kind": "collection", "collection": "hr-portal"},
+    )
     assert duplicate.status_code == 400 and "exists" in duplicate.text
-    bad_url = admin.post("/admin/sources/add", data={"csrf_token": token, "name": "Bad", "kind": "http", "url": "ftp://x"})
+    bad_url = admin.post(
+        "/admin/sources/add", data={"csrf_token": token, "name": "Bad", "kind": "http", "url": "ftp://x"}
+    )
     assert bad_url.status_code == 400 and "http(s)" in bad_url.text
 
-    tested = admin.post("/admin/sources/test", data={
-        "csrf_token": token, "question": "Jane Roe here (jane.roe@example.com, EMP-12345): how do I claim dental insurance?",
-        "asker_names": "Jane Roe"})
+    tested = admin.post(
+        "/admin/sources/test",
+        data={
+            "csrf_token": token,
+            "question": "Jane Roe here (jane.roe@example.com, EMP-12345): how do I claim dental insurance?",
+            "asker_names": "Jane Roe",
+        },
+    )
     assert tested.status_code == 200
     html = tested.text
     redacted = re.search(r'id="redacted">([^<]*)<', html).group(1)
@@ -434,8 +518,11 @@ def test_evaluators_page_activation_errors_and_queued_training(csettings, admin,
     assert missing.status_code == 404 and "no evaluator version" in missing.text
     for bad in ({"minutes": "-1"}, {"minutes": "lots"}, {"activate": "sometimes"}):
         assert admin.post("/admin/evaluators/train", data={"csrf_token": token} | bad).status_code == 400
-    queued = admin.post("/admin/evaluators/train", data={"csrf_token": token, "minutes": "0.2", "activate": "never"},
-                        follow_redirects=False)
+    queued = admin.post(
+        "/admin/evaluators/train",
+        data={"csrf_token": token, "minutes": "0.2", "activate": "never"},
+        follow_redirects=False,
+    )
     try:
         assert queued.status_code == 303
         job_id = int(queued.headers["location"].rsplit("=", 1)[1])
@@ -449,14 +536,19 @@ def test_evaluators_page_activation_errors_and_queued_training(csettings, admin,
             connection.default_channel.queue_purge(INGEST_QUEUE)
 
 
-
 def test_training_on_reviews_and_votes_from_the_console(csettings, admin, ingested_samples) -> None:
     """The two checkboxes are recorded on the job and reach the training task's arguments."""
     from workers.celery_app import INGEST_QUEUE, celery_app
 
     page = admin.get("/admin/evaluators")
     assert 'name="with_reviews"' in page.text and 'name="with_feedback"' in page.text
-    data = {"csrf_token": csrf_of(page.text), "minutes": "0.2", "activate": "never", "with_reviews": "on", "with_feedback": "on"}
+    data = {
+        "csrf_token": csrf_of(page.text),
+        "minutes": "0.2",
+        "activate": "never",
+        "with_reviews": "on",
+        "with_feedback": "on",
+    }
     queued = admin.post("/admin/evaluators/train", data=data, follow_redirects=False)
     job_id = int(queued.headers["location"].rsplit("=", 1)[1])
     try:
@@ -472,10 +564,10 @@ def test_training_on_reviews_and_votes_from_the_console(csettings, admin, ingest
             connection.default_channel.queue_purge(INGEST_QUEUE)
 
 
-
 def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_path) -> None:
-    from crag.training import calibrate
     from test_calibration import ABSENT, PRESENT, _seed, _stored
+
+    from crag.training import calibrate
 
     version, _ = _seed(csettings, tmp_path, 12, 12)
     page = admin.get("/admin/evaluators")
@@ -499,15 +591,28 @@ def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_pat
     nothing = admin.post("/admin/evaluators/recalibrate", data={"csrf_token": form["csrf_token"], "version": version})
     assert nothing.status_code == 400 and "tick reviews" in nothing.text
 
+
 # ------------------------------------------------------------------ security fixes
 
 
 def test_csv_export_neutralises_spreadsheet_formulas() -> None:
     from policybot.review import records_csv
 
-    record = {"id": 1, "question": "=HYPERLINK(\"http://evil.example\",\"x\")", "answer": "+1+1", "asker": "@SUM(A1)",
-              "channel": "-2", "error": "\tcmd", "evaluator_version": "\rx", "status": "answered", "top_score": -0.5,
-              "feedback": {"up": 0, "down": 0}, "sources_used": [], "citations": [], "fallback_queries": []}
+    record = {
+        "id": 1,
+        "question": '=HYPERLINK("http://evil.example","x")',
+        "answer": "+1+1",
+        "asker": "@SUM(A1)",
+        "channel": "-2",
+        "error": "\tcmd",
+        "evaluator_version": "\rx",
+        "status": "answered",
+        "top_score": -0.5,
+        "feedback": {"up": 0, "down": 0},
+        "sources_used": [],
+        "citations": [],
+        "fallback_queries": [],
+    }
     [row] = list(csv.DictReader(io.StringIO(records_csv([record]))))
     for key in ("question", "answer", "asker", "channel", "error", "evaluator_version"):
         assert row[key].startswith("'"), (key, row[key])
@@ -538,16 +643,34 @@ def test_request_bodies_are_capped_before_the_form_is_read(csettings) -> None:
     sent: list[dict] = []
     body = [b"a=" + b"b" * 10_000] * 5
 
-    async def receive():  # type: ignore[no-untyped-def]
-        return {"type": "http.request", "body": body.pop(0), "more_body": bool(body)} if body else {"type": "http.disconnect"}
+    async def receive():
+        return (
+            {"type": "http.request", "body": body.pop(0), "more_body": bool(body)}
+            if body
+            else {"type": "http.disconnect"}
+        )
 
-    async def send(message):  # type: ignore[no-untyped-def]
+    async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
-             "path": "/admin/login", "raw_path": b"/admin/login", "root_path": "", "query_string": b"",
-             "headers": [(b"host", b"testserver"), (b"content-type", b"application/x-www-form-urlencoded"),
-                         (b"content-length", b"100")], "client": ("127.0.0.1", 1), "server": ("testserver", 80)}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/admin/login",
+        "raw_path": b"/admin/login",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/x-www-form-urlencoded"),
+            (b"content-length", b"100"),
+        ],
+        "client": ("127.0.0.1", 1),
+        "server": ("testserver", 80),
+    }
     asyncio.run(app(scope, receive, send))
     assert sent[0]["status"] == 413
 
@@ -555,7 +678,9 @@ def test_request_bodies_are_capped_before_the_form_is_read(csettings) -> None:
 def test_non_ascii_tokens_are_refused_not_crashed(csettings, admin) -> None:
     response = admin.post("/admin/logout", data={"csrf_token": "jeton-é-✓"}, follow_redirects=False)
     assert response.status_code == 403 and "CSRF" in response.text
-    forged = _client(csettings).get("/admin/api/stats", headers={"cookie": "policybot_console=eyJ1IjoiYWRhIn0.sïgnature".encode()})
+    forged = _client(csettings).get(
+        "/admin/api/stats", headers={"cookie": "policybot_console=eyJ1IjoiYWRhIn0.sïgnature".encode()}
+    )
     assert forged.status_code == 401
 
 
@@ -609,8 +734,17 @@ def test_logout_and_a_new_password_end_copied_sessions(csettings) -> None:
     stolen = _client(csettings)
     stolen.cookies.set(COOKIE_NAME, copied)
     assert stolen.get("/admin/api/stats").status_code == 200
-    changed = TestClient(create_standalone_app(csettings.model_copy(
-        update={"console_users": SecretStr(f"{ADMIN_USER}:{hash_password('a brand new password', csettings.console_scrypt_n)}")})))
+    changed = TestClient(
+        create_standalone_app(
+            csettings.model_copy(
+                update={
+                    "console_users": SecretStr(
+                        f"{ADMIN_USER}:{hash_password('a brand new password', csettings.console_scrypt_n)}"
+                    )
+                }
+            )
+        )
+    )
     changed.cookies.set(COOKIE_NAME, copied)
     assert changed.get("/admin/api/stats").status_code == 401  # the password changed since the sign-in
 
@@ -653,14 +787,17 @@ def test_login_throttle_counts_before_checking_per_address_and_per_name(csetting
     throttle.succeeded("10.0.0.3", "grace", stamp)
     counters = redis.Redis.from_url(services.redis_url(csettings), decode_responses=True)
     assert sorted(counters.scan_iter(auth.THROTTLE_PREFIX + "*")) == sorted(  # a success is not counted
-        auth.THROTTLE_PREFIX + key for key in ("address:10.0.0.1", "user:" + auth.user_tag("ada")))
-    assert all(0 < counters.ttl(key) <= auth.LOGIN_WINDOW_S + 1 for key in counters.scan_iter(auth.THROTTLE_PREFIX + "*"))
+        auth.THROTTLE_PREFIX + key for key in ("address:10.0.0.1", "user:" + auth.user_tag("ada"))
+    )
+    assert all(
+        0 < counters.ttl(key) <= auth.LOGIN_WINDOW_S + 1 for key in counters.scan_iter(auth.THROTTLE_PREFIX + "*")
+    )
     monkeypatch.setattr(auth, "LOGIN_WINDOW_S", 0)
     assert throttle.attempt("10.0.0.1", "ada") is not None  # the window passed
 
     running, peak = [0], [0]
 
-    def slow_check(settings, user, password) -> bool:  # type: ignore[no-untyped-def]
+    def slow_check(settings, user, password) -> bool:
         running[0] += 1
         peak[0] = max(peak[0], running[0])
         time.sleep(0.05)
@@ -707,7 +844,9 @@ def test_new_password_hashes_cost_scrypt_n_2_17_and_old_ones_still_sign_in(csett
     produced = hash_password("a long enough password")
     n, r, p, salt, digest = parse_scrypt_hash(produced)
     assert (n, r, p, len(salt), len(digest)) == (2**17, 8, 1, 16, 32) and 128 * r * (n + p + 2) <= SCRYPT_MAXMEM
-    assert verify_password("a long enough password", produced) and not verify_password("a long enough passworD", produced)
+    assert verify_password("a long enough password", produced) and not verify_password(
+        "a long enough passworD", produced
+    )
 
     # The test run's hashes cost 2^14, the old default: against the default cost they are outdated,
     # still sign in, and the user is told to make a new one.
@@ -729,10 +868,14 @@ def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog)
     token = csrf_of(client.get("/admin/login").text)
     with caplog.at_level("WARNING", logger="console.app"):
         for _ in range(LOGIN_MAX_FAILURES):
-            wrong = client.post("/admin/login", data={"username": "mallory-the-name", "password": "guess", "csrf_token": token})
+            wrong = client.post(
+                "/admin/login", data={"username": "mallory-the-name", "password": "guess", "csrf_token": token}
+            )
             assert wrong.status_code == 401
     assert "mallory-the-name" not in caplog.text and "sign-in failed" in caplog.text
-    blocked = client.post("/admin/login", data={"username": ADMIN_USER, "password": ADMIN_PASSWORD, "csrf_token": token})
+    blocked = client.post(
+        "/admin/login", data={"username": ADMIN_USER, "password": ADMIN_PASSWORD, "csrf_token": token}
+    )
     assert blocked.status_code == 429
 
 
@@ -762,8 +905,15 @@ def test_guessing_at_a_name_does_not_lock_out_a_browser_that_signed_in_before(cs
 
     own_browser.post("/admin/logout", data={"csrf_token": _csrf(own_browser)})
     assert own_browser.cookies.get(DEVICE_COOKIE_NAME) is None  # logging out forgets the device
-    changed = create_standalone_app(csettings.model_copy(
-        update={"console_users": SecretStr(f"{ADMIN_USER}:{hash_password(ADMIN_PASSWORD + ' changed', csettings.console_scrypt_n)}")}))
+    changed = create_standalone_app(
+        csettings.model_copy(
+            update={
+                "console_users": SecretStr(
+                    f"{ADMIN_USER}:{hash_password(ADMIN_PASSWORD + ' changed', csettings.console_scrypt_n)}"
+                )
+            }
+        )
+    )
     # The name is still locked by the guesses above: the throttle is shared by every app instance.
     assert _sign_in(TestClient(changed, client=("198.51.100.7", 50000)), password="guess").status_code == 429
     after_change = TestClient(changed, client=("10.0.0.5", 50000), cookies={DEVICE_COOKIE_NAME: device})
@@ -774,11 +924,16 @@ def test_an_upload_batch_is_checked_whole_before_any_file_is_written(csettings, 
     folder = csettings.home / "uploads" / "console-batch"
     token = _csrf(admin, "/admin/documents")
     good = ("good.md", b"# Good\n\nA fine policy.", "text/markdown")
-    for second, status, message in ((("bad.exe", b"MZ", "application/octet-stream"), 415, "unsupported file type"),
-                                    (("empty.md", b"", "text/markdown"), 400, "empty"),
-                                    (good, 400, "chosen twice")):
-        response = admin.post("/admin/documents/upload", data={"csrf_token": token, "collection": "console-batch"},
-                              files=[("files", good), ("files", second)])
+    for second, status, message in (
+        (("bad.exe", b"MZ", "application/octet-stream"), 415, "unsupported file type"),
+        (("empty.md", b"", "text/markdown"), 400, "empty"),
+        (good, 400, "chosen twice"),
+    ):
+        response = admin.post(
+            "/admin/documents/upload",
+            data={"csrf_token": token, "collection": "console-batch"},
+            files=[("files", good), ("files", second)],
+        )
         assert response.status_code == status and message in response.text
         assert not folder.exists() or not any(folder.iterdir()), "a file was written before the batch was refused"
 
@@ -803,28 +958,52 @@ def test_small_guards_job_page_id_order_minutes_cookie_path(csettings, admin, se
 
 
 def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from sqlalchemy import delete
 
-    from log_helpers import question_row
     from policybot import db
     from policybot.models import Question
     from policybot.review import ALERT_MIN_PRIOR, incorrect_alert
 
-    now = datetime(2001, 1, 1, tzinfo=timezone.utc)  # a quiet stretch of the log
-    rows = [question_row(question="Is this a quiet week?", channel="CALERT01", action="incorrect", created_at=now - timedelta(days=1, hours=n))
-            for n in range(6)]
-    rows += [question_row(question="Is this a quiet week?", channel="CALERT01", action="correct", created_at=now - timedelta(days=10, hours=n))
-             for n in range(2)]
+    from log_helpers import question_row
+
+    now = datetime(2001, 1, 1, tzinfo=UTC)  # a quiet stretch of the log
+    rows = [
+        question_row(
+            question="Is this a quiet week?",
+            channel="CALERT01",
+            action="incorrect",
+            created_at=now - timedelta(days=1, hours=n),
+        )
+        for n in range(6)
+    ]
+    rows += [
+        question_row(
+            question="Is this a quiet week?",
+            channel="CALERT01",
+            action="correct",
+            created_at=now - timedelta(days=10, hours=n),
+        )
+        for n in range(2)
+    ]
     with db.session(csettings) as session:
         session.add_all(rows)
     try:
         thin = incorrect_alert(csettings, 0.1, now=now)
         assert thin["recent_share"] == 1.0 and thin["prior_answered"] == 2 and not thin["alert"]
         with db.session(csettings) as session:
-            session.add_all([question_row(question="Is this a quiet week?", channel="CALERT01", action="correct",
-                                          created_at=now - timedelta(days=12, hours=n)) for n in range(ALERT_MIN_PRIOR)])
+            session.add_all(
+                [
+                    question_row(
+                        question="Is this a quiet week?",
+                        channel="CALERT01",
+                        action="correct",
+                        created_at=now - timedelta(days=12, hours=n),
+                    )
+                    for n in range(ALERT_MIN_PRIOR)
+                ]
+            )
         assert incorrect_alert(csettings, 0.1, now=now)["alert"]
     finally:
         with db.session(csettings) as session:
@@ -834,17 +1013,28 @@ def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
 def test_sources_page_masks_url_query_values(csettings, admin) -> None:
     from policybot.urls import mask_query
 
-    assert mask_query("https://x.example/s?api_key=SECRET&q=dog", keep=("dog",)) == "https://x.example/s?api_key=***&q=dog"
+    assert (
+        mask_query("https://x.example/s?api_key=SECRET&q=dog", keep=("dog",)) == "https://x.example/s?api_key=***&q=dog"
+    )
     assert mask_query("https://x.example/s") == "https://x.example/s"
 
     token = _csrf(admin, "/admin/sources")
-    added = admin.post("/admin/sources/add", data={
-        "csrf_token": token, "name": "Keyed wiki", "kind": "http", "url": "https://keyed.example.com/search?token=SECRET123"})
+    added = admin.post(
+        "/admin/sources/add",
+        data={
+            "csrf_token": token,
+            "name": "Keyed wiki",
+            "kind": "http",
+            "url": "https://keyed.example.com/search?token=SECRET123",
+        },
+    )
     try:
         assert added.status_code == 200
         page = admin.get("/admin/sources").text
         assert "keyed.example.com/search?token=***" in page and "SECRET123" not in page
-        tested = admin.post("/admin/sources/test", data={"csrf_token": token, "question": "how do I claim dental insurance?"})
+        tested = admin.post(
+            "/admin/sources/test", data={"csrf_token": token, "question": "how do I claim dental insurance?"}
+        )
         assert tested.status_code == 200 and "SECRET123" not in tested.text
     finally:
         admin.post("/admin/sources/remove", data={"csrf_token": token, "name": "Keyed wiki"})
@@ -874,10 +1064,12 @@ def test_console_users_hashes_are_parsed_whole() -> None:
     good = hash_password("long enough password", 2**14)
     assert Settings(**{"POLICYBOT_CONSOLE_USERS": f"ada:{good}"}).console_accounts == {"ada": good}
     salt_and_hash = good.split("$", 4)[4]
-    for bad, why in (("ada:scrypt", "6 $-separated parts"),  # what Compose leaves of an unquoted hash
-                     (f"ada:scrypt$abc$8$1${salt_and_hash}", "whole numbers"),
-                     (f"ada:scrypt$1000$8$1${salt_and_hash}", "power of 2"),
-                     ("ada:scrypt$16384$8$1$!!$!!", "base64")):
+    for bad, why in (
+        ("ada:scrypt", "6 $-separated parts"),  # what Compose leaves of an unquoted hash
+        (f"ada:scrypt$abc$8$1${salt_and_hash}", "whole numbers"),
+        (f"ada:scrypt$1000$8$1${salt_and_hash}", "power of 2"),
+        ("ada:scrypt$16384$8$1$!!$!!", "base64"),
+    ):
         with pytest.raises(ValidationError, match=re.escape(why)) as raised:
             Settings(**{"POLICYBOT_CONSOLE_USERS": bad})
         assert "single-quote" in str(raised.value)

@@ -20,15 +20,23 @@ from slack_helpers import stack  # noqa: F401
 pytestmark = pytest.mark.timeout(300)
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 REPO = Path(__file__).resolve().parent.parent
 SEED_CHANNEL = "CCONSOLE02"  # seeded_log's rows for this module
 ARTIFACTS = Path(os.environ.get("POLICYBOT_ARTIFACTS_DIR") or REPO / ".artifacts") / "console"
 
 
 @pytest.fixture(scope="module")
-def console_url(stack) -> Iterator[str]:  # type: ignore[no-untyped-def]
+def console_url(stack) -> Iterator[str]:
     from bot.app import build_app
     from bot.http import BackgroundServer, create_asgi_app
 
@@ -58,7 +66,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def page(browser, console_url):  # type: ignore[no-untyped-def]
+def page(browser, console_url):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(20_000)
@@ -66,18 +74,24 @@ def page(browser, console_url):  # type: ignore[no-untyped-def]
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
     # JavaScript errors and CSP violations; refused resources are expected (the wrong password's 401)
-    opened.on("console", lambda message: errors.append(message.text)
-              if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
+    opened.on(
+        "console",
+        lambda message: (
+            errors.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     opened.js_errors = errors
     yield opened
     context.close()
 
 
-def shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
+def shot(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
-def test_sign_in(page, console_url) -> None:  # type: ignore[no-untyped-def]
+def test_sign_in(page, console_url) -> None:
     page.goto(console_url + "/activity")
     assert "/admin/login" in page.url
     page.fill("input[name=username]", ADMIN_USER)
@@ -95,7 +109,7 @@ def test_sign_in(page, console_url) -> None:  # type: ignore[no-untyped-def]
     shot(page, "02-activity")
 
 
-def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -> None:  # type: ignore[no-untyped-def]
+def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -> None:
     page.goto(console_url + "/activity")
     page.fill("input[name=channel]", SEED_CHANNEL)
     page.select_option("select[name=action]", "incorrect")
@@ -127,12 +141,14 @@ def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -
     assert not page.js_errors, page.js_errors
 
 
-def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path) -> None:
     from policybot.manage import list_documents
 
     upload = tmp_path / "console-e2e-parking.md"
-    upload.write_text("# Parking Policy\n\n## Visitor parking\n\nVisitors park in the green zone of garage B for up to "
-                      "four hours. Employees must not use the green zone.\n")
+    upload.write_text(
+        "# Parking Policy\n\n## Visitor parking\n\nVisitors park in the green zone of garage B for up to "
+        "four hours. Employees must not use the green zone.\n"
+    )
     page.goto(console_url + "/documents")
     page.set_input_files("input[name=files]", str(upload))
     page.fill("input[name=collection]", "console-e2e")
@@ -141,8 +157,9 @@ def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path)
     assert "queued for ingestion into console-e2e" in page.inner_text(".flash.ok")
     shot(page, "05-upload-queued")
     # the worker ingests it; the page follows the job and reloads the list when it is done
-    page.wait_for_selector('table[data-collection="console-e2e"] tr[data-document="console-e2e-parking.md"]',
-                           timeout=120_000)
+    page.wait_for_selector(
+        'table[data-collection="console-e2e"] tr[data-document="console-e2e-parking.md"]', timeout=120_000
+    )
     row = page.locator('tr[data-document="console-e2e-parking.md"]')
     assert "Parking Policy" in row.inner_text()
     [document] = [d for d in list_documents(stack.settings, "console-e2e") if d.name == "console-e2e-parking.md"]
@@ -154,7 +171,7 @@ def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path)
     assert not page.js_errors, page.js_errors
 
 
-def test_dashboard_renders_seeded_data(page, console_url, seeded_log) -> None:  # type: ignore[no-untyped-def]
+def test_dashboard_renders_seeded_data(page, console_url, seeded_log) -> None:
     page.goto(console_url + "/dashboard")
     assert page.is_visible("#incorrect-alert")
     assert page.locator("svg.chart").count() == 4

@@ -26,20 +26,28 @@ def test_a_well_formed_organisation_passes_in_every_format(tmp_path: Path) -> No
     problems += validate(corpus)
     assert problems == []
     org = corpus.organisations[0]
-    assert set(org.loaded) == {"kb/leave.md", "kb/travel.html", "kb/remote.txt", "kb/conduct.pdf",
-                               "fallback/contacts.docx"}
+    assert set(org.loaded) == {
+        "kb/leave.md",
+        "kb/travel.html",
+        "kb/remote.txt",
+        "kb/conduct.pdf",
+        "fallback/contacts.docx",
+    }
     assert [q.label for q in corpus.questions()] == [q["label"] for q in GOOD]
 
 
-@pytest.mark.parametrize(("change", "expected"), [
-    ({"phrases": ["10 days"]}, "not under 'Carry-over'"),  # a phrase outside its section
-    ({"section": "4.3 Sick days"}, "not under '4.3 Sick days'"),  # the phrase stands elsewhere in the document
-    ({"section": "Parental leave"}, "no heading 'Parental leave'"),
-    ({"document": "kb/missing.md"}, "no document kb/missing.md"),
-    ({"document": "fallback/contacts.docx"}, "must name a kb/ document"),
-    ({"label": "none-off-topic"}, "names no document"),
-    ({"section": None}, "needs 'section'"),
-])
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"phrases": ["10 days"]}, "not under 'Carry-over'"),  # a phrase outside its section
+        ({"section": "4.3 Sick days"}, "not under '4.3 Sick days'"),  # the phrase stands elsewhere in the document
+        ({"section": "Parental leave"}, "no heading 'Parental leave'"),
+        ({"document": "kb/missing.md"}, "no document kb/missing.md"),
+        ({"document": "fallback/contacts.docx"}, "must name a kb/ document"),
+        ({"label": "none-off-topic"}, "names no document"),
+        ({"section": None}, "needs 'section'"),
+    ],
+)
 def test_a_wrong_label_is_reported(tmp_path: Path, change: dict, expected: str) -> None:
     write_org(tmp_path, "maple-tech", "train", [{**GOOD[0], **change}, *GOOD[1:]])
     corpus, problems = load_corpus(tmp_path)
@@ -48,13 +56,27 @@ def test_a_wrong_label_is_reported(tmp_path: Path, change: dict, expected: str) 
 
 
 def test_repeats_and_near_copies_across_splits_are_reported(tmp_path: Path) -> None:
-    repeated = [*GOOD, {"question": "How many days can I roll over?", "label": "none-off-topic"},
-                {"question": "Can I carry unused vacation days into next year if my manager approves?",
-                 "label": "none-on-topic"}]
+    repeated = [
+        *GOOD,
+        {"question": "How many days can I roll over?", "label": "none-off-topic"},
+        {
+            "question": "Can I carry unused vacation days into next year if my manager approves?",
+            "label": "none-on-topic",
+        },
+    ]
     write_org(tmp_path, "maple-tech", "train", repeated)
-    write_org(tmp_path, "birch-labs", "test",
-         [{"question": "can i carry my unused vacation days into the next year if my manager approves it",
-           "label": "none-on-topic"}], prefix="brc")
+    write_org(
+        tmp_path,
+        "birch-labs",
+        "test",
+        [
+            {
+                "question": "can i carry my unused vacation days into the next year if my manager approves it",
+                "label": "none-on-topic",
+            }
+        ],
+        prefix="brc",
+    )
     corpus, problems = load_corpus(tmp_path)
     problems += validate(corpus)
     assert any("tst-8: the same question as tst-1" in p for p in problems), problems

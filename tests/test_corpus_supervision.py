@@ -16,12 +16,26 @@ from policybot.models import Document
 from tests.corpus_helpers import GOOD, write_org
 
 DEV = [  # the dev organisation's questions, worded apart from the train ones
-    {"question": "what's the nightly hotel limit for Toronto trips", "label": "kb", "document": "kb/travel.html",
-     "section": "Hotels", "phrases": ["CAD 240"]},
-    {"question": "Is there an allowance for home internet?", "label": "kb", "document": "kb/remote.txt",
-     "section": "1. Stipend", "phrases": ["CAD 60"]},
-    {"question": "payroll phone extension?", "label": "fallback", "document": "fallback/contacts.docx",
-     "phrases": ["ext. 4410"]},
+    {
+        "question": "what's the nightly hotel limit for Toronto trips",
+        "label": "kb",
+        "document": "kb/travel.html",
+        "section": "Hotels",
+        "phrases": ["CAD 240"],
+    },
+    {
+        "question": "Is there an allowance for home internet?",
+        "label": "kb",
+        "document": "kb/remote.txt",
+        "section": "1. Stipend",
+        "phrases": ["CAD 60"],
+    },
+    {
+        "question": "payroll phone extension?",
+        "label": "fallback",
+        "document": "fallback/contacts.docx",
+        "phrases": ["ext. 4410"],
+    },
     {"question": "what's the hotel limit in Vancouver", "label": "none-on-topic"},
     {"question": "who won the hockey game last night", "label": "none-off-topic"},
 ]
@@ -30,9 +44,21 @@ DEV = [  # the dev organisation's questions, worded apart from the train ones
 def tiny_corpus(root: Path) -> Path:
     write_org(root, "maple-tech", "train", GOOD, prefix="mpl")
     write_org(root, "birch-labs", "dev", DEV, prefix="brc")
-    write_org(root, "cedar-co", "test", [{"question": "hotel cap in Toronto please", "label": "kb",
-                                          "document": "kb/travel.html", "section": "Hotels", "phrases": ["CAD 240"]}],
-              prefix="cdr")
+    write_org(
+        root,
+        "cedar-co",
+        "test",
+        [
+            {
+                "question": "hotel cap in Toronto please",
+                "label": "kb",
+                "document": "kb/travel.html",
+                "section": "Hotels",
+                "phrases": ["CAD 240"],
+            }
+        ],
+        prefix="cdr",
+    )
     return root
 
 
@@ -46,7 +72,9 @@ def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_p
     # Train split: each answerable question's answer chunk is a positive, beside retrieved negatives.
     positives = {(p.question, p.passage) for p in data.train_pairs if p.label == 1}
     assert ("how many days can i roll over??", "You may carry **5 days** forward into the next year.") in positives
-    assert any(q == "who do I call about my payslip" and "ext. 4410" in text for q, text in positives)  # the portal's answer
+    assert any(
+        q == "who do I call about my payslip" and "ext. 4410" in text for q, text in positives
+    )  # the portal's answer
     negatives = [p for p in data.train_pairs if p.label == 0]
     assert {p.question for p in negatives} >= {"hotel cap in Montreal?", "best poutine near the office?"}
     assert all("5 days" not in p.passage for p in negatives if p.question == "how many days can i roll over??")
@@ -58,8 +86,10 @@ def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_p
     assert not any(sets[q["question"]].present for q in DEV[2:])
     assert any(e.label == 1 and "CAD 240" in e.text for e in data.held_out.strip_examples)
     assert all(p.query_kind == "corpus" for p in data.held_out.val_pairs)
-    assert data.description == ("the policy-qa corpus: 7 questions of its train organisations (1), "
-                                "5 of its dev organisations (1) through real retrieval")
+    assert data.description == (
+        "the policy-qa corpus: 7 questions of its train organisations (1), "
+        "5 of its dev organisations (1) through real retrieval"
+    )
 
     # The corpus lives in its own database: the knowledge base never sees it, and the test split is never read.
     assert {c.id for c in corpus_chunks(settings)} == kb_chunks

@@ -68,7 +68,10 @@ def test_correct_answers_from_internal_passages_above_lower():
 
 
 def test_incorrect_answers_only_from_fallback_that_is_itself_correct():
-    assert [s.passage.id for s in choose_evidence(Action.INCORRECT, _scored("kb", -0.5), _scored("fallback", 0.61, 0.59), BAND)] == ["fallback0"]
+    assert [
+        s.passage.id
+        for s in choose_evidence(Action.INCORRECT, _scored("kb", -0.5), _scored("fallback", 0.61, 0.59), BAND)
+    ] == ["fallback0"]
     assert choose_evidence(Action.INCORRECT, _scored("kb", -0.5), [], BAND) == []
 
 
@@ -84,15 +87,26 @@ def test_ambiguous_uses_the_stronger_side_above_the_middle_of_the_band():
 
 from crag.pipeline import AskContext, CragPipeline, PipelineConfig  # noqa: E402
 
-KB_RULE = Passage(id="kb-carryover", text="You may carry over up to 5 unused PTO days.", origin="kb", source="policies", document="leave-policy.md")
-PORTAL_PAGE = Passage(id="fb-payslips", text="Payslips are in Workday 2 business days before each pay date.", origin="fallback",
-                      source="HR portal", document="payroll-calendar.md")
+KB_RULE = Passage(
+    id="kb-carryover",
+    text="You may carry over up to 5 unused PTO days.",
+    origin="kb",
+    source="policies",
+    document="leave-policy.md",
+)
+PORTAL_PAGE = Passage(
+    id="fb-payslips",
+    text="Payslips are in Workday 2 business days before each pay date.",
+    origin="fallback",
+    source="HR portal",
+    document="payroll-calendar.md",
+)
 
 
 class _ByText:
     version = "by-text"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+    def score(self, question: str, passages):
         return [0.8 if "Payslips" in p else 0.6 for p in passages]  # both above the middle (0.45); the portal stronger
 
 
@@ -111,8 +125,12 @@ class _Retriever:
 def test_an_ambiguous_answer_from_the_fallback_cites_no_knowledge_base_passage():
     # Regression: the answer's score list was the candidates' own list, so fallback results
     # appended to it joined the "internal" side and both sides were mixed into the answer.
-    pipeline = CragPipeline(lambda _: _Retriever(), _ByText(), [_Portal()],
-                            PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0))
+    pipeline = CragPipeline(
+        lambda _: _Retriever(),
+        _ByText(),
+        [_Portal()],
+        PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0),
+    )
     answer = pipeline.answer("When do payslips show up in Workday?", AskContext())
     assert answer.action == Action.AMBIGUOUS and answer.found
     assert [(c.origin, c.document) for c in answer.citations] == [("fallback", "payroll-calendar.md")]
@@ -124,7 +142,7 @@ class _PassageOverStrips:
 
     version = "passage-over-strips"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+    def score(self, question: str, passages):
         return [0.7 if p == KB_RULE.text + " " + KB_EXTRA else (0.2 if "carry over" in p else -0.5) for p in passages]
 
 
@@ -133,18 +151,29 @@ KB_EXTRA = "Requests go through Workday. Your manager approves them. Unused days
 
 class _OneLongRule:
     def retrieve(self, question: str, top_k: int) -> list[Passage]:
-        return [Passage(id="kb-carryover-long", text=KB_RULE.text + " " + KB_EXTRA, origin="kb", source="policies",
-                        document="leave-policy.md")]
+        return [
+            Passage(
+                id="kb-carryover-long",
+                text=KB_RULE.text + " " + KB_EXTRA,
+                origin="kb",
+                source="policies",
+                document="leave-policy.md",
+            )
+        ]
 
 
-@pytest.mark.parametrize(("upper", "lower", "action", "kept"), [
-    (0.6, 0.0, Action.CORRECT, True),  # the passage (0.7) clears upper
-    (0.75, 0.0, Action.AMBIGUOUS, True),  # below upper, above the middle of the band (0.375)
-    (0.95, 0.6, Action.AMBIGUOUS, False),  # below the middle (0.775): not evidence, abstain
-])
+@pytest.mark.parametrize(
+    ("upper", "lower", "action", "kept"),
+    [
+        (0.6, 0.0, Action.CORRECT, True),  # the passage (0.7) clears upper
+        (0.75, 0.0, Action.AMBIGUOUS, True),  # below upper, above the middle of the band (0.375)
+        (0.95, 0.6, Action.AMBIGUOUS, False),  # below the middle (0.775): not evidence, abstain
+    ],
+)
 def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(upper, lower, action, kept):
-    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=lower), strip_threshold=0.5,
-                            strip_mode="sentences")
+    config = PipelineConfig(
+        thresholds=Thresholds(upper=upper, lower=lower), strip_threshold=0.5, strip_mode="sentences"
+    )
     pipeline = CragPipeline(lambda _: _OneLongRule(), _PassageOverStrips(), [], config)
     answer = pipeline.answer("How many PTO days roll over?", AskContext())
     assert answer.action == action and answer.found == kept
@@ -160,13 +189,28 @@ def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(u
 from crag.pipeline import sources_named_in  # noqa: E402
 from crag.types import Strip  # noqa: E402
 
-ENROLMENT_RULE = Passage(id="kb-enrol", text="Dates for open enrollment are published on the HR portal. "
-                         "Enroll in Workday within 30 days of your start date.", origin="kb", source="policies",
-                         document="onboarding.md")
-PORTAL_DATES = Passage(id="fb-dates", text="Open enrollment runs from November 2 to November 20.", origin="fallback",
-                       source="HR portal", document="benefits-enrollment.md")
-PORTAL_OFF_TOPIC = Passage(id="fb-parking", text="Parking in Boston costs $12 per day.", origin="fallback",
-                           source="HR portal", document="office-facilities.md")
+ENROLMENT_RULE = Passage(
+    id="kb-enrol",
+    text="Dates for open enrollment are published on the HR portal. "
+    "Enroll in Workday within 30 days of your start date.",
+    origin="kb",
+    source="policies",
+    document="onboarding.md",
+)
+PORTAL_DATES = Passage(
+    id="fb-dates",
+    text="Open enrollment runs from November 2 to November 20.",
+    origin="fallback",
+    source="HR portal",
+    document="benefits-enrollment.md",
+)
+PORTAL_OFF_TOPIC = Passage(
+    id="fb-parking",
+    text="Parking in Boston costs $12 per day.",
+    origin="fallback",
+    source="HR portal",
+    document="office-facilities.md",
+)
 
 
 class _Recording:
@@ -185,9 +229,11 @@ class _Recording:
 class _Judge:
     version = "judge"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
-        return [0.9 if "November 2" in p or "published on the HR portal" in p else (0.5 if "Enroll" in p else -0.9)
-                for p in passages]
+    def score(self, question: str, passages):
+        return [
+            0.9 if "November 2" in p or "published on the HR portal" in p else (0.5 if "Enroll" in p else -0.9)
+            for p in passages
+        ]
 
 
 class _Enrolment:
@@ -196,8 +242,12 @@ class _Enrolment:
 
 
 def _refer_pipeline(*sources: _Recording, strips_top_n: int = 5) -> CragPipeline:
-    config = PipelineConfig(thresholds=Thresholds(upper=0.8, lower=0.0), strip_threshold=0.0, strip_mode="sentences",
-                            strips_top_n=strips_top_n)
+    config = PipelineConfig(
+        thresholds=Thresholds(upper=0.8, lower=0.0),
+        strip_threshold=0.0,
+        strip_mode="sentences",
+        strips_top_n=strips_top_n,
+    )
     return CragPipeline(lambda _: _Enrolment(), _Judge(), list(sources), config)
 
 
@@ -228,13 +278,16 @@ def test_a_correct_answer_that_names_no_source_or_an_unpermitted_one_asks_nothin
     assert unnamed.sent == [] and [c.origin for c in answer.citations] == ["kb"]
 
 
-@pytest.mark.parametrize(("text", "named"), [
-    ("Dates are published on the HR portal.", True),
-    ("Dates are published on the hr-portal.", True),
-    ("See the HR\nportal for dates.", True),
-    ("Dates are published on the HR portals page.", False),  # a different word
-    ("Ask HR for the dates; the portal is down.", False),
-])
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("Dates are published on the HR portal.", True),
+        ("Dates are published on the hr-portal.", True),
+        ("See the HR\nportal for dates.", True),
+        ("Dates are published on the HR portals page.", False),  # a different word
+        ("Ask HR for the dates; the portal is down.", False),
+    ],
+)
 def test_sources_named_in_matches_the_source_name_as_words(text, named):
     strip = Strip(passage=ENROLMENT_RULE, index=0, text=text)
     assert (sources_named_in([strip], [_Recording("HR portal", [])]) != []) == named
@@ -252,7 +305,7 @@ def test_sources_used_are_the_sources_the_reply_cites():
 class _Broken:
     kind, open_web = "http", False
 
-    def __init__(self, name: str, reply):  # type: ignore[no-untyped-def]
+    def __init__(self, name: str, reply):
         self.name, self.reply = name, reply
 
     def search(self, keywords: str, limit: int) -> list[Passage]:
@@ -269,8 +322,12 @@ def _huge_json_number() -> list[Passage]:
 def test_an_odd_reply_from_one_fallback_source_skips_that_source_only():
     surrogate = Passage(id="fb-x", text="Payslips \ud83d are out", origin="fallback", source="Wiki", document="w.md")
     sources = [_Broken("Numbers", _huge_json_number), _Broken("Wiki", lambda: [surrogate]), _Portal()]
-    pipeline = CragPipeline(lambda _: _Retriever(), _ByText(), sources,
-                            PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0))
+    pipeline = CragPipeline(
+        lambda _: _Retriever(),
+        _ByText(),
+        sources,
+        PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0),
+    )
     answer = pipeline.answer("When do payslips show up in Workday?", AskContext())
     assert answer.found and [c.document for c in answer.citations] == ["payroll-calendar.md"]
     assert "fallback source Numbers failed: ValueError" in answer.notes

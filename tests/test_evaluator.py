@@ -13,6 +13,7 @@ import random
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -47,35 +48,142 @@ from crag.weak_supervision import (
     template_question,
 )
 
+if TYPE_CHECKING:
+    from crag.training import LabelledData
+
 # Short chunks about distinct topics, a few per document, with the numbers, dates and names
 # that templated questions are made from.
 TOY = [
-    ("travel.md", "Travel > Expense reports", "Submit your expense report within 30 calendar days after the trip ends. Late reports need approval from your department VP. Reports older than 90 days are not reimbursed."),
-    ("travel.md", "Travel > Lodging", "The nightly hotel cap is $250 before taxes. In New York and San Francisco the cap is $350. Conference hotels may exceed the cap when the group rate is used."),
-    ("travel.md", "Travel > Meals", "Meals are covered by a per diem of $75 per full travel day. On the first and last day the per diem is $40. Do not claim meals provided by a client."),
-    ("travel.md", "Travel > Airfare", "Book economy class for domestic flights. Premium economy is allowed when a flight segment is longer than 5 hours. First class is never reimbursed."),
-    ("leave.md", "Leave > Paid time off", "Full-time employees receive 25 days of paid time off per calendar year. Unused days carry over up to a maximum of 5 days. Request time off in Workday."),
-    ("leave.md", "Leave > Sick leave", "Every employee receives 10 paid sick days per year, credited on January 1. A doctor's note is required after 3 consecutive sick days."),
-    ("leave.md", "Leave > Parental leave", "Birth and adoptive parents get 16 weeks of fully paid parental leave. Leave can be taken within 12 months of the birth or placement."),
-    ("leave.md", "Leave > Bereavement", "Employees may take up to 5 days of paid bereavement leave for the death of a close family member. Tell your manager as soon as you can."),
-    ("security.md", "Security > Passwords", "Passwords must be at least 14 characters long. Use the company password manager, 1Password, for every work account. Never reuse a password."),
-    ("security.md", "Security > Lost devices", "Report a lost or stolen laptop to the IT helpdesk within 24 hours. IT will wipe the device remotely and issue a replacement."),
-    ("security.md", "Security > USB drives", "USB storage drives are blocked on company laptops. Approved exceptions are valid for 30 days and only for encrypted drives."),
-    ("security.md", "Security > Phishing", "Forward suspicious emails to the security team with the report button. Never enter your credentials on a page you reached from an email link."),
-    ("remote.md", "Remote work > Hybrid schedule", "Hybrid employees work from their office at least 2 days per week. Tuesday and Thursday are the company-wide anchor days."),
-    ("remote.md", "Remote work > Home office stipend", "Remote employees receive a one-time home office stipend of $500 for a desk, chair and monitor. Claim it within 60 days of your start date."),
-    ("remote.md", "Remote work > Working abroad", "You may work from outside the country for up to 20 working days per calendar year. Longer stays need approval from People Operations."),
-    ("remote.md", "Remote work > Core hours", "Core collaboration hours are 10:00 to 15:00 in your local time zone. Be reachable on Slack during core hours."),
-    ("learning.md", "Learning > Budget", "Each employee has a learning budget of $1,500 per year for courses, books and conferences. Unused budget does not roll over."),
-    ("learning.md", "Learning > Certifications", "The company pays exam fees for approved certifications. If you fail an exam, the company pays for one retake."),
-    ("learning.md", "Learning > Study time", "You may spend up to 4 hours per week of working time on approved learning. Agree the schedule with your manager first."),
-    ("referrals.md", "Referrals > Bonus", "A successful referral earns a bonus of $3,000, paid after the new hire completes 90 days. Interns and contractors are not eligible."),
-    ("referrals.md", "Referrals > How to refer", "Submit referrals through the Referrals tab in Greenhouse. A recruiter will contact the candidate within 5 business days."),
-    ("cards.md", "Corporate cards > Eligibility", "Employees who travel more than 4 times per year can request a corporate card. Finance approves every card request."),
-    ("cards.md", "Corporate cards > Lost cards", "Freeze a lost card in the Ramp app immediately. Ramp ships a replacement card within 5 business days."),
-    ("conduct.md", "Code of conduct > Gifts", "You may accept gifts worth up to $100 from a vendor. Report any larger gift to the Ethics Committee within 10 days."),
-    ("conduct.md", "Code of conduct > Whistleblowing", "Report suspected fraud through the Ethics Line, which is available 24 hours a day. Reports can be made anonymously."),
-    ("parking.md", "Office > Parking", "Parking permits for the Boston office cost $40 per month. Bicycle parking in the basement is free for every employee."),
+    (
+        "travel.md",
+        "Travel > Expense reports",
+        "Submit your expense report within 30 calendar days after the trip ends. Late reports need approval from your department VP. Reports older than 90 days are not reimbursed.",
+    ),
+    (
+        "travel.md",
+        "Travel > Lodging",
+        "The nightly hotel cap is $250 before taxes. In New York and San Francisco the cap is $350. Conference hotels may exceed the cap when the group rate is used.",
+    ),
+    (
+        "travel.md",
+        "Travel > Meals",
+        "Meals are covered by a per diem of $75 per full travel day. On the first and last day the per diem is $40. Do not claim meals provided by a client.",
+    ),
+    (
+        "travel.md",
+        "Travel > Airfare",
+        "Book economy class for domestic flights. Premium economy is allowed when a flight segment is longer than 5 hours. First class is never reimbursed.",
+    ),
+    (
+        "leave.md",
+        "Leave > Paid time off",
+        "Full-time employees receive 25 days of paid time off per calendar year. Unused days carry over up to a maximum of 5 days. Request time off in Workday.",
+    ),
+    (
+        "leave.md",
+        "Leave > Sick leave",
+        "Every employee receives 10 paid sick days per year, credited on January 1. A doctor's note is required after 3 consecutive sick days.",
+    ),
+    (
+        "leave.md",
+        "Leave > Parental leave",
+        "Birth and adoptive parents get 16 weeks of fully paid parental leave. Leave can be taken within 12 months of the birth or placement.",
+    ),
+    (
+        "leave.md",
+        "Leave > Bereavement",
+        "Employees may take up to 5 days of paid bereavement leave for the death of a close family member. Tell your manager as soon as you can.",
+    ),
+    (
+        "security.md",
+        "Security > Passwords",
+        "Passwords must be at least 14 characters long. Use the company password manager, 1Password, for every work account. Never reuse a password.",
+    ),
+    (
+        "security.md",
+        "Security > Lost devices",
+        "Report a lost or stolen laptop to the IT helpdesk within 24 hours. IT will wipe the device remotely and issue a replacement.",
+    ),
+    (
+        "security.md",
+        "Security > USB drives",
+        "USB storage drives are blocked on company laptops. Approved exceptions are valid for 30 days and only for encrypted drives.",
+    ),
+    (
+        "security.md",
+        "Security > Phishing",
+        "Forward suspicious emails to the security team with the report button. Never enter your credentials on a page you reached from an email link.",
+    ),
+    (
+        "remote.md",
+        "Remote work > Hybrid schedule",
+        "Hybrid employees work from their office at least 2 days per week. Tuesday and Thursday are the company-wide anchor days.",
+    ),
+    (
+        "remote.md",
+        "Remote work > Home office stipend",
+        "Remote employees receive a one-time home office stipend of $500 for a desk, chair and monitor. Claim it within 60 days of your start date.",
+    ),
+    (
+        "remote.md",
+        "Remote work > Working abroad",
+        "You may work from outside the country for up to 20 working days per calendar year. Longer stays need approval from People Operations.",
+    ),
+    (
+        "remote.md",
+        "Remote work > Core hours",
+        "Core collaboration hours are 10:00 to 15:00 in your local time zone. Be reachable on Slack during core hours.",
+    ),
+    (
+        "learning.md",
+        "Learning > Budget",
+        "Each employee has a learning budget of $1,500 per year for courses, books and conferences. Unused budget does not roll over.",
+    ),
+    (
+        "learning.md",
+        "Learning > Certifications",
+        "The company pays exam fees for approved certifications. If you fail an exam, the company pays for one retake.",
+    ),
+    (
+        "learning.md",
+        "Learning > Study time",
+        "You may spend up to 4 hours per week of working time on approved learning. Agree the schedule with your manager first.",
+    ),
+    (
+        "referrals.md",
+        "Referrals > Bonus",
+        "A successful referral earns a bonus of $3,000, paid after the new hire completes 90 days. Interns and contractors are not eligible.",
+    ),
+    (
+        "referrals.md",
+        "Referrals > How to refer",
+        "Submit referrals through the Referrals tab in Greenhouse. A recruiter will contact the candidate within 5 business days.",
+    ),
+    (
+        "cards.md",
+        "Corporate cards > Eligibility",
+        "Employees who travel more than 4 times per year can request a corporate card. Finance approves every card request.",
+    ),
+    (
+        "cards.md",
+        "Corporate cards > Lost cards",
+        "Freeze a lost card in the Ramp app immediately. Ramp ships a replacement card within 5 business days.",
+    ),
+    (
+        "conduct.md",
+        "Code of conduct > Gifts",
+        "You may accept gifts worth up to $100 from a vendor. Report any larger gift to the Ethics Committee within 10 days.",
+    ),
+    (
+        "conduct.md",
+        "Code of conduct > Whistleblowing",
+        "Report suspected fraud through the Ethics Line, which is available 24 hours a day. Reports can be made anonymously.",
+    ),
+    (
+        "parking.md",
+        "Office > Parking",
+        "Parking permits for the Boston office cost $40 per month. Bicycle parking in the basement is free for every employee.",
+    ),
 ]
 
 
@@ -207,14 +315,18 @@ def test_focus_negatives_ask_about_something_the_source_never_mentions(chunks, e
     questions = {q.text: q for q in ws.train_queries}
     for pair in focus:
         assert pair.label == 0 and pair.query_kind != "cloze"
-        original = next(q for q in questions.values() if q.source_id == pair.chunk_id and _one_word_apart(q.text, pair.question))
+        original = next(
+            q for q in questions.values() if q.source_id == pair.chunk_id and _one_word_apart(q.text, pair.question)
+        )
         assert pair.passage == original.positive_text  # the very passage that answers the original
         new_word = next(y for x, y in zip(original.text.split(), pair.question.split()) if x != y)
         assert new_word.strip("?,.!").lower() not in pair.passage.lower()
 
     source = "Every employee receives 10 paid sick days per year."
     words = {w.lower().strip(".") for w in source.split()}
-    swapped = swap_focus("How many paid sick days per year?", words, ["bicycle", "sick"], {"sick": 3.0, "paid": 1.0}, random.Random(0))
+    swapped = swap_focus(
+        "How many paid sick days per year?", words, ["bicycle", "sick"], {"sick": 3.0, "paid": 1.0}, random.Random(0)
+    )
     assert swapped == "How many paid bicycle days per year?"  # the rarest shared word goes, for a word the source lacks
     assert swap_focus("What is this?", words, ["bicycle"], {}, random.Random(0)) is None  # no focus word
 
@@ -235,7 +347,7 @@ def test_weak_supervision_is_deterministic(chunks, embed):
     moved = [replace(chunk, id=hashlib.sha1(f"/elsewhere/{chunk.id}".encode()).hexdigest()) for chunk in chunks]
     c = build_weak_supervision(moved, embed, seed=3)
 
-    def content(pairs):  # type: ignore[no-untyped-def]
+    def content(pairs):
         return [(p.question, p.passage, p.label, p.kind) for p in pairs]
 
     assert content(c.train_pairs) == content(a.train_pairs) and content(c.val_pairs) == content(a.val_pairs)
@@ -288,7 +400,11 @@ def test_calibration_scores_only_what_the_time_left_allows(chunks, embed):
 
     subset, note = within_time(ws, seconds_per_pair=1.0, seconds_left=0.0, min_questions=3)
     kept = held_out_passages(subset)
-    assert len(kept) == 3 and note == f"measured and calibrated on 3 of {len(everything)} held-out questions to stay within the time budget"
+    assert (
+        len(kept) == 3
+        and note
+        == f"measured and calibrated on 3 of {len(everything)} held-out questions to stay within the time budget"
+    )
     calibrating = {s.question for s in ws.calibration_sets}
     assert set(kept) <= calibrating  # threshold-setting questions come first
     assert all(kept[q] == everything[q] for q in kept)  # a kept question keeps all its passages
@@ -371,7 +487,9 @@ def test_separate_encoding_starts_exactly_at_the_retrievers_cosine(embed, tmp_pa
     expected = 2.0 / (1.0 + np.exp(-logits)) - 1.0
     assert judge.score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
     save_evaluator(bundle, tmp_path / "late", {"version": "late"})
-    assert load_evaluator(tmp_path / "late", threads=1).score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
+    assert load_evaluator(tmp_path / "late", threads=1).score(question, passages) == pytest.approx(
+        expected.tolist(), abs=1e-4
+    )
 
 
 def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair():
@@ -388,7 +506,9 @@ def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair()
         for row in encode_pairs(bundle.tokenizer, "minilm_t5", question, [passage], 128)
     ]
     calls: list[int] = []
-    hook = model.minilm.register_forward_hook(lambda _m, args, kwargs, _out: calls.append(kwargs["input_ids"].shape[0]), with_kwargs=True)
+    hook = model.minilm.register_forward_hook(
+        lambda _m, args, kwargs, _out: calls.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+    )
     with torch.inference_mode():
         together = model(**collate(rows, 0))
         alone = torch.cat([model(**collate([row], 0)) for row in rows])
@@ -413,7 +533,8 @@ def test_passage_state_cache_scores_exactly_as_without_and_reads_each_passage_on
     passages = [t for _, _, t in TOY[:6]] + ["Short one.", TOY[0][2] * 3]  # mixed lengths: padding
     rows_read: list[int] = []
     cached.model.minilm.register_forward_hook(
-        lambda _m, _args, kwargs, _out: rows_read.append(kwargs["input_ids"].shape[0]), with_kwargs=True)
+        lambda _m, _args, kwargs, _out: rows_read.append(kwargs["input_ids"].shape[0]), with_kwargs=True
+    )
     for question in ("How long do I have to submit my expense report?", "What is the hotel cap in New York?"):
         # A cold call, then a warm one with the passages in another order and one new passage.
         assert cached.score(question, passages) == pytest.approx(plain.score(question, passages), abs=1e-5)
@@ -439,8 +560,13 @@ def test_fused_gelu_scores_as_transformers_python_gelu():
     torch.nn.init.normal_(model.head.weight, std=0.5)
     assert any(isinstance(m, GELUTanh) for m in model.modules())
     assert not any(isinstance(m, NewGELUActivation) for m in model.modules())
-    rows = encode_pairs(bundle.tokenizer, "minilm_t5", "How long do I have to submit my expense report?",
-                        [t for _, _, t in TOY[:6]], 128)
+    rows = encode_pairs(
+        bundle.tokenizer,
+        "minilm_t5",
+        "How long do I have to submit my expense report?",
+        [t for _, _, t in TOY[:6]],
+        128,
+    )
     with torch.inference_mode():
         fused = model(**collate(rows, 0))
         for layer in model.t5.encoder.block:
@@ -450,8 +576,16 @@ def test_fused_gelu_scores_as_transformers_python_gelu():
 
 
 def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
-    config = EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=128, max_length=128, train_max_length=96,
-                             max_steps=20, min_steps=20, separate_encoding=True)
+    config = EvaluatorConfig(
+        t5_layers=1,
+        t5_heads=2,
+        t5_d_ff=128,
+        max_length=128,
+        train_max_length=96,
+        max_steps=20,
+        min_steps=20,
+        separate_encoding=True,
+    )
     result = train_evaluator(chunks, embed, tmp_path, budget_s=60, config=config, seed=0)
     assert result.steps == 20 and result.evaluator.score_std > 1e-3
     assert result.evaluator.auc > 0.6, result.evaluator  # it starts from the retriever's cosine
@@ -485,12 +619,16 @@ def test_int8_path_runs_and_stays_close(tmp_path):
     # Without the similarity prior: it multiplies small int8 errors in MiniLM's states by its
     # scale, which is why int8 evaluators get thresholds of their own (checked below).
     torch.manual_seed(0)  # the T5 block starts random: fix it
-    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, similarity_prior=False, separate_encoding=False))
+    bundle = build_judge(
+        EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, similarity_prior=False, separate_encoding=False)
+    )
     with torch.no_grad():
         bundle.model.head.weight.normal_(0, 0.5, generator=torch.Generator().manual_seed(1))
     thresholds = {"upper": 0.5, "lower": -0.5, "strip": 0.0}
     thresholds_int8 = {"upper": 0.4, "lower": -0.6, "strip": -0.1}
-    save_evaluator(bundle, tmp_path / "v2", {"version": "v2", "thresholds": thresholds, "thresholds_int8": thresholds_int8})
+    save_evaluator(
+        bundle, tmp_path / "v2", {"version": "v2", "thresholds": thresholds, "thresholds_int8": thresholds_int8}
+    )
     fp32 = load_evaluator(tmp_path / "v2", threads=1)
     int8 = load_evaluator(tmp_path / "v2", threads=1, quantize_int8=True)
     assert int8.version == "v2+int8"  # its cache entries never mix with fp32 scores
@@ -532,8 +670,16 @@ def _tiny_official_checkpoint(folder: Path) -> tuple[object, object]:
     vocab += [(c, -12.0) for c in "abcdefghijklmnopqrstuvwxyz0123456789$"]
     tokenizer = T5Tokenizer(vocab=vocab, extra_ids=0)
     config = T5Config(
-        vocab_size=len(tokenizer), d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2,
-        num_heads=2, num_labels=1, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=2,
+        num_labels=1,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
         decoder_start_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(0)
@@ -619,10 +765,14 @@ def quick_plain(chunks, embed, tmp_path_factory):
 def test_review_pairs_join_training_weighted(chunks, embed, quick_plain, tmp_path):
     from crag.weak_supervision import Pair
 
-    extra = [Pair("Can I bring my dog to work?", chunks[4].text, 0, "review", "review", chunks[4].id),
-             Pair("How many days roll over into next year?", chunks[4].text, 1, "review", "review", chunks[4].id)]
+    extra = [
+        Pair("Can I bring my dog to work?", chunks[4].text, 0, "review", "review", chunks[4].id),
+        Pair("How many days roll over into next year?", chunks[4].text, 1, "review", "review", chunks[4].id),
+    ]
     plain = quick_plain
-    with_reviews = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=QUICK, seed=0, extra_pairs=extra, extra_weight=3)
+    with_reviews = train_evaluator(
+        chunks, embed, tmp_path, budget_s=30, config=QUICK, seed=0, extra_pairs=extra, extra_weight=3
+    )
     assert with_reviews.n_train_pairs == plain.n_train_pairs + 6
     assert with_reviews.n_val_pairs == plain.n_val_pairs  # validation stays on the weak split
     assert "trained with 2 pairs from labelled real questions (each weighted x3)" in with_reviews.notes
@@ -635,20 +785,35 @@ def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, qu
     from crag.weak_supervision import CandidateSet, Pair, StripExample
 
     pto, sick, passwords = chunks[4].text, chunks[5].text, chunks[8].text
-    questions = [("how many vacation days roll over?", True, [pto, sick, passwords]),
-                 ("do we get a gym allowance", False, [sick, pto, passwords]),
-                 ("how long must my password be", True, [passwords, pto, sick]),
-                 ("can my dog come to the office", False, [passwords, sick, pto])]
+    questions = [
+        ("how many vacation days roll over?", True, [pto, sick, passwords]),
+        ("do we get a gym allowance", False, [sick, pto, passwords]),
+        ("how long must my password be", True, [passwords, pto, sick]),
+        ("can my dog come to the office", False, [passwords, sick, pto]),
+    ]
     held_out = HeldOut(
-        val_pairs=[Pair(q, text, int(present and i == 0), "hard" if i else "positive", "corpus", "c")
-                   for q, present, texts in questions for i, text in enumerate(texts)],
-        calibration_sets=[CandidateSet(q, "corpus", present, ("a", "b", "c"), tuple(texts)) for q, present, texts in questions],
-        strip_examples=[StripExample(questions[0][0], "Unused days carry over up to a maximum of 5 days.", 1),
-                        StripExample(questions[0][0], "Request time off in Workday.", 0)],
+        val_pairs=[
+            Pair(q, text, int(present and i == 0), "hard" if i else "positive", "corpus", "c")
+            for q, present, texts in questions
+            for i, text in enumerate(texts)
+        ],
+        calibration_sets=[
+            CandidateSet(q, "corpus", present, ("a", "b", "c"), tuple(texts)) for q, present, texts in questions
+        ],
+        strip_examples=[
+            StripExample(questions[0][0], "Unused days carry over up to a maximum of 5 days.", 1),
+            StripExample(questions[0][0], "Request time off in Workday.", 0),
+        ],
     )
-    labelled = LabelledData([Pair("pto rollover?", pto, 1, "positive", "corpus", chunks[4].id),
-                             Pair("pto rollover?", sick, 0, "hard", "corpus", chunks[5].id)],
-                            held_out, embeddings={}, description="four toy questions")
+    labelled = LabelledData(
+        [
+            Pair("pto rollover?", pto, 1, "positive", "corpus", chunks[4].id),
+            Pair("pto rollover?", sick, 0, "hard", "corpus", chunks[5].id),
+        ],
+        held_out,
+        embeddings={},
+        description="four toy questions",
+    )
     plain = quick_plain
     result = train_evaluator(chunks, embed, tmp_path, budget_s=30, config=QUICK, seed=0, labelled=labelled)
     assert result.n_train_pairs == plain.n_train_pairs + 2
@@ -664,16 +829,28 @@ def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, qu
     assert metadata["notes"][0] == "trained with 2 pairs and gated on 4 retrieval sets from four toy questions"
 
 
-def _toy_labelled(chunks) -> "LabelledData":
+def _toy_labelled(chunks) -> LabelledData:
     from crag.training import HeldOut, LabelledData
     from crag.weak_supervision import CandidateSet, Pair
 
     pto, sick = chunks[4].text, chunks[5].text
-    held_out = HeldOut([Pair("pto rollover?", pto, 1, "positive", "corpus", "a"), Pair("pto rollover?", sick, 0, "hard", "corpus", "b")],
-                       [CandidateSet("pto rollover?", "corpus", True, ("a", "b"), (pto, sick))], [])
-    train = [Pair(q, text, label, "positive" if label else "hard", "corpus", chunks[i].id)
-             for q, (i, text, label) in [("how many days carry over", (4, pto, 1)), ("how many days carry over", (5, sick, 0)),
-                                         ("sick note after how long", (5, sick, 1)), ("sick note after how long", (4, pto, 0))]]
+    held_out = HeldOut(
+        [
+            Pair("pto rollover?", pto, 1, "positive", "corpus", "a"),
+            Pair("pto rollover?", sick, 0, "hard", "corpus", "b"),
+        ],
+        [CandidateSet("pto rollover?", "corpus", True, ("a", "b"), (pto, sick))],
+        [],
+    )
+    train = [
+        Pair(q, text, label, "positive" if label else "hard", "corpus", chunks[i].id)
+        for q, (i, text, label) in [
+            ("how many days carry over", (4, pto, 1)),
+            ("how many days carry over", (5, sick, 0)),
+            ("sick note after how long", (5, sick, 1)),
+            ("sick note after how long", (4, pto, 0)),
+        ]
+    ]
     return LabelledData(train * 8, held_out, embeddings={}, description="toy corpus")
 
 

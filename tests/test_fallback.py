@@ -292,41 +292,68 @@ def test_loopback_is_refused_unless_private_addresses_are_allowed(server: LocalS
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("host", ["[2002:7f00:1::1]",  # 6to4 of 127.0.0.1: Python counts 2002::/16 as global
-                                  "[fec0::1]",  # site-local: Python 3.11 counts it as global
-                                  "[64:ff9b::a00:1]",  # NAT64 of 10.0.0.1
-                                  "[2001:0:4136:e378:8000:63bf:f5ff:fffe]",  # Teredo, client 10.0.0.1
-                                  "[::ffff:192.168.1.1]"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "[2002:7f00:1::1]",  # 6to4 of 127.0.0.1: Python counts 2002::/16 as global
+        "[fec0::1]",  # site-local: Python 3.11 counts it as global
+        "[64:ff9b::a00:1]",  # NAT64 of 10.0.0.1
+        "[2001:0:4136:e378:8000:63bf:f5ff:fffe]",  # Teredo, client 10.0.0.1
+        "[::ffff:192.168.1.1]",
+    ],
+)
 def test_ipv6_addresses_that_carry_private_ones_are_refused_before_any_connection(host: str) -> None:
     source = HttpFallbackSource(HttpSourceConfig(name="wiki", url=f"http://{host}:8080/search", timeout_s=1.0))
     with pytest.raises(FallbackError, match="non-public address"):
         source.search("travel", limit=5)
 
 
-@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/",
-                                 "http://100.100.100.200/latest/meta-data/", "http://metadata.google.internal/computeMetadata/v1/",
-                                 "http://[::ffff:169.254.169.254]/", "http://[2002:a9fe:a9fe::1]/", "http://[64:ff9b::a9fe:a9fe]/",
-                                 "http://169.254.10.1/", "http://[fe80::1]/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/latest/",
+        "http://100.100.100.200/latest/meta-data/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://[2002:a9fe:a9fe::1]/",
+        "http://[64:ff9b::a9fe:a9fe]/",
+        "http://169.254.10.1/",
+        "http://[fe80::1]/",
+    ],
+)
 def test_cloud_metadata_and_link_local_hosts_are_refused_even_when_private_addresses_are_allowed(url: str) -> None:
     with pytest.raises(ValueError, match="cloud metadata or link-local host, never allowed"):
         HttpSourceConfig(name="wiki", url=url, allow_private=True)
     with pytest.raises(ValueError, match="never allowed"):  # nor as a host redirects may lead to
-        HttpSourceConfig(name="wiki", url="http://10.0.0.1/search", allowed_hosts=["10.0.0.1", urlsplit(url).hostname or ""],
-                         allow_private=True)
+        HttpSourceConfig(
+            name="wiki",
+            url="http://10.0.0.1/search",
+            allowed_hosts=["10.0.0.1", urlsplit(url).hostname or ""],
+            allow_private=True,
+        )
 
 
-def test_a_name_that_resolves_to_a_metadata_address_is_refused_even_when_private_addresses_are_allowed(monkeypatch) -> None:
+def test_a_name_that_resolves_to_a_metadata_address_is_refused_even_when_private_addresses_are_allowed(
+    monkeypatch,
+) -> None:
     # No real name resolves to 169.254.169.254 offline, so the resolver alone is stood in for.
     import crag.fallback
 
     def resolve(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
         assert host == "wiki.corp.example"
-        return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:169.254.169.254", port, 0, 0)),
-                (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port))]
+        return [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("::ffff:169.254.169.254", port, 0, 0)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port)),
+        ]
 
     monkeypatch.setattr(crag.fallback.socket, "getaddrinfo", resolve)
-    source = HttpFallbackSource(HttpSourceConfig(name="wiki", url="http://wiki.corp.example/search", allow_private=True))
-    with pytest.raises(FallbackError, match=r"resolves to ::ffff:169.254.169.254, a cloud metadata or link-local address"):
+    source = HttpFallbackSource(
+        HttpSourceConfig(name="wiki", url="http://wiki.corp.example/search", allow_private=True)
+    )
+    with pytest.raises(
+        FallbackError, match=r"resolves to ::ffff:169.254.169.254, a cloud metadata or link-local address"
+    ):
         source.search("travel", limit=5)
 
 
@@ -402,7 +429,9 @@ def hung_resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def test_a_hanging_name_lookup_hits_the_time_budget(hung_resolver: str) -> None:
     source = HttpFallbackSource(HttpSourceConfig(name="wiki", url=f"http://{hung_resolver}/search", timeout_s=0.5))
     started = time.monotonic()
-    with pytest.raises(FallbackError, match=r"fallback source 'wiki' timed out after 0.5s resolving 'wiki.corp.example'"):
+    with pytest.raises(
+        FallbackError, match=r"fallback source 'wiki' timed out after 0.5s resolving 'wiki.corp.example'"
+    ):
         source.search("travel", limit=5)
     assert time.monotonic() - started < 1.5
 
@@ -414,9 +443,26 @@ def tls_server(tmp_path: Path) -> Iterator[tuple[LocalServer, Path]]:
         pytest.skip("the openssl command is needed to make a test certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", str(key),
-         "-out", str(cert), "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
     )
     state = LocalServer(port=0)
     http_server = QuietServer(("127.0.0.1", 0), _make_handler(state))
@@ -435,10 +481,14 @@ def test_https_verifies_the_certificate(tls_server: tuple[LocalServer, Path], mo
     server, cert = tls_server
     url = f"https://127.0.0.1:{server.port}/search"
     with pytest.raises(FallbackError, match="could not connect to host '127.0.0.1': .*CERTIFICATE_VERIFY_FAILED"):
-        HttpFallbackSource(HttpSourceConfig(name="intranet-wiki", url=url, allow_private=True)).search("travel", limit=5)
+        HttpFallbackSource(HttpSourceConfig(name="intranet-wiki", url=url, allow_private=True)).search(
+            "travel", limit=5
+        )
     # Trusted the standard way (a company CA in SSL_CERT_FILE), the same server answers.
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    passages = HttpFallbackSource(HttpSourceConfig(name="intranet-wiki", url=url, allow_private=True)).search("travel", limit=5)
+    passages = HttpFallbackSource(HttpSourceConfig(name="intranet-wiki", url=url, allow_private=True)).search(
+        "travel", limit=5
+    )
     assert [p.title for p in passages] == ["Travel policy", "Leave policy", "Laptops"]
     assert server.requests[-1].host_header == f"127.0.0.1:{server.port}"
 
@@ -454,7 +504,9 @@ def test_a_utf8_redirect_location_is_followed_as_sent(server: LocalServer) -> No
     assert passages and server.paths()[-1] == "/s%C3%A9arch"
 
 
-def test_hung_name_lookups_hold_a_bounded_number_of_threads(hung_resolver: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hung_name_lookups_hold_a_bounded_number_of_threads(
+    hung_resolver: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from crag import fallback
 
     monkeypatch.setattr(fallback, "_LOOKUP_SLOTS", threading.BoundedSemaphore(2))
@@ -485,8 +537,9 @@ def test_a_lookup_thread_that_cannot_start_gives_its_slot_back(monkeypatch: pyte
     assert slots.acquire(blocking=False)  # the one slot is still there
 
 
-@pytest.mark.parametrize("url", ["http://wiki.example:abc/search", "http://\N{GRINNING FACE}.example/search",
-                                 "http://xn--/search"])
+@pytest.mark.parametrize(
+    "url", ["http://wiki.example:abc/search", "http://\N{GRINNING FACE}.example/search", "http://xn--/search"]
+)
 def test_a_malformed_source_url_is_refused_when_configured(url: str) -> None:
     with pytest.raises(ValueError, match="source 'wiki': url is not a valid URL"):
         HttpSourceConfig(name="wiki", url=url)
@@ -632,8 +685,14 @@ def test_a_source_registered_before_metadata_hosts_were_refused_is_skipped_not_f
     from policybot.runtime import fallback_sources
 
     with db.session(settings) as session:
-        session.add(FallbackSourceRow(name="old metadata source", kind="http", url="http://169.254.169.254/latest/",
-                                      config={"allow_private": True}))
+        session.add(
+            FallbackSourceRow(
+                name="old metadata source",
+                kind="http",
+                url="http://169.254.169.254/latest/",
+                config={"allow_private": True},
+            )
+        )
     try:
         assert "old metadata source" not in [source.name for source in fallback_sources(settings, None)]
         assert "fallback source 'old metadata source' skipped" in caplog.text

@@ -38,13 +38,17 @@ def _fold(text: str) -> str:
         ("my SSN 123456789 is on file, which benefits apply to me?", ["123456789"], "benefits"),
         ("call me at 555/123/4567 about my expense report", ["555", "123", "4567"], "expense"),
         ("employee id = 48213, where do I find my payslip?", ["48213"], "payslip"),
-        ("My manager Priyanka Raghunathan approved bereavement leave for my mother Oluwaseun, how many days?",
-         ["priyanka", "raghunathan", "oluwaseun"], "bereavement"),
+        (
+            "My manager Priyanka Raghunathan approved bereavement leave for my mother Oluwaseun, how many days?",
+            ["priyanka", "raghunathan", "oluwaseun"],
+            "bereavement",
+        ),
         ("Explain what HIV means, my member number is 123456789", ["hiv", "123456789"], None),
     ],
 )
 def test_the_issue_examples_send_no_identifier_name_or_health_detail(
-        question: str, forbidden: list[str], kept: str | None) -> None:
+    question: str, forbidden: list[str], kept: str | None
+) -> None:
     words = sent(question).split()
     assert not set(words) & set(forbidden), words
     assert not any(ch.isdigit() for ch in " ".join(words)), words
@@ -78,32 +82,101 @@ def test_the_askers_own_names_stay_when_the_slack_lookup_failed(question: str) -
 
 NAMES = [
     # West and East African
-    "Oluwaseun Adebayo", "Chidinma Okonkwo", "Kwame Mensah", "Ama Owusu", "Ngozi Eze", "Emeka Nwosu",
-    "Folasade Adeyemi", "Kofi Boateng", "Aminata Diallo", "Moussa Traoré", "Fatoumata Keita", "Yaw Asante",
-    "Wanjiru Kamau", "Abebe Bekele", "Thandiwe Ndlovu", "Dawit Tesfaye",
+    "Oluwaseun Adebayo",
+    "Chidinma Okonkwo",
+    "Kwame Mensah",
+    "Ama Owusu",
+    "Ngozi Eze",
+    "Emeka Nwosu",
+    "Folasade Adeyemi",
+    "Kofi Boateng",
+    "Aminata Diallo",
+    "Moussa Traoré",
+    "Fatoumata Keita",
+    "Yaw Asante",
+    "Wanjiru Kamau",
+    "Abebe Bekele",
+    "Thandiwe Ndlovu",
+    "Dawit Tesfaye",
     # South Asian
-    "Priyanka Raghunathan", "Venkatesh Subramanian", "Lakshmi Narayanan", "Arjun Mehta", "Deepika Chatterjee",
-    "Rohan Deshpande", "Anjali Iyer", "Harpreet Kaur", "Gurpreet Singh Dhillon", "Farhan Chowdhury",
-    "Nadeem Qureshi", "Sunita Bhattacharya",
+    "Priyanka Raghunathan",
+    "Venkatesh Subramanian",
+    "Lakshmi Narayanan",
+    "Arjun Mehta",
+    "Deepika Chatterjee",
+    "Rohan Deshpande",
+    "Anjali Iyer",
+    "Harpreet Kaur",
+    "Gurpreet Singh Dhillon",
+    "Farhan Chowdhury",
+    "Nadeem Qureshi",
+    "Sunita Bhattacharya",
     # East and South-East Asian (family name first where that is the custom)
-    "Wang Xiaoming", "Zhang Wei", "Liu Yang", "Chen Meiling", "Tanaka Hiroshi", "Sato Yuki",
-    "Nakamura Haruto", "Kim Minji", "Park Jiwoo", "Lee Seojun", "Nguyen Thi Huong", "Tran Van Minh",
+    "Wang Xiaoming",
+    "Zhang Wei",
+    "Liu Yang",
+    "Chen Meiling",
+    "Tanaka Hiroshi",
+    "Sato Yuki",
+    "Nakamura Haruto",
+    "Kim Minji",
+    "Park Jiwoo",
+    "Lee Seojun",
+    "Nguyen Thi Huong",
+    "Tran Van Minh",
     # Slavic and Eastern European
-    "Svetlana Ivanova", "Dmitri Volkov", "Katarzyna Kowalska", "Piotr Wiśniewski", "Oksana Shevchenko",
-    "Milica Jovanović", "Tomáš Dvořák", "Zbigniew Nowak", "Anastasia Kuznetsova", "Bogdan Popescu",
+    "Svetlana Ivanova",
+    "Dmitri Volkov",
+    "Katarzyna Kowalska",
+    "Piotr Wiśniewski",
+    "Oksana Shevchenko",
+    "Milica Jovanović",
+    "Tomáš Dvořák",
+    "Zbigniew Nowak",
+    "Anastasia Kuznetsova",
+    "Bogdan Popescu",
     # Arabic, Persian, Turkish
-    "Mohammed Al-Rashid", "Fatima Haddad", "Omar Abdelrahman", "Layla Mansour", "Youssef El-Amin",
-    "Khalid bin Saleh", "Aisha Nasser", "Tariq Farouk", "Reza Hosseini", "Ayşe Yılmaz",
+    "Mohammed Al-Rashid",
+    "Fatima Haddad",
+    "Omar Abdelrahman",
+    "Layla Mansour",
+    "Youssef El-Amin",
+    "Khalid bin Saleh",
+    "Aisha Nasser",
+    "Tariq Farouk",
+    "Reza Hosseini",
+    "Ayşe Yılmaz",
     # Latin American and Iberian
-    "María José Hernández", "Juan Carlos Rodríguez", "Guadalupe Morales", "Alejandro Gutiérrez",
-    "Luz Marina Castaño", "João Pereira da Silva", "Ximena Quispe", "Catalina Restrepo",
+    "María José Hernández",
+    "Juan Carlos Rodríguez",
+    "Guadalupe Morales",
+    "Alejandro Gutiérrez",
+    "Luz Marina Castaño",
+    "João Pereira da Silva",
+    "Ximena Quispe",
+    "Catalina Restrepo",
     # Nordic
-    "Sigrid Lindqvist", "Bjørn Haugland", "Astrid Johansson", "Eero Virtanen", "Ingrid Solberg",
-    "Lars Østergaard", "Guðrún Sigurðardóttir",
+    "Sigrid Lindqvist",
+    "Bjørn Haugland",
+    "Astrid Johansson",
+    "Eero Virtanen",
+    "Ingrid Solberg",
+    "Lars Østergaard",
+    "Guðrún Sigurðardóttir",
     # Irish
-    "Siobhán Ní Bhriain", "Ciarán Ó Súilleabháin", "Aoife Ní Fhaoláin", "Niamh O'Connor", "Eoin Mac Lochlainn",
+    "Siobhán Ní Bhriain",
+    "Ciarán Ó Súilleabháin",
+    "Aoife Ní Fhaoláin",
+    "Niamh O'Connor",
+    "Eoin Mac Lochlainn",
     # Pacific, and English names that are common words too
-    "Hemi Te Rangi", "Kalani Akana", "John Smith", "Maria Garcia", "Grace Lee", "Hope Brown", "Rose Green",
+    "Hemi Te Rangi",
+    "Kalani Akana",
+    "John Smith",
+    "Maria Garcia",
+    "Grace Lee",
+    "Hope Brown",
+    "Rose Green",
     "Mark Young",
 ]
 
@@ -162,11 +235,33 @@ def test_questions_with_names_keep_their_policy_words() -> None:
 # --- identifiers in any spacing --------------------------------------------------------------------
 
 IDENTIFIERS = [
-    "123456789", "123-45-6789", "123 45 6789", "123.45.6789", "123 - 45 - 6789", "1 2 3 4 5 6 7 8 9",
-    "123/45/6789", "123_45_6789", "#123456789", "no. 48213", "48 213", "48,213", "48213abc", "x48213",
-    "MBR-0042-7731", "MBR00427731", "A12B34C56", "a1b2c3d4", "DE89 3704 0044 0532 0130 00",
-    "4111 1111 1111 1111", "4111-1111-1111-1111", "555/123/4567", "(555)1234567", "+44 20 7946 0958",
-    "one two three four five six seven eight nine", "EMP-12345", "E123456",
+    "123456789",
+    "123-45-6789",
+    "123 45 6789",
+    "123.45.6789",
+    "123 - 45 - 6789",
+    "1 2 3 4 5 6 7 8 9",
+    "123/45/6789",
+    "123_45_6789",
+    "#123456789",
+    "no. 48213",
+    "48 213",
+    "48,213",
+    "48213abc",
+    "x48213",
+    "MBR-0042-7731",
+    "MBR00427731",
+    "A12B34C56",
+    "a1b2c3d4",
+    "DE89 3704 0044 0532 0130 00",
+    "4111 1111 1111 1111",
+    "4111-1111-1111-1111",
+    "555/123/4567",
+    "(555)1234567",
+    "+44 20 7946 0958",
+    "one two three four five six seven eight nine",
+    "EMP-12345",
+    "E123456",
 ]
 ID_TEMPLATES = [
     "my SSN is {id}, am I enrolled in the benefits plan?",
@@ -180,7 +275,8 @@ ID_TEMPLATES = [
 
 def _id_pieces(identifier: str) -> set[str]:
     return {piece.lower() for piece in re.findall(r"[A-Za-z]*\d[\w]*|\d+", identifier)} | (
-        set(identifier.split()) if identifier.startswith("one") else set())
+        set(identifier.split()) if identifier.startswith("one") else set()
+    )
 
 
 @pytest.mark.parametrize("template", ID_TEMPLATES)
@@ -253,11 +349,13 @@ def test_policy_questions_still_produce_useful_keywords(question: str, expected:
 
 
 def test_the_organisations_vocabulary_holds_its_words_but_not_its_names() -> None:
-    vocabulary = document_vocabulary([
-        "Outside work (moonlighting) needs approval. Ask Jane Doe (jane.doe@acme.com, @jdoe) "
-        "or see https://hr.acme.com/x1.",
-        "The HSA and FSA plans: contact Priyanka Raghunathan. Claims older than 90 days lapse.",
-    ])
+    vocabulary = document_vocabulary(
+        [
+            "Outside work (moonlighting) needs approval. Ask Jane Doe (jane.doe@acme.com, @jdoe) "
+            "or see https://hr.acme.com/x1.",
+            "The HSA and FSA plans: contact Priyanka Raghunathan. Claims older than 90 days lapse.",
+        ]
+    )
     assert {"moonlighting", "approval", "HSA", "FSA", "lapse", "days"} <= vocabulary
     assert not {"jane", "doe", "Jane", "jane.doe", "jdoe", "acme", "priyanka", "raghunathan", "90", "x1"} & vocabulary
     # A word the documents use goes out; the same rare word without them does not.

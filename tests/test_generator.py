@@ -15,8 +15,13 @@ from policybot.config import Settings
 from policybot.generator import openai_generator
 
 PASSAGE = Passage(
-    id="c1", text="This section covers domestic travel in 2026. Submit your expense report within 30 calendar days after the trip.",
-    origin="kb", source="policies", document="travel-expenses.md", title="Travel", section="Travel > Domestic",
+    id="c1",
+    text="This section covers domestic travel in 2026. Submit your expense report within 30 calendar days after the trip.",
+    origin="kb",
+    source="policies",
+    document="travel-expenses.md",
+    title="Travel",
+    section="Travel > Domestic",
 )
 
 
@@ -25,7 +30,7 @@ class OverlapEvaluator:
 
     version = "overlap"
 
-    def score(self, question: str, passages):  # type: ignore[no-untyped-def]
+    def score(self, question: str, passages):
         words = {w.strip("?.,").lower() for w in question.split() if len(w) > 3}
         return [2 * len([w for w in words if w in p.lower()]) / max(len(words), 1) - 1 for p in passages]
 
@@ -43,18 +48,29 @@ def chat_server() -> Iterator[dict]:
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state["requests"].append({"path": self.path, "body": body})
-            payload = json.dumps({
-                "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": state["reply"]}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }).encode()
+            payload = json.dumps(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": state["reply"]},
+                        }
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+            ).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
 
-        def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
+        def log_message(self, *args) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -25,8 +25,13 @@ from crag.types import Passage, Strip
 MAX_CHARS = 4000  # POLICYBOT_MAX_QUESTION_CHARS's default
 SECONDS_PER_CALL = 1.0
 
-_STRIP = Strip(passage=Passage(id="p1", text="Receipts are due within 30 days.", origin="kb", source="policies",
-                               document="travel.md"), text="Receipts are due within 30 days.", index=0)
+_STRIP = Strip(
+    passage=Passage(
+        id="p1", text="Receipts are due within 30 days.", origin="kb", source="policies", document="travel.md"
+    ),
+    text="Receipts are due within 30 days.",
+    index=0,
+)
 
 QUESTION_PATH: dict[str, Callable[[str], object]] = {
     "redact": lambda text: redact(text, ("Priyanka Raghunathan",)),
@@ -38,14 +43,38 @@ QUESTION_PATH: dict[str, Callable[[str], object]] = {
 
 # What the patterns read: digits and their separators, address and ID characters, Slack markup, words.
 _ALPHABET = "1 .-()+@x:#<>|'_/eE\n" + "aZ9"
-_PIECES = ["1", " .", " 1", "-", "(", ")", "+1", "@", "a.", "ext", "x", "employee id ", "EMP", "<@U1", "|",
-           "http://", "what about ", "'s", "\u00e9", "555", " ", "\t", "\ud83d\ude00"]
+_PIECES = [
+    "1",
+    " .",
+    " 1",
+    "-",
+    "(",
+    ")",
+    "+1",
+    "@",
+    "a.",
+    "ext",
+    "x",
+    "employee id ",
+    "EMP",
+    "<@U1",
+    "|",
+    "http://",
+    "what about ",
+    "'s",
+    "\u00e9",
+    "555",
+    " ",
+    "\t",
+    "\ud83d\ude00",
+]
 
 messages = st.one_of(
     st.text(alphabet=_ALPHABET, max_size=MAX_CHARS),
     st.lists(st.sampled_from(_PIECES), max_size=MAX_CHARS // 2).map("".join).map(lambda s: s[:MAX_CHARS]),
-    st.tuples(st.sampled_from(_PIECES), st.sampled_from(_PIECES), st.integers(1, MAX_CHARS))
-      .map(lambda t: (t[0] + t[1] * t[2])[:MAX_CHARS]),
+    st.tuples(st.sampled_from(_PIECES), st.sampled_from(_PIECES), st.integers(1, MAX_CHARS)).map(
+        lambda t: (t[0] + t[1] * t[2])[:MAX_CHARS]
+    ),
 )
 
 
@@ -63,13 +92,17 @@ def test_text_functions_stay_fast_on_adversarial_messages(name: str, text: str) 
 
 
 @pytest.mark.parametrize("name", sorted(QUESTION_PATH))
-@pytest.mark.parametrize("shape", [
-    ("1", " .", " 1"),  # the phone redaction's cubic blow-up (#26)
-    ("", "a.", "@"),  # an address run with no domain
-    ("", "1 ", "x"),
-    ("+1", " (", ""),
-    ("", "employee id ", "1"),
-], ids=["dots", "address-run", "digit-run", "parens", "id-labels"])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        ("1", " .", " 1"),  # the phone redaction's cubic blow-up (#26)
+        ("", "a.", "@"),  # an address run with no domain
+        ("", "1 ", "x"),
+        ("+1", " (", ""),
+        ("", "employee id ", "1"),
+    ],
+    ids=["dots", "address-run", "digit-run", "parens", "id-labels"],
+)
 def test_known_blow_up_shapes_stay_fast_at_the_length_limit(name: str, shape: tuple[str, str, str]) -> None:
     head, repeated, tail = shape
     text = head + repeated * ((MAX_CHARS - len(head) - len(tail)) // len(repeated)) + tail

@@ -35,7 +35,9 @@ def test_a_docx_part_that_inflates_past_the_total_cap_is_refused(tmp_path: Path)
 
 def test_a_docx_part_compressed_far_beyond_real_documents_is_refused(tmp_path: Path) -> None:
     dense = _docx_with_part(tmp_path, "dense.docx", 2 * 1024 * 1024)
-    with pytest.raises(LoadError, match=rf"part word/media/padding.bin inflates \d+:1, over the {MAX_DOCX_PART_RATIO}:1 cap"):
+    with pytest.raises(
+        LoadError, match=rf"part word/media/padding.bin inflates \d+:1, over the {MAX_DOCX_PART_RATIO}:1 cap"
+    ):
         load_document(dense)
 
 

@@ -12,20 +12,27 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis
 
-from slack_helpers import (SLOW_MARKER, answered_once_about_parental_leave, bot_process, question_for,  # noqa: F401
-                           section_texts, stack, wait_until)
+from slack_helpers import (  # noqa: F401
+    SLOW_MARKER,
+    answered_once_about_parental_leave,
+    bot_process,
+    question_for,
+    section_texts,
+    stack,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
 PARENTAL_LEAVE = "How many weeks of parental leave do primary caregivers get?"
 
 
-def _stop_postgres(stack) -> None:  # type: ignore[no-untyped-def]
+def _stop_postgres(stack) -> None:
     """A fast shutdown of the embedded PostgreSQL (what `pg_ctl stop -m fast` sends: SIGINT to
     the postmaster, which ends every session), waited for."""
     import psutil
@@ -36,7 +43,7 @@ def _stop_postgres(stack) -> None:  # type: ignore[no-untyped-def]
     postmaster.wait(timeout=30)
 
 
-def _restart_postgres_after(stack, seconds: float) -> None:  # type: ignore[no-untyped-def]
+def _restart_postgres_after(stack, seconds: float) -> None:
     """Stop the embedded PostgreSQL, wait, start it again (the same data, a fresh server)."""
     from policybot import services
 
@@ -45,7 +52,7 @@ def _restart_postgres_after(stack, seconds: float) -> None:  # type: ignore[no-u
     services.start_postgres(stack.settings)
 
 
-def _restart_redis_without_persistence(stack) -> None:  # type: ignore[no-untyped-def]
+def _restart_redis_without_persistence(stack) -> None:
     """What a Redis without persistence is after a restart: empty, every connection dropped."""
     from policybot import services
 
@@ -55,15 +62,15 @@ def _restart_redis_without_persistence(stack) -> None:  # type: ignore[no-untype
     services.start_redis(stack.settings)
 
 
-def _answering_log(stack, question_id: int) -> int:  # type: ignore[no-untyped-def]
+def _answering_log(stack, question_id: int) -> int:
     return sum(worker.log_text().count(f"answering question {question_id} ") for worker in _workers(stack))
 
 
-def _workers(stack) -> list:  # type: ignore[no-untyped-def]
+def _workers(stack) -> list:
     return [*getattr(stack, "ended_workers", []), stack.worker]
 
 
-def _keep_worker_alive(stack):  # type: ignore[no-untyped-def]  # -> WorkerProcess
+def _keep_worker_alive(stack):  # -> WorkerProcess
     """Start a worker in place of one that exited, as its supervisor would (a Redis restart can
     end a Celery worker: kombu fails to restore the messages it held; bench/faults.py)."""
     if stack.worker.process.poll() is not None:
@@ -189,8 +196,10 @@ def test_a_question_told_the_database_is_down_is_not_replayed_later(stack) -> No
     assert "can't take questions right now" in told["text"]
     services.start_postgres(stack.settings)
     with db.session(stack.settings) as session:  # long past the wait before a replay
-        session.execute(sql("UPDATE slack_inbox SET received_at = now() - interval '1 hour' WHERE event_id = :id"),
-                        {"id": body["event_id"]})
+        session.execute(
+            sql("UPDATE slack_inbox SET received_at = now() - interval '1 hour' WHERE event_id = :id"),
+            {"id": body["event_id"]},
+        )
     app = build_app(stack.settings)
     assert body["event_id"] not in replay_unhandled_events(stack.settings, lambda stored: replay_event(app, stored))
     time.sleep(5)  # an answer, were the event replayed, would be posted by now
@@ -200,8 +209,18 @@ def test_a_question_told_the_database_is_down_is_not_replayed_later(stack) -> No
 # ------------------------------------------------------------------ the sweep
 
 
-def _left_behind(stack, channel: str, text: str, due_in_s: float, *, queued: bool = True, sweeps: int = 0,  # type: ignore[no-untyped-def]
-                 owed: str = "answer", posting: bool = False, **question: object):
+def _left_behind(
+    stack,
+    channel: str,
+    text: str,
+    due_in_s: float,
+    *,
+    queued: bool = True,
+    sweeps: int = 0,
+    owed: str = "answer",
+    posting: bool = False,
+    **question: object,
+):
     """A mention recorded as the listener records it, its reply owed in `due_in_s` seconds
     (negative: overdue) but in no queue; `question` sets columns of its log row. The event."""
     from sqlalchemy import update
@@ -212,17 +231,36 @@ def _left_behind(stack, channel: str, text: str, due_in_s: float, *, queued: boo
     from policybot.models import Outbox, Question, SlackMessage
 
     event = stack.mention(text, channel)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with db.session(stack.settings) as session:
         claim = state.claim_message(session, channel, event["ts"], f"Ev{channel}", "question")
-        recorded = record_question(session, text, surface="mention", asker="UEMPLOYEE1", channel=channel,
-                                   thread_ts=event["ts"], message_ts=event["ts"], event_id=f"Ev{channel}")
+        recorded = record_question(
+            session,
+            text,
+            surface="mention",
+            asker="UEMPLOYEE1",
+            channel=channel,
+            thread_ts=event["ts"],
+            message_ts=event["ts"],
+            event_id=f"Ev{channel}",
+        )
         state.link_question(session, claim.id, recorded.id)
         outbox.add(session, recorded.id, 0)
-        session.execute(update(Outbox).where(Outbox.question_id == recorded.id).values(
-            due_at=now + timedelta(seconds=due_in_s), sweeps=sweeps, kind=owed, posting_since=now if posting else None))
-        session.execute(update(SlackMessage).where(SlackMessage.id == claim.id).values(
-            created_at=now - timedelta(seconds=max(0.0, -due_in_s) + 120), enqueued_at=now if queued else None))
+        session.execute(
+            update(Outbox)
+            .where(Outbox.question_id == recorded.id)
+            .values(
+                due_at=now + timedelta(seconds=due_in_s),
+                sweeps=sweeps,
+                kind=owed,
+                posting_since=now if posting else None,
+            )
+        )
+        session.execute(
+            update(SlackMessage)
+            .where(SlackMessage.id == claim.id)
+            .values(created_at=now - timedelta(seconds=max(0.0, -due_in_s) + 120), enqueued_at=now if queued else None)
+        )
         if question:
             session.execute(update(Question).where(Question.id == recorded.id).values(**question))
     return event
@@ -243,7 +281,7 @@ class _QueueThatLoses:
         self.taken.append(question_id)
 
 
-def _owed(stack, channel: str, ts: str):  # type: ignore[no-untyped-def]  # -> Outbox row
+def _owed(stack, channel: str, ts: str):  # -> Outbox row
     from policybot import db
     from policybot.models import Outbox
 
@@ -252,7 +290,7 @@ def _owed(stack, channel: str, ts: str):  # type: ignore[no-untyped-def]  # -> O
         return session.get(Outbox, row.id)
 
 
-def _make_due(stack, question_id: int) -> None:  # type: ignore[no-untyped-def]
+def _make_due(stack, question_id: int) -> None:
     """Move a reply's due time to now, instead of waiting for it."""
     from sqlalchemy import func, update
 
@@ -263,7 +301,7 @@ def _make_due(stack, question_id: int) -> None:  # type: ignore[no-untyped-def]
         session.execute(update(Outbox).where(Outbox.question_id == question_id).values(due_at=func.now()))
 
 
-def _sweep(stack, enqueuer, client, mine) -> tuple[list[int], list[int]]:  # type: ignore[no-untyped-def]
+def _sweep(stack, enqueuer, client, mine) -> tuple[list[int], list[int]]:
     """One sweep; what it queued and gave up of `mine` (other modules' questions share the database)."""
     from bot.recovery import sweep_outbox
 
@@ -286,8 +324,13 @@ def test_a_ready_answer_whose_retry_redis_dropped_is_posted_by_the_sweep(stack) 
         assert stack.deliver(event).status_code == 200
         stack.fake.wait_for(lambda: stack.fake.posts(channel, event["ts"]), timeout=90, what="the rate-limited post")
         [row] = question_for(stack.settings, channel, event["ts"])
-        owed = wait_until(lambda: (o := _owed(stack, channel, event["ts"])) and o.due_at > datetime.now(timezone.utc)
-                          + timedelta(seconds=30) and o, 30, "the retry's due time")
+        owed = wait_until(
+            lambda: (
+                (o := _owed(stack, channel, event["ts"])) and o.due_at > datetime.now(UTC) + timedelta(seconds=30) and o
+            ),
+            30,
+            "the retry's due time",
+        )
         assert owed.closed_at is None and row.status == "answered"
         _restart_redis_without_persistence(stack)
     finally:
@@ -298,8 +341,9 @@ def test_a_ready_answer_whose_retry_redis_dropped_is_posted_by_the_sweep(stack) 
     assert _sweep(stack, CeleryEnqueuer(), web_client(stack.settings), {row.id}) == ([], [])  # not due yet
     _make_due(stack, row.id)
     assert _sweep(stack, CeleryEnqueuer(), web_client(stack.settings), {row.id}) == ([row.id], [])
-    stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")], 60,
-                        "the answer")
+    stack.fake.wait_for(
+        lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")], 60, "the answer"
+    )
     time.sleep(25)  # past the dropped retry's countdown: had it survived, it would have run by now
     posts = [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")]
     assert len(posts) == 1 and "16 weeks" in "\n".join(section_texts(posts[0]))
@@ -325,8 +369,10 @@ def test_every_reply_owed_is_swept_from_the_outbox(stack) -> None:
     apology = _left_behind(stack, "CSWEEP0005", PARENTAL_LEAVE, -60, owed="apology", status="failed")
     # A delivery was posting the answer when it stopped: Slack may have it, so it is never posted again.
     unsure = _left_behind(stack, "CSWEEP0006", PARENTAL_LEAVE, -60, posting=True)
-    rows = {event["channel"]: question_for(stack.settings, event["channel"], event["ts"])[0]
-            for event in (lost, hopeless, busy, apology, unsure)}
+    rows = {
+        event["channel"]: question_for(stack.settings, event["channel"], event["ts"])[0]
+        for event in (lost, hopeless, busy, apology, unsure)
+    }
     mine = {row.id for row in rows.values()}
 
     # Slack refuses the apology: it stays owed, for the next sweep to try again.
@@ -339,7 +385,7 @@ def test_every_reply_owed_is_swept_from_the_outbox(stack) -> None:
     assert _owed(stack, "CSWEEP0002", hopeless["ts"]).closed_at is None
     # The queue was down: that counts as a queue that lost them, and their next wait is longer.
     assert _owed(stack, "CSWEEP0001", lost["ts"]).sweeps == 1
-    assert _owed(stack, "CSWEEP0001", lost["ts"]).due_at > datetime.now(timezone.utc) + timedelta(seconds=200)
+    assert _owed(stack, "CSWEEP0001", lost["ts"]).due_at > datetime.now(UTC) + timedelta(seconds=200)
 
     losing = _QueueThatLoses()
     for channel in ("CSWEEP0001", "CSWEEP0005", "CSWEEP0006"):
@@ -362,7 +408,9 @@ def test_every_reply_owed_is_swept_from_the_outbox(stack) -> None:
     answered_once_about_parental_leave(stack, "CSWEEP0001", lost["ts"])
     [apologised] = stack.fake.wait_for_posts("CSWEEP0005", apology["ts"], timeout=60)
     assert rows["CSWEEP0005"].reference in apologised["text"] and "16 weeks" not in apologised["text"]
-    unsure_line = f"question {rows['CSWEEP0006'].id} (ref {rows['CSWEEP0006'].reference}): an earlier delivery was posting"
+    unsure_line = (
+        f"question {rows['CSWEEP0006'].id} (ref {rows['CSWEEP0006'].reference}): an earlier delivery was posting"
+    )
     wait_until(lambda: unsure_line in stack.worker.log_text(), 60, "the unsure one's delivery")
     assert _owed(stack, "CSWEEP0006", unsure["ts"]).closed_at is not None  # owed no more: nothing posted
     assert stack.fake.posts("CSWEEP0006") == [] and stack.fake.posts("CSWEEP0004") == []
@@ -407,8 +455,14 @@ def test_every_question_gets_one_reply_whatever_fault_is_injected(stack, tmp_pat
     from bench.faults import FaultRun, run_faults, total
 
     bound_s = 60.0
-    run = FaultRun(stack.settings, stack.fake, stack.worker, stack.worker_env(), tmp_path,
-                   restart_worker=lambda: _keep_worker_alive(stack))
+    run = FaultRun(
+        stack.settings,
+        stack.fake,
+        stack.worker,
+        stack.worker_env(),
+        tmp_path,
+        restart_worker=lambda: _keep_worker_alive(stack),
+    )
     rows = run_faults(run, per_fault=2, bound_s=bound_s)
     summary = "\n".join(str(row) for row in rows)
     assert len(rows) == 5 and all(row.asked == 2 for row in rows), summary

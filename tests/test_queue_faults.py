@@ -40,20 +40,20 @@ def _worker(env: dict[str, str], log_path: Path):  # -> WorkerProcess
     return WorkerProcess(env, log_path).start().wait_ready(timeout=300)
 
 
-def _dying_worker_env(stack) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _dying_worker_env(stack) -> dict[str, str]:
     env = stack.worker_env(POLICYBOT_TEST_TASK_DELAY_S="600")  # every answer delivery stays in the task
     env["POLICYBOT_CELERY_VISIBILITY_TIMEOUT"] = str(KILL_TEST_VISIBILITY_S)
     return env
 
 
-def _replace_worker(stack, name: str):  # type: ignore[no-untyped-def]  # -> WorkerProcess
+def _replace_worker(stack, name: str):  # -> WorkerProcess
     """A fresh worker for the module's stack (whose fixture stops whichever is current)."""
     stack.worker.stop()
     stack.worker = _worker(_dying_worker_env(stack), stack.log_dir / f"{name}.log")
     return stack.worker
 
 
-def _kill_pool_process(worker) -> None:  # type: ignore[no-untyped-def]
+def _kill_pool_process(worker) -> None:
     """SIGKILL the worker's one pool process, as the kernel's OOM killer would; its parent lives."""
     [child] = psutil.Process(worker.process.pid).children()
     child.send_signal(signal.SIGKILL)
@@ -61,8 +61,26 @@ def _kill_pool_process(worker) -> None:  # type: ignore[no-untyped-def]
 
 def _bulky_markdown(paragraphs: int) -> bytes:
     """A document that takes many seconds to ingest on a small machine."""
-    words = ("travel", "expense", "receipt", "manager", "approval", "laptop", "parking", "leave", "holiday",
-             "training", "budget", "allowance", "policy", "claim", "office", "security", "badge", "remote")
+    words = (
+        "travel",
+        "expense",
+        "receipt",
+        "manager",
+        "approval",
+        "laptop",
+        "parking",
+        "leave",
+        "holiday",
+        "training",
+        "budget",
+        "allowance",
+        "policy",
+        "claim",
+        "office",
+        "security",
+        "badge",
+        "remote",
+    )
     lines = ["# Bulky handbook", ""]
     for n in range(paragraphs):
         picked = " ".join(words[(n * 7 + k * 5) % len(words)] for k in range(40))
@@ -149,7 +167,9 @@ def test_waiting_retries_and_long_ingestion_are_not_delivered_twice(settings, tm
 
         document = tmp_path / "bulky-handbook.md"
         document.write_bytes(_bulky_markdown(1500))  # 500 took under 6 s with two test processes
-        job_id = jobs.create_job(settings, "ingest", {"paths": [str(document)], "collection": "bulky", "channels": None})
+        job_id = jobs.create_job(
+            settings, "ingest", {"paths": [str(document)], "collection": "bulky", "channels": None}
+        )
         started = time.monotonic()
         ingesting = ingest_job_task.delay(job_id)
         wait_until(lambda: jobs.get_job(settings, job_id)["status"] in ("done", "failed"), 400, "the ingest job")
@@ -176,13 +196,15 @@ def test_a_question_whose_worker_keeps_dying_gets_the_apology_after_three_delive
     channel = "CDYING0001"
     event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
     assert stack.deliver(event).status_code == 200
-    row = wait_until(lambda: (rows := question_for(stack.settings, channel, event["ts"])) and rows[0], 30, "question row")
+    row = wait_until(
+        lambda: (rows := question_for(stack.settings, channel, event["ts"])) and rows[0], 30, "question row"
+    )
 
     def deliveries() -> int:
         return sum(worker.log_text().count(f"answering question {row.id} ") for worker in workers)
 
     for death in range(1, DELIVERIES + 1):
-        wait_until(lambda: deliveries() == death, 300, f"delivery {death}")
+        wait_until(lambda death=death: deliveries() == death, 300, f"delivery {death}")
         if death < DELIVERIES:
             _kill_pool_process(workers[-1])
         else:
@@ -190,8 +212,11 @@ def test_a_question_whose_worker_keeps_dying_gets_the_apology_after_three_delive
             workers.append(_worker(_dying_worker_env(stack), stack.log_dir / "worker-dying-2.log"))
             stack.worker = workers[-1]
 
-    posts = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
-                                timeout=KILL_TEST_VISIBILITY_S + 120, what="the apology")
+    posts = stack.fake.wait_for(
+        lambda: [p for p in stack.fake.posts(channel, event["ts"]) if p.response.get("ok")],
+        timeout=KILL_TEST_VISIBILITY_S + 120,
+        what="the apology",
+    )
     time.sleep(2)
     assert len(stack.fake.posts(channel, event["ts"])) == 1 and "went wrong" in posts[0]["text"]
     [row] = question_for(stack.settings, channel, event["ts"])
@@ -211,8 +236,11 @@ def test_an_upload_whose_worker_keeps_dying_gets_the_failure_reply_after_three_d
     assert stack.deliver(upload).status_code == 200
     choose_upload(stack, stack.fake.wait_for_posts(channel, upload["ts"], timeout=30)[0])
     for death in range(1, DELIVERIES + 1):
-        stack.fake.wait_for(lambda: len(stack.fake.calls_to("files.info", file=file["id"])) == death,
-                            timeout=300, what=f"delivery {death}")
+        stack.fake.wait_for(
+            lambda death=death: len(stack.fake.calls_to("files.info", file=file["id"])) == death,
+            timeout=300,
+            what=f"delivery {death}",
+        )
         _kill_pool_process(stack.worker)
 
     posts = stack.fake.wait_for_posts(channel, upload["ts"], count=2, timeout=300)
@@ -224,12 +252,13 @@ def test_an_upload_whose_worker_keeps_dying_gets_the_failure_reply_after_three_d
     assert stack.worker.log_text().count(f"upload {_claim_of(stack, channel, upload['ts'])}: the worker") == 1
 
 
-def _claim_of(stack, channel: str, ts: str) -> int:  # type: ignore[no-untyped-def]
+def _claim_of(stack, channel: str, ts: str) -> int:
     from sqlalchemy import select
 
     from policybot import db
     from policybot.models import SlackMessage
 
     with db.session(stack.settings) as session:
-        return session.execute(select(SlackMessage.id).where(SlackMessage.channel == channel,
-                                                             SlackMessage.message_ts == ts)).scalar_one()
+        return session.execute(
+            select(SlackMessage.id).where(SlackMessage.channel == channel, SlackMessage.message_ts == ts)
+        ).scalar_one()

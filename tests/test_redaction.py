@@ -78,14 +78,21 @@ def test_numbers_written_together_or_labelled_are_redacted(text: str, redacted: 
 
 
 def test_names_are_found_without_their_accents_or_with_curly_quotes() -> None:
-    assert redact("Jose Nunez and Sean O’Brien ask", asker_names=["José Núñez", "Sean O'Brien"]) == "[name] and [name] ask"
-    assert keyword_query("Is there parking at the zürich office?") == "parking zurich office"  # folded, not cut to "rich"
+    assert (
+        redact("Jose Nunez and Sean O’Brien ask", asker_names=["José Núñez", "Sean O'Brien"]) == "[name] and [name] ask"
+    )
+    assert (
+        keyword_query("Is there parking at the zürich office?") == "parking zurich office"
+    )  # folded, not cut to "rich"
     # Capitalised, a place reads like a name: only policy terms go out so written (#26).
     assert keyword_query("Is there parking at the Zürich office?") == "parking office"
     # Words of other scripts go out only if the organisation's documents use them: with no
     # frequency list to vouch for them, a name cannot be told from a word (#26).
     assert keyword_query("我可以带狗去办公室吗？") == ""
-    assert keyword_query("我可以带狗去办公室吗？", vocabulary=frozenset({"我可以带狗去办公室吗"})) == "我可以带狗去办公室吗"
+    assert (
+        keyword_query("我可以带狗去办公室吗？", vocabulary=frozenset({"我可以带狗去办公室吗"}))
+        == "我可以带狗去办公室吗"
+    )
 
 
 def test_employee_id_pattern_is_configurable() -> None:

@@ -27,7 +27,8 @@ def test_the_demo_expense_question_gets_the_deadline_and_little_else(pipeline) -
     first_line = answer.text.split("\n")[0]
     assert "30 calendar days" in first_line, answer.text
     assert [(c.document, c.section.split(" > ")[-1]) for c in answer.citations] == [
-        ("travel-expenses.md", "3.5 Expense report deadline")], answer.text
+        ("travel-expenses.md", "3.5 Expense report deadline")
+    ], answer.text
     assert "relative" not in answer.text.lower() and "45 calendar days" not in answer.text, answer.text
     assert reply_words(answer.text) <= 60, answer.text
 
@@ -38,6 +39,7 @@ def test_a_high_cost_city_leads_with_its_own_hotel_cap(pipeline, city: str) -> N
 
     first_line = answer.text.split("\n")[0]
     assert "$350" in first_line and "$250" not in first_line, answer.text
-    assert all(c.document == "travel-expenses.md" and c.section.endswith("3.2 Lodging") for c in answer.citations), \
+    assert all(c.document == "travel-expenses.md" and c.section.endswith("3.2 Lodging") for c in answer.citations), (
         answer.text
+    )
     assert reply_words(answer.text) <= 60, answer.text

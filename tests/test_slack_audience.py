@@ -13,7 +13,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from slack_helpers import ADMIN, Stack, buttons, choose_upload, context_texts, question_for, running_stack, section_texts
+from slack_helpers import (
+    ADMIN,
+    Stack,
+    buttons,
+    choose_upload,
+    context_texts,
+    question_for,
+    running_stack,
+    section_texts,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -30,13 +39,14 @@ def _settle(seconds: float = 1.5) -> None:
     time.sleep(seconds)
 
 
-def _private_answer(stack: Stack, event: dict, user: str = "UEMPLOYEE1"):  # type: ignore[no-untyped-def]
+def _private_answer(stack: Stack, event: dict, user: str = "UEMPLOYEE1"):
     """The answer DMed to the asker for a question asked where outsiders read, once the thread
     has its note; asserts that no policy text reached the channel."""
     channel, ts = event["channel"], event["ts"]
     [note] = stack.fake.wait_for_posts(channel, ts, timeout=90)
-    answer = stack.fake.wait_for(lambda: [p for p in stack.fake.posts(user) if p.at <= note.at],
-                                 what="the answer in the asker's DM")[-1]
+    answer = stack.fake.wait_for(
+        lambda: [p for p in stack.fake.posts(user) if p.at <= note.at], what="the answer in the asker's DM"
+    )[-1]
     assert "direct message" in note["text"] and "16 weeks" not in note["text"]
     [row] = question_for(stack.settings, channel, ts)
     assert row.private_reply and row.status == "answered"
@@ -58,8 +68,9 @@ def test_an_answer_asked_where_outsiders_read_goes_to_the_asker_alone(stack) -> 
     assert any("leave-policy.md" in line for line in context_texts(answer))
     assert any("CEXTERNAL1" in line and PARENTAL in line for line in context_texts(answer))
     assert [b["value"] for b in buttons(answer)] == [str(row.id)] * 2
-    removed = stack.fake.wait_for(lambda: stack.fake.calls_to("reactions.remove", channel="CEXTERNAL1",
-                                                              timestamp=event["ts"]))
+    removed = stack.fake.wait_for(
+        lambda: stack.fake.calls_to("reactions.remove", channel="CEXTERNAL1", timestamp=event["ts"])
+    )
     assert removed[0]["name"] == "eyes"
     # A follow-up in the thread: the cached decision, no second lookup; still privately.
     follow_up = stack.mention("and is it at full pay?", "CEXTERNAL1", thread_ts=event["ts"])
@@ -135,7 +146,7 @@ deposit of 20 euros, returned when the key is handed back.
 """
 
 
-def _documents(settings, name: str) -> list:  # type: ignore[no-untyped-def]
+def _documents(settings, name: str) -> list:
     from sqlalchemy import select
 
     from policybot import db
@@ -151,10 +162,16 @@ def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> 
     confirmation queues it once; only admins can confirm; the worker, which has no
     POLICYBOT_ADMINS here, ingests what the bot's admin confirmed and clears the 👀."""
     channel = "DADMINFILE"
-    contract = stack.fake.add_file("vendor-contract.md", b"# Contract\n\nThe vendor pays for the team dinner.\n",
-                                   "text/markdown", user=ADMIN)
-    asked = stack.dm("Is this vendor contract OK under the gifts policy?", channel, user=ADMIN,
-                     subtype="file_share", files=[contract])
+    contract = stack.fake.add_file(
+        "vendor-contract.md", b"# Contract\n\nThe vendor pays for the team dinner.\n", "text/markdown", user=ADMIN
+    )
+    asked = stack.dm(
+        "Is this vendor contract OK under the gifts policy?",
+        channel,
+        user=ADMIN,
+        subtype="file_share",
+        files=[contract],
+    )
     assert stack.deliver(asked).status_code == 200
     offer, answer = stack.fake.wait_for_posts(channel, asked["ts"], count=2, timeout=90)  # the offer comes at once
     [row] = question_for(stack.settings, channel, asked["ts"])
@@ -162,17 +179,27 @@ def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> 
     assert "without reading vendor-contract.md" in offer["text"]
     assert "collection `policies`" in offer["text"] and "no access list" in offer["text"]
     choose_upload(stack, offer, add=False)
-    [skipped] = stack.fake.wait_for(lambda: stack.fake.calls_to("chat.update", channel=channel, ts=offer.response["ts"]))
+    [skipped] = stack.fake.wait_for(
+        lambda: stack.fake.calls_to("chat.update", channel=channel, ts=offer.response["ts"])
+    )
     assert "Not added" in skipped["text"] and not buttons(skipped)
     # A task for files nobody confirmed (a stale or forged queue message) is refused, and the 👀 goes.
     from workers.tasks import ingest_file_task
 
-    ingest_file_task.delay(json.loads(buttons(offer)[0]["value"])["claim"], [contract["id"]], channel, asked["ts"],
-                           ADMIN, collection="policies")
+    ingest_file_task.delay(
+        json.loads(buttons(offer)[0]["value"])["claim"],
+        [contract["id"]],
+        channel,
+        asked["ts"],
+        ADMIN,
+        collection="policies",
+    )
     refusal = stack.fake.wait_for_posts(channel, asked["ts"], count=3, timeout=60)[2]
     assert "Only policybot admins" in refusal["text"]
-    stack.fake.wait_for(lambda: len(stack.fake.calls_to("reactions.remove", channel=channel, timestamp=asked["ts"])) == 2,
-                        what="the 👀 cleared after the answer and after the refusal")
+    stack.fake.wait_for(
+        lambda: len(stack.fake.calls_to("reactions.remove", channel=channel, timestamp=asked["ts"])) == 2,
+        what="the 👀 cleared after the answer and after the refusal",
+    )
 
     lockers = stack.fake.add_file("locker-policy.md", LOCKER_POLICY, "text/markdown", user=ADMIN)
     upload = stack.dm("", channel, user=ADMIN, subtype="file_share", files=[lockers])
@@ -191,8 +218,12 @@ def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> 
     assert "locker-policy.md: added" in result["text"] and "collection policies" in result["text"]
     [confirmed] = stack.fake.calls_to("chat.update", channel=channel, ts=offer.response["ts"])
     assert "confirmed" in confirmed["text"] and "collection `policies`" in confirmed["text"]
-    removed = stack.fake.wait_for(lambda: stack.fake.calls_to("reactions.remove", channel=channel, timestamp=upload["ts"]))
-    assert [c["name"] for c in stack.fake.calls_to("reactions.add", channel=channel, timestamp=upload["ts"])] == ["eyes"]
+    removed = stack.fake.wait_for(
+        lambda: stack.fake.calls_to("reactions.remove", channel=channel, timestamp=upload["ts"])
+    )
+    assert [c["name"] for c in stack.fake.calls_to("reactions.add", channel=channel, timestamp=upload["ts"])] == [
+        "eyes"
+    ]
     assert removed[0]["name"] == "eyes"
     _settle()
     assert len(stack.fake.posts(channel, upload["ts"])) == 2
@@ -205,8 +236,10 @@ def test_a_bot_user_posting_as_a_user_is_not_answered(stack) -> None:
     """A bot user's post without a `bot_id` (a script with a bot user's token) is a bot's all
     the same, as users.info says (`is_bot`): no answer, no notice, nothing recorded."""
     stack.fake.add_user("UDEPLOYBOT", "Deploy Bot", is_bot=True)
-    from_the_bot = [stack.mention(PARENTAL, "CBOTUSER01", user="UDEPLOYBOT"),
-                    stack.dm("thanks!", "DBOTUSER01", user="UDEPLOYBOT")]
+    from_the_bot = [
+        stack.mention(PARENTAL, "CBOTUSER01", user="UDEPLOYBOT"),
+        stack.dm("thanks!", "DBOTUSER01", user="UDEPLOYBOT"),
+    ]
     for event in from_the_bot:
         assert stack.deliver(event).status_code == 200
     person = stack.mention(PARENTAL, "CBOTUSER01")

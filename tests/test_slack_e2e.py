@@ -11,12 +11,24 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC
 
 import pytest
 from sqlalchemy import select
 
-from slack_helpers import (ADMIN, FAIL_MARKER, answered_once_about_parental_leave, bot_process, buttons,  # noqa: F401
-                           choose_upload, context_texts, question_for, section_texts, stack, wait_until)
+from slack_helpers import (  # noqa: F401
+    ADMIN,
+    FAIL_MARKER,
+    answered_once_about_parental_leave,
+    bot_process,
+    buttons,
+    choose_upload,
+    context_texts,
+    question_for,
+    section_texts,
+    stack,
+    wait_until,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -26,13 +38,13 @@ def _settle(seconds: float = 1.5) -> None:
     time.sleep(seconds)
 
 
-def _answer_post(stack, channel: str, ts: str, timeout: float = 60):  # type: ignore[no-untyped-def]
+def _answer_post(stack, channel: str, ts: str, timeout: float = 60):
     posts = stack.fake.wait_for_posts(channel, ts, timeout=timeout)
     return posts[0]
 
 
 @contextmanager
-def _rate_limited_posts(stack, times: int, **fake_settings: object) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def _rate_limited_posts(stack, times: int, **fake_settings: object) -> Iterator[None]:
     """chat.postMessage answers HTTP 429 its next `times` calls, with the Slack fake's
     `fake_settings` (how it answers them) for the length of the block."""
     saved = {name: getattr(stack.fake, name) for name in fake_settings}
@@ -47,10 +59,13 @@ def _rate_limited_posts(stack, times: int, **fake_settings: object) -> Iterator[
             setattr(stack.fake, name, value)
 
 
-def _posted(stack, channel: str, ts: str, timeout: float = 120):  # type: ignore[no-untyped-def]
+def _posted(stack, channel: str, ts: str, timeout: float = 120):
     """The posts Slack took in a thread, once there is one."""
-    return stack.fake.wait_for(lambda: [p for p in stack.fake.posts(channel, ts) if p.response.get("ok")],
-                               timeout=timeout, what="a post Slack took")
+    return stack.fake.wait_for(
+        lambda: [p for p in stack.fake.posts(channel, ts) if p.response.get("ok")],
+        timeout=timeout,
+        what="a post Slack took",
+    )
 
 
 # ---------------------------------------------------------------- answers
@@ -77,7 +92,10 @@ def test_mention_gets_one_cited_answer_in_its_thread(stack) -> None:
     contexts = context_texts(post)
     assert any(describe_action(row.action, row.found, row.sources_used) in c for c in contexts)
     assert any(c.startswith("[1] ") and "leave-policy.md" in c and "knowledge base" in c for c in contexts)
-    assert [(b["action_id"], b["value"]) for b in buttons(post)] == [("feedback_up", str(row.id)), ("feedback_down", str(row.id))]
+    assert [(b["action_id"], b["value"]) for b in buttons(post)] == [
+        ("feedback_up", str(row.id)),
+        ("feedback_down", str(row.id)),
+    ]
     assert post.headers["authorization"] == f"Bearer {stack.fake.bot_token}"
 
     # progress shown on the question, then removed when the answer is posted
@@ -112,7 +130,9 @@ def test_a_thread_question_that_stands_alone_is_asked_alone_and_a_thanks_is_no_q
     may be someone else's, whose names are redacted from the fallback query too."""
     stack.fake.add_user("UPRIYA0002", "Priya Raghunathan", display_name="priya.r")
     channel = "CTHREAD002"
-    first = stack.mention("Hi, I'm Priya Raghunathan - when do payslips show up in Workday?", channel, user="UPRIYA0002")
+    first = stack.mention(
+        "Hi, I'm Priya Raghunathan - when do payslips show up in Workday?", channel, user="UPRIYA0002"
+    )
     stack.deliver(first)
     _answer_post(stack, channel, first["ts"])
     follow_up = stack.mention("and the W-2?", channel, user="UBOB000001", thread_ts=first["ts"])
@@ -125,7 +145,9 @@ def test_a_thread_question_that_stands_alone_is_asked_alone_and_a_thanks_is_no_q
     leave = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
     stack.deliver(leave)
     _answer_post(stack, channel, leave["ts"])
-    other_topic = stack.mention("What is the deadline for submitting travel expense reports?", channel, thread_ts=leave["ts"])
+    other_topic = stack.mention(
+        "What is the deadline for submitting travel expense reports?", channel, thread_ts=leave["ts"]
+    )
     stack.deliver(other_topic)
     posts = stack.fake.wait_for_posts(channel, leave["ts"], count=2)
     assert "30 calendar days" in section_texts(posts[1])[0]  # it leads the answer
@@ -158,7 +180,9 @@ def test_the_askers_names_never_reach_a_fallback_source(stack, knowledge_base) -
     the keyword rewrite that is sent to the HR portal. A user Slack cannot describe is still answered."""
     stack.fake.add_user("UPRIYA0001", "Priya Raghunathan", display_name="priya.r")
     channel = "CNAMES0001"
-    event = stack.mention("Hi, I'm Priya Raghunathan - when do payslips show up in Workday?", channel, user="UPRIYA0001")
+    event = stack.mention(
+        "Hi, I'm Priya Raghunathan - when do payslips show up in Workday?", channel, user="UPRIYA0001"
+    )
     assert stack.deliver(event).status_code == 200
     _answer_post(stack, channel, event["ts"])
     [row] = question_for(stack.settings, channel, event["ts"])
@@ -175,21 +199,27 @@ def test_the_askers_names_never_reach_a_fallback_source(stack, knowledge_base) -
 
 def test_agent_view_thread_greets_then_answers_with_status(stack) -> None:
     channel, thread_ts = "DAGENT0001", stack.fake.new_ts()
-    started = {"type": "assistant_thread_started", "event_ts": thread_ts,
-               "assistant_thread": {"user_id": "UAGENTUSER", "channel_id": channel, "thread_ts": thread_ts, "context": {}}}
+    started = {
+        "type": "assistant_thread_started",
+        "event_ts": thread_ts,
+        "assistant_thread": {"user_id": "UAGENTUSER", "channel_id": channel, "thread_ts": thread_ts, "context": {}},
+    }
     assert stack.deliver(started).status_code == 200
     greeting = stack.fake.wait_for_posts(channel, thread_ts)[0]
     assert "policybot" in greeting["text"]
     assert stack.fake.wait_for(lambda: stack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id=channel))
 
-    event = stack.dm("How long do I have to submit a travel expense report?", channel, user="UAGENTUSER",
-                     thread_ts=thread_ts)
+    event = stack.dm(
+        "How long do I have to submit a travel expense report?", channel, user="UAGENTUSER", thread_ts=thread_ts
+    )
     stack.deliver(event)
     posts = stack.fake.wait_for_posts(channel, thread_ts, count=2)
     [row] = question_for(stack.settings, channel, event["ts"])
     assert row.surface == "assistant" and row.status == "answered"
     # "is checking…" while working, cleared once the answer is posted
-    cleared = stack.fake.wait_for(lambda: stack.fake.calls_to("assistant.threads.setStatus", channel_id=channel, status=""))
+    cleared = stack.fake.wait_for(
+        lambda: stack.fake.calls_to("assistant.threads.setStatus", channel_id=channel, status="")
+    )
     statuses = stack.fake.calls_to("assistant.threads.setStatus", channel_id=channel)
     assert statuses[0]["status"] and statuses[0].at < posts[1].at <= cleared[0].at
     assert not stack.fake.calls_to("reactions.add", channel=channel)
@@ -200,9 +230,12 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
     """In a channel shared with a vendor, the vendor's people are told the bot answers members
     only; nothing is recorded or searched for them. Our own member there is answered."""
     channel = "CSHARED001"
-    outsider = stack.mention("What is the hotel cap per night?", channel, user="UVENDOR001") | {"user_team": "TVENDOR01"}
+    outsider = stack.mention("What is the hotel cap per night?", channel, user="UVENDOR001") | {
+        "user_team": "TVENDOR01"
+    }
     member = stack.mention("How many weeks of parental leave do primary caregivers get?", channel) | {
-        "user_team": stack.fake.team_id}
+        "user_team": stack.fake.team_id
+    }
     for event in (outsider, member):
         body = stack.fake.event_body(event) | {"is_ext_shared_channel": True}
         assert stack.fake.deliver(stack.events_url, body).status_code == 200
@@ -224,8 +257,10 @@ def test_slack_connect_members_of_other_organisations_get_a_notice_not_policies(
     grid_member = stack.fake.add_user("WGRIDMEMB1", "Gil Grid")
     del grid_member["team_id"]
     grid_member["enterprise_user"] = {"enterprise_id": "EOTHERORG", "teams": ["TOTHER001", stack.fake.team_id]}
-    unnamed = {user: stack.mention("What is the hotel cap per night?", channel, user=user)
-               for user in ("UVENDOR002", "UNOBODY01", "UMEMBER002", "WGRIDMEMB1")}
+    unnamed = {
+        user: stack.mention("What is the hotel cap per night?", channel, user=user)
+        for user in ("UVENDOR002", "UNOBODY01", "UMEMBER002", "WGRIDMEMB1")
+    }
     for event in unnamed.values():
         body = stack.fake.event_body(event) | {"is_ext_shared_channel": True}
         assert stack.fake.deliver(stack.events_url, body).status_code == 200
@@ -247,9 +282,11 @@ def test_guests_of_the_workspace_get_a_notice_unless_allowed(stack, tmp_path, ca
     stack.fake.add_user("UGUEST0002", "Sal Single")["is_ultra_restricted"] = True
     caplog.set_level(logging.INFO, logger="bot.listeners")
     question = "How many weeks of parental leave do primary caregivers get?"
-    asked = [stack.mention(question, "CGUESTS001", user="UGUEST0001"),
-             stack.mention(question, "CGUESTS001", user="UGUEST0002"),
-             stack.dm(question, "DGUEST0001", user="UGUEST0001")]
+    asked = [
+        stack.mention(question, "CGUESTS001", user="UGUEST0001"),
+        stack.mention(question, "CGUESTS001", user="UGUEST0002"),
+        stack.dm(question, "DGUEST0001", user="UGUEST0001"),
+    ]
     for event in asked:
         assert stack.deliver(event).status_code == 200
     for event in asked:
@@ -282,10 +319,18 @@ def test_guests_are_not_greeted_with_prompts_they_cannot_use(stack) -> None:
     greeting and suggested prompts inviting questions that would be refused."""
     stack.fake.add_user("UGUEST0003", "Gia Guest")["is_restricted"] = True
     channel, thread_ts = "DGUEST0003", stack.fake.new_ts()
-    started = {"type": "assistant_thread_started", "event_ts": thread_ts,
-               "assistant_thread": {"user_id": "UGUEST0003", "channel_id": channel, "thread_ts": thread_ts, "context": {}}}
-    opened = {"type": "app_home_opened", "user": "UGUEST0003", "channel": "DGUEST0004", "tab": "messages",
-              "event_ts": stack.fake.new_ts()}
+    started = {
+        "type": "assistant_thread_started",
+        "event_ts": thread_ts,
+        "assistant_thread": {"user_id": "UGUEST0003", "channel_id": channel, "thread_ts": thread_ts, "context": {}},
+    }
+    opened = {
+        "type": "app_home_opened",
+        "user": "UGUEST0003",
+        "channel": "DGUEST0004",
+        "tab": "messages",
+        "event_ts": stack.fake.new_ts(),
+    }
     for event in (started, opened):
         assert stack.deliver(event).status_code == 200
     [in_thread] = stack.fake.wait_for_posts(channel, thread_ts, timeout=30)
@@ -299,8 +344,13 @@ def test_guests_are_not_greeted_with_prompts_they_cannot_use(stack) -> None:
 
 def test_messages_tab_greets_once(stack) -> None:
     channel = "DHOME00001"
-    opened = {"type": "app_home_opened", "user": "UHOMEUSER1", "channel": channel, "tab": "messages",
-              "event_ts": stack.fake.new_ts()}
+    opened = {
+        "type": "app_home_opened",
+        "user": "UHOMEUSER1",
+        "channel": channel,
+        "tab": "messages",
+        "event_ts": stack.fake.new_ts(),
+    }
     stack.deliver(opened)
     stack.fake.wait_for(lambda: stack.fake.posts(channel), what="greeting")
     stack.deliver(dict(opened, event_ts=stack.fake.new_ts()))
@@ -336,7 +386,7 @@ def test_retry_whose_first_delivery_never_arrived_is_answered(stack) -> None:
 def test_a_message_taken_for_a_notice_is_not_taken_for_a_question_on_a_retry(stack) -> None:
     """A retried delivery may decide otherwise (another bot process, whose view of the asker
     differs): the first decision stands, so the thread never gets a notice and an answer."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from sqlalchemy import update
 
@@ -347,8 +397,11 @@ def test_a_message_taken_for_a_notice_is_not_taken_for_a_question_on_a_retry(sta
     channel, ts = "CKINDS0001", stack.fake.new_ts()
     with db.session(stack.settings) as session:
         first = state.claim_message(session, channel, ts, "EvKINDS001", "reply")
-        session.execute(update(SlackMessage).where(SlackMessage.id == first.id)  # past the lease: not in progress
-                        .values(created_at=datetime.now(timezone.utc) - timedelta(seconds=state.CLAIM_LEASE_S * 2)))
+        session.execute(
+            update(SlackMessage)
+            .where(SlackMessage.id == first.id)  # past the lease: not in progress
+            .values(created_at=datetime.now(UTC) - timedelta(seconds=state.CLAIM_LEASE_S * 2))
+        )
     with db.session(stack.settings) as session:
         retried = state.claim_message(session, channel, ts, "EvKINDS001", "question")
     assert first.new and not retried.new and retried.same_event and retried.handled_elsewhere
@@ -356,7 +409,9 @@ def test_a_message_taken_for_a_notice_is_not_taken_for_a_question_on_a_retry(sta
 
 def test_mention_and_message_events_for_one_dm_message_are_answered_once(stack) -> None:
     channel = "DTWIN00001"
-    message = stack.dm(f"<@{stack.fake.bot_user_id}> How many weeks of parental leave do secondary caregivers get?", channel)
+    message = stack.dm(
+        f"<@{stack.fake.bot_user_id}> How many weeks of parental leave do secondary caregivers get?", channel
+    )
     mention = stack.mention_twin(message)
     assert stack.deliver(message).status_code == 200
     assert stack.deliver(mention).status_code == 200
@@ -397,8 +452,12 @@ def test_ignored_events_get_no_reply(stack) -> None:
     channel = "DIGNORE001"
     own = stack.dm("I am the bot", channel, user=stack.fake.bot_user_id, bot_id=stack.fake.bot_id)
     other_bot = stack.dm("beep, I am another bot", channel, user="UOTHERBOT1", bot_id="BOTHERBOT1")
-    edited = stack.dm("", channel, subtype="message_changed",
-                      message={"type": "message", "user": "UEMPLOYEE1", "text": "edited text", "ts": "1.1"})
+    edited = stack.dm(
+        "",
+        channel,
+        subtype="message_changed",
+        message={"type": "message", "user": "UEMPLOYEE1", "text": "edited text", "ts": "1.1"},
+    )
     deleted = stack.dm("", channel, subtype="message_deleted", deleted_ts="1.1")
     joined = stack.dm("joined", channel, subtype="channel_join")
     in_channel = dict(stack.dm("What is the travel policy?", "CCHANNEL01"), channel_type="channel")
@@ -448,10 +507,16 @@ def test_feedback_click_is_recorded_once_and_can_change(stack) -> None:
             return list(session.execute(select(Feedback.vote).where(Feedback.question_id == row.id)).scalars())
 
     for action_id, expected in (("feedback_up", [1]), ("feedback_up", [1]), ("feedback_down", [-1])):
-        response = stack.fake.click(stack.events_url, action_id=action_id, value=str(row.id), user="UVOTER0001",
-                                    channel=channel, message=message)
+        response = stack.fake.click(
+            stack.events_url,
+            action_id=action_id,
+            value=str(row.id),
+            user="UVOTER0001",
+            channel=channel,
+            message=message,
+        )
         assert response.status_code == 200 and response.elapsed.total_seconds() < 3
-        wait_until(lambda: votes() == expected, 10, f"votes {expected}")
+        wait_until(lambda expected=expected: votes() == expected, 10, f"votes {expected}")
     stack.fake.wait_for(lambda: len(stack.fake.calls_to("chat.postEphemeral", channel=channel)) == 3)
     assert votes() == [-1]
 
@@ -498,8 +563,9 @@ def test_an_answer_slack_would_not_take_is_posted_later_not_apologised_for(stack
     stack.fake.failures["chat.postMessage"] = "service_unavailable"
     try:
         stack.deliver(event)
-        stack.fake.wait_for(lambda: len(stack.fake.posts(channel, event["ts"])) >= 3, timeout=90,
-                            what="the answer's three attempts")
+        stack.fake.wait_for(
+            lambda: len(stack.fake.posts(channel, event["ts"])) >= 3, timeout=90, what="the answer's three attempts"
+        )
     finally:
         del stack.fake.failures["chat.postMessage"]
     posted = _posted(stack, channel, event["ts"], timeout=60)
@@ -519,8 +585,11 @@ def test_a_channel_the_bot_cannot_post_in_is_not_retried_and_the_answer_stays_lo
     stack.fake.failures["chat.postMessage"] = "not_in_channel"
     try:
         stack.deliver(event)
-        row = wait_until(lambda: next((r for r in question_for(stack.settings, channel, event["ts"]) if r.status == "failed"),
-                                      None), timeout=60, what="the question marked failed")
+        row = wait_until(
+            lambda: next((r for r in question_for(stack.settings, channel, event["ts"]) if r.status == "failed"), None),
+            timeout=60,
+            what="the question marked failed",
+        )
         _settle()
     finally:
         del stack.fake.failures["chat.postMessage"]
@@ -529,10 +598,13 @@ def test_a_channel_the_bot_cannot_post_in_is_not_retried_and_the_answer_stays_lo
     assert [post.response["error"] for post in stack.fake.posts(channel)] == ["not_in_channel"]  # no retry, no apology
 
 
-@pytest.mark.parametrize("channel, times, how", [
-    ("CRATELIM01", 10, {}),  # more than the three attempts other failures get
-    ("CRATELIM02", 4, {"rate_limits_in_plain_text": True}),  # a proxy's 429, not Slack's JSON
-])
+@pytest.mark.parametrize(
+    "channel, times, how",
+    [
+        ("CRATELIM01", 10, {}),  # more than the three attempts other failures get
+        ("CRATELIM02", 4, {"rate_limits_in_plain_text": True}),  # a proxy's 429, not Slack's JSON
+    ],
+)
 def test_a_rate_limited_answer_waits_and_is_posted_not_apologised_for(stack, channel, times, how) -> None:
     """Slack answers HTTP 429 with Retry-After to a busy channel: the answer waits and goes out,
     even when the limit outlasts the SDK's own retries and the three attempts other errors get;
@@ -545,8 +617,9 @@ def test_a_rate_limited_answer_waits_and_is_posted_not_apologised_for(stack, cha
     [row] = question_for(stack.settings, channel, event["ts"])
     assert row.status == "answered" and row.answer_ts == posted[0].response["ts"]
     assert len(posted) == 1 and "16 weeks" in "\n".join(section_texts(posted[0]))  # the answer, no apology
-    assert [p.response["error"] for p in stack.fake.posts(channel, event["ts"]) if not p.response.get("ok")] == \
-        ["ratelimited"] * times
+    assert [p.response["error"] for p in stack.fake.posts(channel, event["ts"]) if not p.response.get("ok")] == [
+        "ratelimited"
+    ] * times
     assert len(stack.fake.posts(channel, event["ts"])) == times + 1
 
 
@@ -584,7 +657,9 @@ def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, 
         file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
         upload = stack.dm("", "DQUEUEDOWN", user=ADMIN, subtype="file_share", files=[file])
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(upload)).status_code == 200
-        choose_upload(stack, stack.fake.wait_for_posts("DQUEUEDOWN", upload["ts"], timeout=60)[0], url=url + "/slack/events")
+        choose_upload(
+            stack, stack.fake.wait_for_posts("DQUEUEDOWN", upload["ts"], timeout=60)[0], url=url + "/slack/events"
+        )
         posts = stack.fake.wait_for_posts("DQUEUEDOWN", upload["ts"], count=2, timeout=60)
         assert "can't take uploads right now" in posts[1]["text"]
     log = log_path.read_text()
@@ -598,8 +673,10 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
 
     log_path = tmp_path / "bot.log"
     nothing_there = f"postgresql://policybot@127.0.0.1:{free_port()}/policybot"
-    with (bot_process(stack, log_path, DATABASE_URL=nothing_there) as url,
-          bot_process(stack, tmp_path / "second-bot.log", DATABASE_URL=nothing_there) as second_url):
+    with (
+        bot_process(stack, log_path, DATABASE_URL=nothing_there) as url,
+        bot_process(stack, tmp_path / "second-bot.log", DATABASE_URL=nothing_there) as second_url,
+    ):
         channel = "CDBDOWN001"
         event = stack.mention("How many PTO days can I carry over?", channel)
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(event)).status_code == 200
@@ -615,15 +692,23 @@ def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
         assert "can't take questions right now" in _answer_post(stack, "DDBDOWN001", dm["ts"], timeout=60)["text"]
         # The agent view opens with the outage notice instead of a greeting that invites questions.
         thread_ts = stack.fake.new_ts()
-        started = {"type": "assistant_thread_started", "event_ts": thread_ts,
-                   "assistant_thread": {"user_id": "UAGENTUSER", "channel_id": "DDBDOWN003", "thread_ts": thread_ts}}
+        started = {
+            "type": "assistant_thread_started",
+            "event_ts": thread_ts,
+            "assistant_thread": {"user_id": "UAGENTUSER", "channel_id": "DDBDOWN003", "thread_ts": thread_ts},
+        }
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(started)).status_code == 200
         [notice] = stack.fake.wait_for_posts("DDBDOWN003", thread_ts, timeout=60)
         assert "can't take questions right now" in notice["text"]
         assert not stack.fake.calls_to("assistant.threads.setSuggestedPrompts", channel_id="DDBDOWN003")
         # The Messages tab cannot tell a first visit: no greeting (rather than one on every visit).
-        opened = {"type": "app_home_opened", "user": "UHOMEDOWN1", "channel": "DDBDOWN004", "tab": "messages",
-                  "event_ts": stack.fake.new_ts()}
+        opened = {
+            "type": "app_home_opened",
+            "user": "UHOMEDOWN1",
+            "channel": "DDBDOWN004",
+            "tab": "messages",
+            "event_ts": stack.fake.new_ts(),
+        }
         assert stack.fake.deliver(url + "/slack/events", stack.fake.event_body(opened)).status_code == 200
         # An admin's upload cannot be claimed either: a plain reply, and the file is not fetched.
         file = stack.fake.add_file("bike-parking.md", BIKE_POLICY, "text/markdown", user=ADMIN)
@@ -710,7 +795,9 @@ def test_worker_killed_mid_task_is_answered_once_by_a_new_worker(stack) -> None:
     channel = "CKILLED001"
     event = stack.mention("How many weeks of parental leave do secondary caregivers get?", channel)
     stack.deliver(event)
-    row = wait_until(lambda: (rows := question_for(stack.settings, channel, event["ts"])) and rows[0], 20, "question row")
+    row = wait_until(
+        lambda: (rows := question_for(stack.settings, channel, event["ts"])) and rows[0], 20, "question row"
+    )
     slow.wait_for_log(rf"answering question {row.id} ", timeout=60)
     slow.kill()  # SIGKILL to the worker and its pool child, mid-task
     assert not stack.fake.posts(channel, event["ts"])

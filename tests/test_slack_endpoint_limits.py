@@ -29,15 +29,23 @@ class Endpoint:
     fake: Any  # bot.fake_slack.FakeSlack, for its signing secret
     url: str
 
-    def post(self, body: bytes | Iterator[bytes], *, timestamp: str | None = None,
-             headers: list[tuple[str, str]] | None = None) -> httpx.Response:
+    def post(
+        self,
+        body: bytes | Iterator[bytes],
+        *,
+        timestamp: str | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> httpx.Response:
         """POST `body` signed as Slack signs it (an iterator is sent chunked, signed as a whole)."""
         from bot.fake_slack import sign
 
         ts = timestamp if timestamp is not None else str(int(time.time()))
         pieces = list(body) if not isinstance(body, bytes) else [body]
-        signed = [("Content-Type", "application/json"), ("X-Slack-Request-Timestamp", ts),
-                  ("X-Slack-Signature", sign(self.fake.signing_secret, ts, b"".join(pieces)))]
+        signed = [
+            ("Content-Type", "application/json"),
+            ("X-Slack-Request-Timestamp", ts),
+            ("X-Slack-Signature", sign(self.fake.signing_secret, ts, b"".join(pieces))),
+        ]
         content: bytes | Iterator[bytes] = body if isinstance(body, bytes) else iter(pieces)
         return httpx.post(self.url, content=content, headers=signed + (headers or []), timeout=READ_TIMEOUT_S)
 
@@ -55,7 +63,7 @@ class Endpoint:
 
 
 @pytest.fixture(scope="module")
-def endpoint(policybot_home) -> Iterator[Endpoint]:  # type: ignore[no-untyped-def]
+def endpoint(policybot_home) -> Iterator[Endpoint]:
     # No PostgreSQL or Redis: every request here is refused, or answered by Bolt itself (url_verification).
     from bot.app import build_app
     from bot.demo import slack_settings
@@ -108,7 +116,7 @@ def _url_verification(size: int) -> bytes:
 
 
 def _pieces(body: bytes, size: int = 64 * 1024) -> Iterator[bytes]:
-    return (body[start:start + size] for start in range(0, len(body), size))
+    return (body[start : start + size] for start in range(0, len(body), size))
 
 
 def _chunked(total: int, size: int = 64 * 1024) -> bytes:
@@ -145,8 +153,9 @@ def test_a_chunked_body_is_refused_as_soon_as_it_passes_the_limit(endpoint) -> N
     from bot.http import MAX_BODY_BYTES
 
     with _one_log_line_without_traceback():
-        answer = endpoint.unfinished(["Content-Type: application/json", "Transfer-Encoding: chunked"],
-                                     _chunked(MAX_BODY_BYTES + 1))  # the body goes on; the server stops here
+        answer = endpoint.unfinished(
+            ["Content-Type: application/json", "Transfer-Encoding: chunked"], _chunked(MAX_BODY_BYTES + 1)
+        )  # the body goes on; the server stops here
     assert answer.startswith(b"HTTP/1.1 413 ")
 
 
@@ -160,19 +169,26 @@ def test_the_endpoint_still_answers_after_refusing_an_oversized_body(endpoint) -
 # ---------------------------------------------------------------- malformed
 
 
-@pytest.mark.parametrize("timestamp, extra", [
-    ("abc", []),
-    ("9" * 5000, []),  # too many digits for int()
-    (None, [("X-Slack-Request-Timestamp", "abc")]),  # a second value: Bolt reads the last one
-], ids=["letters", "too-long", "second-header"])
+@pytest.mark.parametrize(
+    "timestamp, extra",
+    [
+        ("abc", []),
+        ("9" * 5000, []),  # too many digits for int()
+        (None, [("X-Slack-Request-Timestamp", "abc")]),  # a second value: Bolt reads the last one
+    ],
+    ids=["letters", "too-long", "second-header"],
+)
 def test_a_timestamp_that_is_not_a_number_gets_401_and_one_log_line(endpoint, timestamp, extra) -> None:
     with _one_log_line_without_traceback():
         response = endpoint.post(_url_verification(100), timestamp=timestamp, headers=extra)
     assert response.status_code == 401
 
 
-@pytest.mark.parametrize("body", [b'{"type": "url_verification", "challenge": "\xff\xfe"}', b'{"type": ', b"[1]", b"null"],
-                         ids=["not-utf-8", "not-json", "a-list", "null"])
+@pytest.mark.parametrize(
+    "body",
+    [b'{"type": "url_verification", "challenge": "\xff\xfe"}', b'{"type": ', b"[1]", b"null"],
+    ids=["not-utf-8", "not-json", "a-list", "null"],
+)
 def test_a_body_bolt_cannot_parse_gets_400_and_one_log_line(endpoint, body: bytes) -> None:
     with _one_log_line_without_traceback():
         response = endpoint.post(body)  # signed: it fails on its content, not on its signature

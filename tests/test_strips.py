@@ -1,5 +1,5 @@
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -13,11 +13,9 @@ from crag.strips import (
     split_sentences,
     strip_text_for_scoring,
 )
-from crag.types import Passage, Strip
+from crag.types import Strip
 
 from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT, travel_passage
-
-
 
 _STOPWORDS = {"how", "many", "do", "i", "have", "to", "the", "a", "in", "is", "are", "for", "my", "what"}
 
@@ -116,8 +114,10 @@ def test_each_bullet_is_its_own_sentence() -> None:
 
 def test_a_bullet_wrapped_mid_sentence_stays_one_sentence() -> None:
     """Hard-wrapped items (PDF exports): the limit and the negation keep their subject."""
-    text = ("- Hotels are reimbursed up to\n200 USD per night.\n- Contractors are\nNot eligible for the bonus.\n"
-            "- Taxis.\nThe rest is not covered.")
+    text = (
+        "- Hotels are reimbursed up to\n200 USD per night.\n- Contractors are\nNot eligible for the bonus.\n"
+        "- Taxis.\nThe rest is not covered."
+    )
     assert split_sentences(text) == [
         "- Hotels are reimbursed up to 200 USD per night.",
         "- Contractors are Not eligible for the bonus.",
@@ -133,8 +133,7 @@ def test_split_sentences_never_loses_text() -> None:
 
 def test_strips_keep_bullets_and_headings_apart() -> None:
     text = (
-        "## Meals\nDinner is covered.\n- Up to $75\n- Receipts over $25 are needed. Keep them.\n"
-        "Lunch is not covered."
+        "## Meals\nDinner is covered.\n- Up to $75\n- Receipts over $25 are needed. Keep them.\nLunch is not covered."
     )
     passage = travel_passage(text=text)
     sentences = split_sentences(text)

@@ -20,32 +20,42 @@ from workers.tasks import LATER_COUNTDOWNS_S, MAX_RETRY_AFTER_S, plan_retry, sla
 
 def _slack_error(error: str, status: int = 200) -> SlackApiError:
     """A failed call as slack_sdk reports it (a body that is not JSON becomes such an error too)."""
-    response = SlackResponse(client=None, http_verb="POST", api_url="https://slack.test/api/chat.postMessage",
-                             req_args={}, data={"ok": False, "error": error}, headers={}, status_code=status)
+    response = SlackResponse(
+        client=None,
+        http_verb="POST",
+        api_url="https://slack.test/api/chat.postMessage",
+        req_args={},
+        data={"ok": False, "error": error},
+        headers={},
+        status_code=status,
+    )
     return SlackApiError(error, response)
 
 
 NOT_JSON = "Received a response in a non-JSON format: <html>"
 
 
-@pytest.mark.parametrize("error, for_now", [
-    (_slack_error("service_unavailable"), True),  # Slack says it is down
-    (_slack_error("ratelimited", 429), True),
-    (_slack_error(NOT_JSON, 429), True),  # a proxy's rate limit in plain text
-    (_slack_error(NOT_JSON, 503), True),  # an outage page
-    (URLError(ConnectionRefusedError()), True),  # never reached
-    (_slack_error(NOT_JSON, 504), False),  # a gateway gave up waiting: Slack may have posted it
-    (_slack_error("fatal_error"), False),  # "some aspect of the operation" may have succeeded
-    (_slack_error(NOT_JSON, 500), False),
-    (TimeoutError("The read operation timed out"), False),  # likewise
-    (RemoteDisconnected("Remote end closed connection without response"), False),
-    (_slack_error("msg_too_long"), False),  # the message itself: it fails the same way later
-    (_slack_error("invalid_blocks"), False),
-    (_slack_error("not_in_channel"), False),
-    (_slack_error("token_revoked"), False),
-    (KeyError("ts"), False),  # a fault of ours
-    (OSError("No space left on device"), False),
-])
+@pytest.mark.parametrize(
+    "error, for_now",
+    [
+        (_slack_error("service_unavailable"), True),  # Slack says it is down
+        (_slack_error("ratelimited", 429), True),
+        (_slack_error(NOT_JSON, 429), True),  # a proxy's rate limit in plain text
+        (_slack_error(NOT_JSON, 503), True),  # an outage page
+        (URLError(ConnectionRefusedError()), True),  # never reached
+        (_slack_error(NOT_JSON, 504), False),  # a gateway gave up waiting: Slack may have posted it
+        (_slack_error("fatal_error"), False),  # "some aspect of the operation" may have succeeded
+        (_slack_error(NOT_JSON, 500), False),
+        (TimeoutError("The read operation timed out"), False),  # likewise
+        (RemoteDisconnected("Remote end closed connection without response"), False),
+        (_slack_error("msg_too_long"), False),  # the message itself: it fails the same way later
+        (_slack_error("invalid_blocks"), False),
+        (_slack_error("not_in_channel"), False),
+        (_slack_error("token_revoked"), False),
+        (KeyError("ts"), False),  # a fault of ours
+        (OSError("No space left on device"), False),
+    ],
+)
 def test_what_counts_as_slack_failing_for_now(error: BaseException, for_now: bool) -> None:
     assert slack_failed_for_now(error) is for_now
 
@@ -69,7 +79,12 @@ def _schedule(errors: list[BaseException], answered: bool) -> list[tuple[int, in
 
 
 def test_a_ready_answer_waits_out_an_outage_then_the_apology() -> None:
-    assert _schedule([DOWN] * 9, ANSWERED) == [(1, 0), (3, 0), *((s, n + 1) for n, s in enumerate(LATER_COUNTDOWNS_S)), None]
+    assert _schedule([DOWN] * 9, ANSWERED) == [
+        (1, 0),
+        (3, 0),
+        *((s, n + 1) for n, s in enumerate(LATER_COUNTDOWNS_S)),
+        None,
+    ]
     # The pipeline never answered: nothing to wait with, the apology after three attempts.
     assert _schedule([DOWN] * 4, PENDING) == [(1, 0), (3, 0), None]
     # Slack may have posted it: no long waits.
@@ -85,7 +100,10 @@ def test_the_later_waits_are_kept_whatever_fails_in_between() -> None:
     assert plans[:10] == [(min(MAX_RETRY_AFTER_S, 2 ** (n + 1)), 0) for n in range(10)]  # no Retry-After: backoff
     assert plans[10:] == [*((s, n + 1) for n, s in enumerate(LATER_COUNTDOWNS_S)), None]
     # An outage after nine rate limits still gets every later wait.
-    assert _schedule([LIMITED] * 9 + [DOWN] * 6, ANSWERED)[9:] == [*((s, n + 1) for n, s in enumerate(LATER_COUNTDOWNS_S)), None]
+    assert _schedule([LIMITED] * 9 + [DOWN] * 6, ANSWERED)[9:] == [
+        *((s, n + 1) for n, s in enumerate(LATER_COUNTDOWNS_S)),
+        None,
+    ]
 
 
 def test_a_request_that_reached_slack_is_not_sent_again(tmp_path) -> None:
@@ -107,7 +125,9 @@ def test_a_request_that_reached_slack_is_not_sent_again(tmp_path) -> None:
                     received.append(connection.recv(65536))
 
         threading.Thread(target=hang_up_on_everyone, daemon=True).start()
-        settings = Settings(SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=f"http://127.0.0.1:{server.getsockname()[1]}/api/")
+        settings = Settings(
+            SLACK_BOT_TOKEN="xoxb-test", SLACK_API_URL=f"http://127.0.0.1:{server.getsockname()[1]}/api/"
+        )
         with pytest.raises(Exception) as raised:
             web_client(settings, wait_out_rate_limits=False).chat_postMessage(channel="C1", text="the answer")
     assert len(received) == 1

@@ -91,7 +91,7 @@ class ThreadSafeCelery(Celery):
     _conf_lock = threading.RLock()  # re-entrant: loading reads conf itself
     _conf_loaded = False
 
-    def _load_config(self):  # type: ignore[no-untyped-def]
+    def _load_config(self):
         with self._conf_lock:
             if not self._conf_loaded:  # else another thread finished loading while this one waited
                 super()._load_config()
@@ -99,14 +99,14 @@ class ThreadSafeCelery(Celery):
             return self._conf
 
     @property
-    def conf(self):  # type: ignore[no-untyped-def, override]
+    def conf(self):
         if not self._conf_loaded:
             with self._conf_lock:  # wait for a load in progress in another thread
                 pass
-        return Celery.conf.fget(self)  # type: ignore[attr-defined]
+        return Celery.conf.fget(self)
 
     @conf.setter
-    def conf(self, value):  # type: ignore[no-untyped-def]
+    def conf(self, value):
         self._conf = value
 
 
@@ -183,7 +183,10 @@ def delivered_too_often(task: Any) -> bool:
         return False  # not delivered by a broker
     key = f"policybot:deliveries:{request.id}:{request.retries}"
     try:
-        count, _ = _broker_client(task.app.conf.broker_url).pipeline().incr(key).expire(key, DELIVERY_COUNT_TTL_S).execute()
+        pipe = _broker_client(task.app.conf.broker_url).pipeline()
+        pipe.incr(key)
+        pipe.expire(key, DELIVERY_COUNT_TTL_S)
+        count, _ = pipe.execute()
     except redis.RedisError as error:
         log.warning("could not count the deliveries of task %s[%s]: %s", task.name, request.id, error)
         return False
@@ -216,4 +219,5 @@ def load_models(**_: object) -> None:
     import bot.blocks  # noqa: F401
     import bot.listeners  # noqa: F401
     import policybot.answering  # noqa: F401
+
     log.info("worker process %s ready: %s", os.getpid(), runtime.loaded.description)

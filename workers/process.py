@@ -20,8 +20,9 @@ def spawn_logged(command: Sequence[str], env: Mapping[str, str], log_path: Path)
     appending its output to `log_path`."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        return subprocess.Popen(list(command), stdout=log, stderr=subprocess.STDOUT, env=dict(env), cwd=str(REPO),
-                                start_new_session=True)
+        return subprocess.Popen(
+            list(command), stdout=log, stderr=subprocess.STDOUT, env=dict(env), cwd=str(REPO), start_new_session=True
+        )
 
 
 def terminate(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
@@ -39,8 +40,16 @@ def terminate(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
 class WorkerProcess:
     """`python -m celery -A workers.celery_app worker ...` in its own process group, logging to a file."""
 
-    def __init__(self, env: Mapping[str, str], log_path: Path, *, queues: Sequence[str] = ("answer", "ingest"),
-                 concurrency: int = 1, pool: str = "prefork", name: str | None = None) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        log_path: Path,
+        *,
+        queues: Sequence[str] = ("answer", "ingest"),
+        concurrency: int = 1,
+        pool: str = "prefork",
+        name: str | None = None,
+    ) -> None:
         self.env = dict(env)
         self.log_path = Path(log_path)
         self.queues = list(queues)
@@ -52,11 +61,29 @@ class WorkerProcess:
 
     @property
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "celery", "-A", "workers.celery_app", "worker", "-Q", ",".join(self.queues),
-                "--pool", self.pool, "-c", str(self.concurrency), "--loglevel", "info", "-n", self.name,
-                "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        return [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.celery_app",
+            "worker",
+            "-Q",
+            ",".join(self.queues),
+            "--pool",
+            self.pool,
+            "-c",
+            str(self.concurrency),
+            "--loglevel",
+            "info",
+            "-n",
+            self.name,
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ]
 
-    def start(self) -> "WorkerProcess":
+    def start(self) -> WorkerProcess:
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.process = spawn_logged(self.command, self.env, self.log_path)
         return self
@@ -81,7 +108,7 @@ class WorkerProcess:
                 raise TimeoutError(f"worker log never matched {pattern!r}; log:\n{self.log_text()[-4000:]}")
             time.sleep(0.1)
 
-    def wait_ready(self, timeout: float = 180.0) -> "WorkerProcess":
+    def wait_ready(self, timeout: float = 180.0) -> WorkerProcess:
         """Until the consumer is up and every child process has loaded its models."""
         deadline = time.monotonic() + timeout
         self.wait_for_log(r"\bready\.", timeout)

@@ -42,7 +42,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.error import URLError
 from urllib.parse import urlsplit
 
@@ -59,6 +59,13 @@ from workers.celery_app import (
     celery_app,
     delivered_too_often,
 )
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
+    from policybot.config import Settings
+    from policybot.evaluators import Activation
+    from policybot.models import Question
 
 log = logging.getLogger(__name__)
 
@@ -92,16 +99,22 @@ class DeliveredTooOften(RuntimeError):
     """The task's worker died during each of its first MAX_DELIVERIES deliveries."""
 
     def __init__(self) -> None:
-        super().__init__(f"its worker stopped during each of {MAX_DELIVERIES} tries (killed, perhaps for "
-                         "memory); not tried again")
+        super().__init__(
+            f"its worker stopped during each of {MAX_DELIVERIES} tries (killed, perhaps for memory); not tried again"
+        )
 
 
-def _log_given_up(task, what: str) -> None:  # type: ignore[no-untyped-def]
-    log.error("%s: the worker running task %s[%s] stopped during each of its %s deliveries; not running it again",
-              what, task.name, task.request.id, MAX_DELIVERIES)
+def _log_given_up(task, what: str) -> None:
+    log.error(
+        "%s: the worker running task %s[%s] stopped during each of its %s deliveries; not running it again",
+        what,
+        task.name,
+        task.request.id,
+        MAX_DELIVERIES,
+    )
 
 
-def _settings():  # -> Settings
+def _settings() -> Settings:
     from policybot.config import get_settings
 
     return get_settings()
@@ -121,7 +134,7 @@ def _test_hooks(question: str) -> None:
         raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
 
 
-def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def]
+def earlier_questions_for(settings: Settings, row: Question) -> list:
     """The thread's earlier questions this one continues, oldest first: none when it stands
     alone; "What about contractors?" then "And interns?" reach back to the question they follow."""
     from crag.followups import continues_earlier
@@ -129,7 +142,9 @@ def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def
 
     earlier: list = []
     current = row
-    while current.parent_id is not None and continues_earlier(current.question) and len(earlier) < MAX_CONTEXT_QUESTIONS:
+    while (
+        current.parent_id is not None and continues_earlier(current.question) and len(earlier) < MAX_CONTEXT_QUESTIONS
+    ):
         parent = get_question(settings, current.parent_id)
         if parent is None:
             break
@@ -138,10 +153,20 @@ def earlier_questions_for(settings, row) -> list:  # type: ignore[no-untyped-def
     return earlier
 
 
-@celery_app.task(bind=True, name="policybot.answer_question", max_retries=ANSWER_RETRIES,
-                 soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
-def answer_question_task(self, question_id: int, waited_later: int = 0, db_waits: int = 0,  # type: ignore[no-untyped-def]
-                         posted_ts: str | None = None) -> str:
+@celery_app.task(
+    bind=True,
+    name="policybot.answer_question",
+    max_retries=ANSWER_RETRIES,
+    soft_time_limit=ANSWER_SOFT_LIMIT_S,
+    time_limit=ANSWER_HARD_LIMIT_S,
+)
+def answer_question_task(
+    self,
+    question_id: int,
+    waited_later: int = 0,
+    db_waits: int = 0,
+    posted_ts: str | None = None,
+) -> str:
     """Answer a recorded question through CRAG and post it in the question's Slack thread
     (`waited_later`: how many of LATER_COUNTDOWNS_S a ready answer has waited, see plan_retry;
     `db_waits`: how many of DATABASE_WAITS_S it has waited; `posted_ts`: the reply is posted,
@@ -153,11 +178,12 @@ def answer_question_task(self, question_id: int, waited_later: int = 0, db_waits
             raise
         unsaved = _in_chain(error, UnsavedPost)  # under whatever the lock's release raised after it
         posted_ts = unsaved.ts if isinstance(unsaved, UnsavedPost) else posted_ts
-        return _wait_for_database(self, f"question {question_id}", error, db_waits,
-                                  {"waited_later": waited_later, "posted_ts": posted_ts})
+        return _wait_for_database(
+            self, f"question {question_id}", error, db_waits, {"waited_later": waited_later, "posted_ts": posted_ts}
+        )
 
 
-def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts: str | None) -> str:  # type: ignore[no-untyped-def]
+def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts: str | None) -> str:
     from bot import blocks
     from bot.app import web_client
     from bot.askers import SLACK_USERS
@@ -173,7 +199,9 @@ def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts:
         row = get_question(settings, question_id)
         if row is not None:
             clear_progress(web_client(settings), row.surface, row.channel, row.thread_ts, row.message_ts)
-        log.info("question %s: saved the ts %s of its reply, posted before the database went away", question_id, posted_ts)
+        log.info(
+            "question %s: saved the ts %s of its reply, posted before the database went away", question_id, posted_ts
+        )
         return "posted"
     row = get_question(settings, question_id)
     if row is None:
@@ -183,7 +211,9 @@ def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts:
         return "already posted"
     with question_lock(settings, question_id) as locked:
         if not locked:
-            log.info("question %s is being answered by another delivery; checking again in %ss", question_id, BUSY_RECHECK_S)
+            log.info(
+                "question %s is being answered by another delivery; checking again in %ss", question_id, BUSY_RECHECK_S
+            )
             answer_question_task.apply_async((question_id,), countdown=BUSY_RECHECK_S)
             return "busy"
         row = get_question(settings, question_id)
@@ -208,33 +238,62 @@ def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts:
                 context = [*earlier_questions_for(settings, row), row]
                 # Earlier questions may be someone else's: their names are redacted too.
                 askers = dict.fromkeys(question.asker for question in context)
-                answer_question(settings, question_id,
-                                pipeline_question=" ".join(question.question for question in context) if len(context) > 1 else None,
-                                asker_names=tuple(name for asker in askers for name in SLACK_USERS.names(client, asker)))
-                row = get_question(settings, question_id)
-                assert row is not None
+                answer_question(
+                    settings,
+                    question_id,
+                    pipeline_question=" ".join(question.question for question in context) if len(context) > 1 else None,
+                    asker_names=tuple(name for asker in askers for name in SLACK_USERS.names(client, asker)),
+                )
+                answered_row = get_question(settings, question_id)
+                assert answered_row is not None
+                row = answered_row
             # Asked where outsiders read: to the asker alone, as decided when it arrived (bot/audience.py).
             lead = blocks.private_answer_lead(row.channel, row.question) if row.private_reply else None
             message = blocks.answer_message(blocks.AnswerView.from_row(row), lead)
             answered = row
-            ts = outbox.post_once(settings, question_id, lambda: poster.chat_postMessage(
-                **answer_place(answered), unfurl_links=False, unfurl_media=False, **message))
+            ts = outbox.post_once(
+                settings,
+                question_id,
+                lambda: poster.chat_postMessage(
+                    **answer_place(answered), unfurl_links=False, unfurl_media=False, **message
+                ),
+            )
         except Exception as error:
             if is_database_error(error):
                 raise
             retry = plan_retry(error, task.request.retries - db_waits, waited_later, answered=row.status == "answered")
             if retry is not None:
-                log.warning("question %s (ref %s) attempt %s failed, retrying in %ss: %s",
-                            question_id, row.reference, attempt, retry.countdown, describe_error(error))
+                log.warning(
+                    "question %s (ref %s) attempt %s failed, retrying in %ss: %s",
+                    question_id,
+                    row.reference,
+                    attempt,
+                    retry.countdown,
+                    describe_error(error),
+                )
                 outbox.due_in(settings, question_id, retry.countdown)
-                raise task.retry(exc=error, countdown=retry.countdown, max_retries=task.request.retries + 1,
-                                 kwargs={"waited_later": retry.waited_later, "db_waits": db_waits}) from None
-            log.error("question %s (ref %s) failed after %s attempts: %s", question_id, row.reference, attempt,
-                      describe_error(error), exc_info=not isinstance(error, SlackApiError))
+                raise task.retry(
+                    exc=error,
+                    countdown=retry.countdown,
+                    max_retries=task.request.retries + 1,
+                    kwargs={"waited_later": retry.waited_later, "db_waits": db_waits},
+                ) from None
+            log.error(
+                "question %s (ref %s) failed after %s attempts: %s",
+                question_id,
+                row.reference,
+                attempt,
+                describe_error(error),
+                exc_info=not isinstance(error, SlackApiError),
+            )
             return _fail_question(settings, poster, row, error)
         if ts is None:
-            log.error("question %s (ref %s): an earlier delivery was posting its answer when it stopped; not posting "
-                      "it again, so that it never shows twice", question_id, row.reference)
+            log.error(
+                "question %s (ref %s): an earlier delivery was posting its answer when it stopped; not posting "
+                "it again, so that it never shows twice",
+                question_id,
+                row.reference,
+            )
             return "posted before"
         if row.private_reply:
             note_private_answer(poster, row)
@@ -255,11 +314,16 @@ def is_database_error(error: BaseException) -> bool:
     from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
     found = _in_chain(error, (UnsavedPost, OperationalError, InterfaceError, PsycopgOperationalError, DBAPIError))
-    return found is not None and (not isinstance(found, DBAPIError) or found.connection_invalidated
-                                  or isinstance(found, (OperationalError, InterfaceError)))
+    return found is not None and (
+        not isinstance(found, DBAPIError)
+        or found.connection_invalidated
+        or isinstance(found, (OperationalError, InterfaceError))
+    )
 
 
-def _in_chain(error: BaseException, types: type[BaseException] | tuple[type[BaseException], ...]) -> BaseException | None:
+def _in_chain(
+    error: BaseException, types: type[BaseException] | tuple[type[BaseException], ...]
+) -> BaseException | None:
     """The first of `types` among an error and the errors it was raised from or during."""
     seen: BaseException | None = error
     for _ in range(10):  # a chain is short; a cycle is not followed for ever
@@ -269,20 +333,27 @@ def _in_chain(error: BaseException, types: type[BaseException] | tuple[type[Base
     return None
 
 
-def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwargs: dict[str, Any]) -> str:  # type: ignore[no-untyped-def]
+def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwargs: dict[str, Any]) -> str:
     """Retry a task after a database failure (with `kwargs`, its question ID staying in its
     arguments), or leave it to the sweep once the waits are spent."""
     if db_waits >= len(DATABASE_WAITS_S):
-        log.error("%s: the database is still unreachable (%s); the bot's sweep queues it again once it is back",
-                  what, describe_error(error))
+        log.error(
+            "%s: the database is still unreachable (%s); the bot's sweep queues it again once it is back",
+            what,
+            describe_error(error),
+        )
         return "database down"
     countdown = DATABASE_WAITS_S[db_waits]
     log.warning("%s: the database is unreachable (%s); trying again in %ss", what, describe_error(error), countdown)
-    raise task.retry(exc=error, countdown=countdown, max_retries=task.request.retries + 1,
-                     kwargs={**kwargs, "db_waits": db_waits + 1}) from None
+    raise task.retry(
+        exc=error,
+        countdown=countdown,
+        max_retries=task.request.retries + 1,
+        kwargs={**kwargs, "db_waits": db_waits + 1},
+    ) from None
 
 
-def _fail_question(settings, poster, row, error: BaseException) -> str:  # type: ignore[no-untyped-def]
+def _fail_question(settings: Settings, poster: WebClient, row: Question, error: BaseException) -> str:
     """A question given up: the log row says failed, and the asker is owed the apology."""
     from policybot import outbox
     from policybot.answering import mark_failed
@@ -297,7 +368,7 @@ def _fail_question(settings, poster, row, error: BaseException) -> str:  # type:
     return "failed"
 
 
-def _apologise(settings, poster, row) -> None:  # type: ignore[no-untyped-def]
+def _apologise(settings: Settings, poster: WebClient, row: Question) -> None:
     from bot.recovery import apologise
 
     if apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
@@ -312,7 +383,9 @@ def slack_error_of(error: BaseException) -> str | None:
 
 def is_rate_limited(error: BaseException) -> bool:
     """HTTP 429 is a rate limit whatever its body says (a proxy's plain text is no "ratelimited")."""
-    return slack_error_of(error) == "ratelimited" or (isinstance(error, SlackApiError) and error.response.status_code == 429)
+    return slack_error_of(error) == "ratelimited" or (
+        isinstance(error, SlackApiError) and error.response.status_code == 429
+    )
 
 
 def slack_failed_for_now(error: BaseException) -> bool:
@@ -323,7 +396,9 @@ def slack_failed_for_now(error: BaseException) -> bool:
     of the message itself (too long, bad blocks) or of the place (not in the channel, a dead
     token); not a fault of ours."""
     if isinstance(error, SlackApiError):
-        return is_rate_limited(error) or error.response.status_code == 503 or slack_error_of(error) in SLACK_SERVER_ERRORS
+        return (
+            is_rate_limited(error) or error.response.status_code == 503 or slack_error_of(error) in SLACK_SERVER_ERRORS
+        )
     return isinstance(error, URLError)
 
 
@@ -351,7 +426,7 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
     return None
 
 
-def _apologise_later(settings, question_id: int) -> None:  # type: ignore[no-untyped-def]
+def _apologise_later(settings: Settings, question_id: int) -> None:
     from policybot import outbox
 
     outbox.due_in(settings, question_id, LATER_COUNTDOWNS_S[0])
@@ -361,9 +436,14 @@ def _apologise_later(settings, question_id: int) -> None:  # type: ignore[no-unt
         log.error("could not queue the apology for question %s: %s", question_id, describe_error(error))
 
 
-@celery_app.task(bind=True, name="policybot.apologise", max_retries=len(LATER_COUNTDOWNS_S) - 1,
-                 soft_time_limit=ANSWER_SOFT_LIMIT_S, time_limit=ANSWER_HARD_LIMIT_S)
-def apologise_task(self, question_id: int, db_waits: int = 0) -> str:  # type: ignore[no-untyped-def]
+@celery_app.task(
+    bind=True,
+    name="policybot.apologise",
+    max_retries=len(LATER_COUNTDOWNS_S) - 1,
+    soft_time_limit=ANSWER_SOFT_LIMIT_S,
+    time_limit=ANSWER_HARD_LIMIT_S,
+)
+def apologise_task(self, question_id: int, db_waits: int = 0) -> str:
     """Post the apology for a failed question that Slack would not take at the time (it was
     down, or rate-limited the thread): tried again later, so the asker is not left in silence."""
     try:
@@ -374,7 +454,7 @@ def apologise_task(self, question_id: int, db_waits: int = 0) -> str:  # type: i
         return _wait_for_database(self, f"the apology for question {question_id}", error, db_waits, {})
 
 
-def _apologise_again(task, question_id: int, db_waits: int) -> str:  # type: ignore[no-untyped-def]
+def _apologise_again(task, question_id: int, db_waits: int) -> str:
     from bot.app import web_client
     from bot.recovery import apologise
     from policybot import outbox
@@ -400,7 +480,7 @@ def _apologise_again(task, question_id: int, db_waits: int) -> str:  # type: ign
 def _retry_after_s(error: BaseException) -> int:
     """Slack's Retry-After for a rate-limited call, in seconds (0 when it gives none)."""
     headers = getattr(getattr(error, "response", None), "headers", None) or {}
-    value = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
+    value: Any = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
     value = value[0] if isinstance(value, list) and value else value
     return min(int(value), MAX_RETRY_AFTER_S) if str(value).isdigit() else 0
 
@@ -417,7 +497,7 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._ -]+", "_", name)[:200].lstrip(".") or "upload"
 
 
-def _trusted_file_url(settings, url: str) -> bool:  # type: ignore[no-untyped-def]
+def _trusted_file_url(settings: Settings, url: str) -> bool:
     """Only send the bot token to Slack's own file hosts (or to the configured API host: a local fake)."""
     host = (urlsplit(url).hostname or "").lower()
     api_host = (urlsplit(settings.slack_api_url).hostname or "").lower()
@@ -426,7 +506,7 @@ def _trusted_file_url(settings, url: str) -> bool:  # type: ignore[no-untyped-de
     )
 
 
-def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type: ignore[no-untyped-def]
+def download_file(client: WebClient, settings: Settings, file_id: str, folder: Path) -> Path:
     """Fetch an uploaded file with the bot token into `folder` (same name: a re-upload updates the document)."""
     import httpx
 
@@ -446,8 +526,13 @@ def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
     partial = folder / f".{name}.part"
-    with httpx.stream("GET", url, headers={"Authorization": f"Bearer {secret_value(settings.slack_bot_token)}"},
-                      follow_redirects=True, timeout=60) as response:
+    with httpx.stream(
+        "GET",
+        url,
+        headers={"Authorization": f"Bearer {secret_value(settings.slack_bot_token)}"},
+        follow_redirects=True,
+        timeout=60,
+    ) as response:
         if response.status_code != 200:
             raise DownloadError(f"{name}: download failed with HTTP {response.status_code}")
         if "text/html" in response.headers.get("content-type", "") and target.suffix.lower() not in (".html", ".htm"):
@@ -463,10 +548,22 @@ def download_file(client, settings, file_id: str, folder: Path) -> Path:  # type
     return target
 
 
-@celery_app.task(bind=True, name="policybot.ingest_files", max_retries=2,
-                 soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S)
-def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str,  # type: ignore[no-untyped-def]
-                     user: str, collection: str | None = None) -> str:
+@celery_app.task(
+    bind=True,
+    name="policybot.ingest_files",
+    max_retries=2,
+    soft_time_limit=INGEST_SOFT_LIMIT_S,
+    time_limit=INGEST_HARD_LIMIT_S,
+)
+def ingest_file_task(
+    self,
+    claim_id: int,
+    file_ids: Sequence[str],
+    channel: str,
+    thread_ts: str,
+    user: str,
+    collection: str | None = None,
+) -> str:
     """Ingest files an admin sent the bot in a DM and confirmed, into the collection the offer
     named, then say in the DM what happened; the 👀 goes whatever the outcome. `user`: who
     confirmed, as the bot saw it (the claim's record of it is what counts)."""
@@ -502,12 +599,19 @@ def ingest_file_task(self, claim_id: int, file_ids: Sequence[str], channel: str,
         if claim is not None:
             state.set_reply_ts(settings, claim_id, str(posted["ts"]))
     finally:
-        clear_progress(client, "assistant" if state.is_assistant_thread(settings, channel, thread_ts) else "dm",
-                       channel, thread_ts, claim.message_ts if claim is not None else None)
+        clear_progress(
+            client,
+            "assistant" if state.is_assistant_thread(settings, channel, thread_ts) else "dm",
+            channel,
+            thread_ts,
+            claim.message_ts if claim is not None else None,
+        )
     return outcome
 
 
-def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) -> tuple[list[str], bool]:  # type: ignore[no-untyped-def]
+def _ingest_uploads(
+    client: WebClient, settings: Settings, file_ids: Sequence[str], collection: str
+) -> tuple[list[str], bool]:
     from ingestion.ingest import ingest_paths
 
     folder = settings.home / "uploads" / collection
@@ -532,12 +636,14 @@ def _ingest_uploads(client, settings, file_ids: Sequence[str], collection: str) 
         if report.count("added") or report.count("updated"):
             lines.append("New questions are answered from it right away.")
             if _start_first_training(settings):
-                lines.append("No evaluator is trained yet: training one in the background "
-                             "(answers use cosine similarity until it is ready).")
+                lines.append(
+                    "No evaluator is trained yet: training one in the background "
+                    "(answers use cosine similarity until it is ready)."
+                )
     return lines, ok
 
 
-def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
+def _start_first_training(settings: Settings) -> bool:
     """After the first ingestion, train an evaluator on the ingest queue (POLICYBOT_AUTO_TRAIN)."""
     from policybot import evaluators
 
@@ -555,11 +661,17 @@ def _start_first_training(settings) -> bool:  # type: ignore[no-untyped-def]
 MAX_TRAIN_MINUTES = (INGEST_SOFT_LIMIT_S - 60) / 60
 
 
-@celery_app.task(bind=True, name="policybot.train_evaluator", soft_time_limit=INGEST_SOFT_LIMIT_S,
-                 time_limit=INGEST_HARD_LIMIT_S)
-def train_evaluator_task(self, minutes: float | None = None, activate: str = "if_better",  # type: ignore[no-untyped-def]
-                         job_id: int | None = None, with_reviews: bool = False,
-                         with_feedback: bool = False) -> dict[str, Any]:
+@celery_app.task(
+    bind=True, name="policybot.train_evaluator", soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S
+)
+def train_evaluator_task(
+    self,
+    minutes: float | None = None,
+    activate: Activation = "if_better",
+    job_id: int | None = None,
+    with_reviews: bool = False,
+    with_feedback: bool = False,
+) -> dict[str, Any]:
     """Train an evaluator on the ingest queue (activated only if it beats cosine, unless told otherwise),
     optionally also on admins' reviews and askers' votes (as `policybot evaluator train --with-...`).
 
@@ -584,11 +696,24 @@ def train_evaluator_task(self, minutes: float | None = None, activate: str = "if
         report = jobs.progress_reporter(settings, job_id)
 
         def progress(event: dict) -> None:
-            report({"phase": event.get("phase", ""), "done": event.get("step", 0), "total": event.get("total"),
-                    "loss": event.get("loss")})
+            report(
+                {
+                    "phase": event.get("phase", ""),
+                    "done": event.get("step", 0),
+                    "total": event.get("total"),
+                    "loss": event.get("loss"),
+                }
+            )
+
     try:
-        result = train_and_register(settings, budget_s=budget_minutes * 60, activate=activate,  # type: ignore[arg-type]
-                                    progress=progress, with_reviews=with_reviews, with_feedback=with_feedback)
+        result = train_and_register(
+            settings,
+            budget_s=budget_minutes * 60,
+            activate=activate,
+            progress=progress,
+            with_reviews=with_reviews,
+            with_feedback=with_feedback,
+        )
     except Exception as error:
         if job_id is not None:
             jobs.fail_job(settings, job_id, str(error) if isinstance(error, UserError) else describe_error(error))
@@ -597,9 +722,14 @@ def train_evaluator_task(self, minutes: float | None = None, activate: str = "if
             return {"error": str(error)}
         raise
     active = active_version(settings)
-    outcome = {"version": result.version, "beats_cosine": result.beats_cosine, "thresholds": result.thresholds,
-               "activated": active is not None and active.version == result.version,
-               "auc": result.evaluator.auc, "cosine_auc": result.cosine.auc}
+    outcome = {
+        "version": result.version,
+        "beats_cosine": result.beats_cosine,
+        "thresholds": result.thresholds,
+        "activated": active is not None and active.version == result.version,
+        "auc": result.evaluator.auc,
+        "cosine_auc": result.cosine.auc,
+    }
     if job_id is not None:
         jobs.update_job(settings, job_id, status="done", result=outcome)
     return outcome
@@ -608,9 +738,14 @@ def train_evaluator_task(self, minutes: float | None = None, activate: str = "if
 # ----------------------------------------------------------- console ingest
 
 
-@celery_app.task(bind=True, name="policybot.ingest_job", max_retries=0,
-                 soft_time_limit=INGEST_SOFT_LIMIT_S, time_limit=INGEST_HARD_LIMIT_S)
-def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
+@celery_app.task(
+    bind=True,
+    name="policybot.ingest_job",
+    max_retries=0,
+    soft_time_limit=INGEST_SOFT_LIMIT_S,
+    time_limit=INGEST_HARD_LIMIT_S,
+)
+def ingest_job_task(self, job_id: int) -> str:
     """Ingest the files of a console job (uploads or a re-ingest), reporting progress per file."""
     from ingestion.ingest import ingest_paths
     from policybot import jobs
@@ -635,14 +770,25 @@ def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
     report_progress = jobs.progress_reporter(settings, job_id, every_s=0.5)
     files: list[dict[str, Any]] = []
 
-    def show(step) -> None:  # type: ignore[no-untyped-def]
-        files.append({"document": step.result.document, "status": step.result.status, "chunks": step.result.chunks,
-                      "detail": step.result.detail})
+    def show(step) -> None:
+        files.append(
+            {
+                "document": step.result.document,
+                "status": step.result.status,
+                "chunks": step.result.chunks,
+                "detail": step.result.detail,
+            }
+        )
         report_progress({"done": step.done, "total": step.total, "files": list(files)})
 
     try:
-        report = ingest_paths(settings, paths, collection=params.get("collection"),
-                              access_channels=params.get("channels"), on_progress=show)
+        report = ingest_paths(
+            settings,
+            paths,
+            collection=params.get("collection"),
+            access_channels=params.get("channels"),
+            on_progress=show,
+        )
     except Exception as error:
         message = str(error) if isinstance(error, UserError) else describe_error(error)
         log.error("ingest job %s failed: %s", job_id, message, exc_info=not isinstance(error, UserError))
@@ -650,8 +796,13 @@ def ingest_job_task(self, job_id: int) -> str:  # type: ignore[no-untyped-def]
         return "failed"
     result = report.as_json() | {"collection": report.collection, "seconds": round(report.seconds, 1)}
     if report.failed:
-        jobs.update_job(settings, job_id, status="failed", result=result,
-                        error="; ".join(f"{Path(item.path).name}: {item.detail}" for item in report.failed))
+        jobs.update_job(
+            settings,
+            job_id,
+            status="failed",
+            result=result,
+            error="; ".join(f"{Path(item.path).name}: {item.detail}" for item in report.failed),
+        )
         return "failed"
     jobs.update_job(settings, job_id, status="done", result=result)
     return "ingested"

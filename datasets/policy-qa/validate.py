@@ -25,8 +25,10 @@ def main(argv: list[str]) -> int:
         print(line)
     for problem in problems:
         print(f"PROBLEM {problem}")
-    print(f"{len(problems)} problem(s) in {len(corpus.organisations)} organisation(s), "
-          f"{len(corpus.questions())} question(s)")
+    print(
+        f"{len(problems)} problem(s) in {len(corpus.organisations)} organisation(s), "
+        f"{len(corpus.questions())} question(s)"
+    )
     return 1 if problems else 0
 
 

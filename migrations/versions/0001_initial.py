@@ -99,7 +99,9 @@ def upgrade() -> None:
     op.create_table(
         "feedback",
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column("question_id", sa.Integer, sa.ForeignKey("questions.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column(
+            "question_id", sa.Integer, sa.ForeignKey("questions.id", ondelete="CASCADE"), nullable=False, index=True
+        ),
         sa.Column("user_id", sa.String(64), nullable=False),
         sa.Column("vote", sa.SmallInteger, nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=_now()),

@@ -19,7 +19,9 @@ def upgrade() -> None:
     op.create_table(
         "reviews",
         sa.Column("id", sa.Integer, primary_key=True),
-        sa.Column("question_id", sa.Integer, sa.ForeignKey("questions.id", ondelete="CASCADE"), nullable=False, index=True),
+        sa.Column(
+            "question_id", sa.Integer, sa.ForeignKey("questions.id", ondelete="CASCADE"), nullable=False, index=True
+        ),
         sa.Column("reviewer", sa.String(100), nullable=False),
         sa.Column("verdict", sa.String(8), nullable=False),
         sa.Column("expected_document_id", sa.Integer, sa.ForeignKey("documents.id", ondelete="SET NULL")),
@@ -40,7 +42,9 @@ def upgrade() -> None:
         sa.Column("result", JSONB),
         sa.Column("error", sa.Text),
         sa.Column("created_by", sa.String(100)),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()"), index=True),
+        sa.Column(
+            "created_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()"), index=True
+        ),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False, server_default=sa.text("now()")),
         sa.CheckConstraint("kind IN ('ingest', 'train')", name="ck_jobs_kind"),
         sa.CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="ck_jobs_status"),

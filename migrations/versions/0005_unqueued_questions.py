@@ -15,8 +15,12 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.create_index("ix_slack_messages_unqueued", "slack_messages", ["created_at"],
-                    postgresql_where=sa.text("enqueued_at IS NULL AND question_id IS NOT NULL"))
+    op.create_index(
+        "ix_slack_messages_unqueued",
+        "slack_messages",
+        ["created_at"],
+        postgresql_where=sa.text("enqueued_at IS NULL AND question_id IS NOT NULL"),
+    )
 
 
 def downgrade() -> None:

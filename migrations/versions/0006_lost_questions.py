@@ -17,8 +17,12 @@ depends_on = None
 
 def upgrade() -> None:
     op.add_column("slack_messages", sa.Column("requeues", sa.SmallInteger(), server_default="0", nullable=False))
-    op.create_index("ix_slack_messages_queued", "slack_messages", ["created_at"],
-                    postgresql_where=sa.text("question_id IS NOT NULL AND enqueued_at IS NOT NULL"))
+    op.create_index(
+        "ix_slack_messages_queued",
+        "slack_messages",
+        ["created_at"],
+        postgresql_where=sa.text("question_id IS NOT NULL AND enqueued_at IS NOT NULL"),
+    )
 
 
 def downgrade() -> None:

@@ -30,9 +30,11 @@ def upgrade() -> None:
     )
     op.create_index("ix_outbox_due", "outbox", ["due_at"], postgresql_where=sa.text("closed_at IS NULL"))
     # Slack questions of the last day still waiting for their answer, as the sweep of 0006 would have seen them.
-    op.execute("INSERT INTO outbox (question_id, due_at) SELECT id, now() FROM questions "
-               "WHERE channel IS NOT NULL AND answer_ts IS NULL AND status <> 'failed' "
-               "AND created_at > now() - interval '1 day'")
+    op.execute(
+        "INSERT INTO outbox (question_id, due_at) SELECT id, now() FROM questions "
+        "WHERE channel IS NOT NULL AND answer_ts IS NULL AND status <> 'failed' "
+        "AND created_at > now() - interval '1 day'"
+    )
     op.drop_index("ix_slack_messages_queued", table_name="slack_messages")
     op.drop_index("ix_slack_messages_unqueued", table_name="slack_messages")
     op.drop_column("slack_messages", "requeues")
@@ -40,9 +42,17 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.add_column("slack_messages", sa.Column("requeues", sa.SmallInteger(), server_default="0", nullable=False))
-    op.create_index("ix_slack_messages_unqueued", "slack_messages", ["created_at"],
-                    postgresql_where=sa.text("enqueued_at IS NULL AND question_id IS NOT NULL"))
-    op.create_index("ix_slack_messages_queued", "slack_messages", ["created_at"],
-                    postgresql_where=sa.text("question_id IS NOT NULL AND enqueued_at IS NOT NULL"))
+    op.create_index(
+        "ix_slack_messages_unqueued",
+        "slack_messages",
+        ["created_at"],
+        postgresql_where=sa.text("enqueued_at IS NULL AND question_id IS NOT NULL"),
+    )
+    op.create_index(
+        "ix_slack_messages_queued",
+        "slack_messages",
+        ["created_at"],
+        postgresql_where=sa.text("question_id IS NOT NULL AND enqueued_at IS NOT NULL"),
+    )
     op.drop_index("ix_outbox_due", table_name="outbox")
     op.drop_table("outbox")
