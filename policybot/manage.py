@@ -96,7 +96,7 @@ def add_fallback_source(
     open_web: bool = False,
 ) -> FallbackSourceRow:
     """Allow-list a collection or an HTTP search API; everything is validated now, not at question time."""
-    from crag.fallback import FieldMap
+    from crag.http_source import FieldMap
     from policybot.runtime import http_source_config
 
     name = name.strip()

@@ -18,7 +18,7 @@ import numpy as np
 from sqlalchemy import select
 
 from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
-from crag.fallback import HttpFallbackSource, HttpSourceConfig
+from crag.http_source import HttpFallbackSource, HttpSourceConfig
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding
@@ -178,7 +178,7 @@ def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSo
 
 
 def http_source_config(row: FallbackSourceRow) -> HttpSourceConfig:
-    from crag.fallback import FieldMap
+    from crag.http_source import FieldMap
 
     options: dict[str, Any] = dict(row.config or {})
     field_map = options.pop("field_map", None)
