@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.common import prepared_settings
     from bench.slack_stack import SlackBench
-    from bot.demo import mention_event
+    from devtools.demo import mention_event
     from policybot import db
     from policybot.models import Question, SlackInbox, SlackMessage
 

@@ -68,8 +68,8 @@ class FaultRun:
     run starts (and kills) its own bot processes."""
 
     settings: Any
-    fake: Any  # bot.fake_slack.FakeSlack
-    worker: Any  # workers.process.WorkerProcess, with POLICYBOT_TEST_SLOW_MARKER set
+    fake: Any  # devtools.fake_slack.FakeSlack
+    worker: Any  # devtools.worker_process.WorkerProcess, with POLICYBOT_TEST_SLOW_MARKER set
     bot_env: dict[str, str]
     log_dir: Path
     # Starts a worker in place of one that exited, as its supervisor (systemd, a container's
@@ -99,7 +99,7 @@ class FaultRun:
 
     def ask(self, fault: str, count: int, *, slow_first: bool = False) -> list[Asked]:
         """`count` mentions, each in a channel of its own, from a user no bot has looked up."""
-        from bot.demo import mention_event
+        from devtools.demo import mention_event
 
         asked = []
         for n in range(count):
@@ -278,12 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench.common import Report, table, use_bench_home
 
     use_bench_home()
-    from bot.demo import worker_env
-    from bot.fake_slack import FakeSlack
+    from devtools.demo import worker_env
+    from devtools.fake_slack import FakeSlack
+    from devtools.worker_process import WorkerProcess
     from ingestion.ingest import ingest_paths
     from policybot import services
     from policybot.config import get_settings
-    from workers.process import WorkerProcess
 
     report = Report("faults", "Fault injection: no question lost").begin()
     settings = get_settings()

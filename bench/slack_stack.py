@@ -1,8 +1,8 @@
 """The Slack path as separate processes, for the load benchmarks.
 
-The local Slack (bot/fake_slack.py) runs in the benchmark process; the bot is a real
+The local Slack (devtools/fake_slack.py) runs in the benchmark process; the bot is a real
 `policybot serve --http` process and the workers are real Celery worker processes
-(workers/process.py), all on the bench stack. The load generator is the benchmark process,
+(devtools/worker_process.py), all on the bench stack. The load generator is the benchmark process,
 so the bot's and workers' CPU is theirs alone (apart from the machine's other jobs).
 """
 
@@ -58,7 +58,7 @@ class BotProcess:
     def start(self, timeout: float = 120.0) -> BotProcess:
         import httpx
 
-        from workers.process import spawn_logged
+        from devtools.worker_process import spawn_logged
 
         self.process = spawn_logged(
             [sys.executable, "-m", "policybot", "serve", "--http", "--port", str(self.port)], self.env, self.log_path
@@ -78,7 +78,7 @@ class BotProcess:
         return peak_rss_mb(self.process.pid) if self.process else None
 
     def stop(self) -> None:
-        from workers.process import terminate
+        from devtools.worker_process import terminate
 
         if self.process is not None:
             terminate(self.process)
@@ -96,8 +96,8 @@ class SlackBench:
     workers: list[Any] = field(default_factory=list)
 
     def __enter__(self) -> SlackBench:
-        from bot.demo import worker_env
-        from bot.fake_slack import FakeSlack
+        from devtools.demo import worker_env
+        from devtools.fake_slack import FakeSlack
 
         self.fake = FakeSlack().start()
         self.env = worker_env(self.settings, self.fake, None, PYTHONPATH=str(REPO), **self.worker_env_extra)
@@ -117,7 +117,7 @@ class SlackBench:
         return self.bot.url + "/slack/events"
 
     def start_worker(self, concurrency: int = 1, **extra_env: str):  # -> WorkerProcess
-        from workers.process import WorkerProcess
+        from devtools.worker_process import WorkerProcess
 
         worker = WorkerProcess(
             {**self.env, **extra_env},
@@ -171,7 +171,7 @@ class SlackBench:
 
     def ask(self, text: str, channel: str, timeout: float = 600.0) -> dict[str, Any]:
         """Deliver one signed app_mention; wait for the answer's chat.postMessage; times in seconds."""
-        from bot.demo import mention_event
+        from devtools.demo import mention_event
 
         event = mention_event(self.fake, text, channel=channel)
         sent = time.time()

@@ -406,7 +406,8 @@ def demo(
         else:
             evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
         if slack:
-            from bot.demo import run_local_slack_loop  # Slack Bolt, uvicorn and a Celery worker process
+            # devtools (the local Slack fake, worker subprocesses) is loaded only when the demo runs
+            from devtools.demo import run_local_slack_loop
 
             console.rule("[bold]6. questions through the local Slack loop")
             run_local_slack_loop(settings, console, DEMO_QUESTIONS)

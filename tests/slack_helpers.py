@@ -25,10 +25,10 @@ TEST_VISIBILITY_TIMEOUT_S = 6  # abandoned messages come back within seconds (th
 
 @dataclass
 class Stack:
-    fake: Any  # bot.fake_slack.FakeSlack
+    fake: Any  # devtools.fake_slack.FakeSlack
     settings: Any  # Settings with the local Slack's credentials
     server: Any  # bot.http.BackgroundServer
-    worker: Any  # workers.process.WorkerProcess (replaced by the kill test)
+    worker: Any  # devtools.worker_process.WorkerProcess (replaced by the kill test)
     log_dir: Path
     worker_extra_env: dict[str, str] = field(default_factory=dict)  # for every worker this stack starts
 
@@ -37,7 +37,7 @@ class Stack:
         return self.server.url + "/slack/events"
 
     def worker_env(self, **extra: str) -> dict[str, str]:
-        from bot.demo import worker_env
+        from devtools.demo import worker_env
 
         return worker_env(
             self.settings,
@@ -54,7 +54,7 @@ class Stack:
         )
 
     def start_worker(self, name: str, **extra_env: str):  # -> WorkerProcess
-        from workers.process import WorkerProcess
+        from devtools.worker_process import WorkerProcess
 
         return WorkerProcess(self.worker_env(**extra_env), self.log_dir / f"{name}.log").start()
 
@@ -121,9 +121,9 @@ def stack(settings, ingested_samples, tmp_path_factory: pytest.TempPathFactory) 
 def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_extra_env: str) -> Iterator[Stack]:
     """The local Slack, the Bolt app serving HTTP in this process, and a worker process."""
     from bot.app import build_app
-    from bot.demo import slack_settings
-    from bot.fake_slack import FakeSlack
     from bot.http import BackgroundServer, create_asgi_app
+    from devtools.demo import slack_settings
+    from devtools.fake_slack import FakeSlack
 
     fake = FakeSlack(bot_token=TEST_SLACK_BOT_TOKEN, signing_secret=TEST_SLACK_SIGNING_SECRET).start()
     local = slack_settings(settings, fake, admin_user_ids=ADMIN)

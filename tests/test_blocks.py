@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from bot import blocks
-from bot.fake_slack import block_problems, sign
 from bot.listeners import (
     BotIdentity,
     Listeners,
@@ -18,6 +17,7 @@ from bot.listeners import (
     decide_mention,
     decide_message,
 )
+from devtools.fake_slack import block_problems, sign
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 

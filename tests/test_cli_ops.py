@@ -277,7 +277,7 @@ def test_missing_slack_settings_are_named_never_shown(policybot_home) -> None:
 
 
 def test_serve_http_binds_the_port_and_verifies_signatures(settings, policybot_home) -> None:
-    from bot.fake_slack import FakeSlack
+    from devtools.fake_slack import FakeSlack
 
     with FakeSlack() as fake:
         port = free_port()

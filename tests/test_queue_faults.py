@@ -35,7 +35,7 @@ DELIVERIES = 3  # a task is run at most this often (workers.celery_app.MAX_DELIV
 
 
 def _worker(env: dict[str, str], log_path: Path):  # -> WorkerProcess
-    from workers.process import WorkerProcess
+    from devtools.worker_process import WorkerProcess
 
     return WorkerProcess(env, log_path).start().wait_ready(timeout=300)
 

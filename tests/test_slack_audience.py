@@ -106,8 +106,8 @@ def test_a_channel_with_guests_is_answered_privately_when_configured(stack, sett
     private answers (guests from users.list, or users.info for someone newer); without the
     setting, or without guests, answers stay in the thread."""
     from bot.app import build_app
-    from bot.demo import slack_settings
     from bot.http import BackgroundServer, create_asgi_app
+    from devtools.demo import slack_settings
 
     stack.fake.add_user("UGUESTREAD", "Gwen Guest")["is_restricted"] = True
     stack.fake.add_user("UMEMBER003", "Mia Member")

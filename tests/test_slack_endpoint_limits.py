@@ -26,7 +26,7 @@ READ_TIMEOUT_S = 10.0  # an unfixed server waits for the rest of the body: the t
 
 @dataclass
 class Endpoint:
-    fake: Any  # bot.fake_slack.FakeSlack, for its signing secret
+    fake: Any  # devtools.fake_slack.FakeSlack, for its signing secret
     url: str
 
     def post(
@@ -37,7 +37,7 @@ class Endpoint:
         headers: list[tuple[str, str]] | None = None,
     ) -> httpx.Response:
         """POST `body` signed as Slack signs it (an iterator is sent chunked, signed as a whole)."""
-        from bot.fake_slack import sign
+        from devtools.fake_slack import sign
 
         ts = timestamp if timestamp is not None else str(int(time.time()))
         pieces = list(body) if not isinstance(body, bytes) else [body]
@@ -66,9 +66,9 @@ class Endpoint:
 def endpoint(policybot_home) -> Iterator[Endpoint]:
     # No PostgreSQL or Redis: every request here is refused, or answered by Bolt itself (url_verification).
     from bot.app import build_app
-    from bot.demo import slack_settings
-    from bot.fake_slack import FakeSlack
     from bot.http import BackgroundServer, create_asgi_app
+    from devtools.demo import slack_settings
+    from devtools.fake_slack import FakeSlack
     from policybot.config import get_settings
 
     fake = FakeSlack().start()

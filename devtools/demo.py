@@ -1,6 +1,6 @@
 """The local Slack loop of `policybot demo`: no Slack account, every piece real.
 
-A local Slack (bot/fake_slack.py) delivers each question as a signed `app_mention` event
+A local Slack (devtools/fake_slack.py) delivers each question as a signed `app_mention` event
 over HTTP to the real Bolt app (uvicorn, in this process); the listener records it and
 enqueues it on Redis; a real Celery worker process answers it and posts the answer back to
 the local Slack's Web API, which records the thread. Then the threads are printed as Slack
@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from bot.fake_slack import Call, FakeSlack
+from devtools.fake_slack import Call, FakeSlack
 from policybot.config import Settings, secret_value
 
 DEMO_CHANNEL = "CDEMOPOLICY"
@@ -177,9 +177,9 @@ def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> N
 
     from bot.app import build_app
     from bot.http import EVENTS_PATH, BackgroundServer, create_asgi_app
+    from devtools.worker_process import WorkerProcess
     from policybot import db
     from policybot.models import Question
-    from workers.process import WorkerProcess
 
     fake = FakeSlack().start()
     fake.add_user(DEMO_USER, "Demo Employee")  # users.info: the asker's names are redacted from fallback queries
