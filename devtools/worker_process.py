@@ -13,6 +13,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The test hooks' variables (devtools/test_worker_app.py reads them); a worker whose environment
+# sets one is started with that app, since the production app never reads them.
+TEST_DELAY_ENV = "POLICYBOT_TEST_TASK_DELAY_S"
+TEST_FAIL_ENV = "POLICYBOT_TEST_FAIL_MARKER"
+TEST_SLOW_ENV = "POLICYBOT_TEST_SLOW_MARKER"
+TEST_HOOK_ENVS = (TEST_DELAY_ENV, TEST_FAIL_ENV, TEST_SLOW_ENV)
 
 
 def spawn_logged(command: Sequence[str], env: Mapping[str, str], log_path: Path) -> subprocess.Popen[bytes]:
@@ -38,7 +44,8 @@ def terminate(process: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
 
 
 class WorkerProcess:
-    """`python -m celery -A workers.celery_app worker ...` in its own process group, logging to a file."""
+    """`python -m celery -A workers.celery_app worker ...` in its own process group, logging to a file
+    (`-A devtools.test_worker_app` when its environment sets one of TEST_HOOK_ENVS)."""
 
     def __init__(
         self,
@@ -60,13 +67,19 @@ class WorkerProcess:
         self._log_offset = 0
 
     @property
+    def app(self) -> str:
+        return (
+            "devtools.test_worker_app" if any(self.env.get(name) for name in TEST_HOOK_ENVS) else "workers.celery_app"
+        )
+
+    @property
     def command(self) -> list[str]:
         return [
             sys.executable,
             "-m",
             "celery",
             "-A",
-            "workers.celery_app",
+            self.app,
             "worker",
             "-Q",
             ",".join(self.queues),

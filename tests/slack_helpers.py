@@ -19,7 +19,7 @@ from conftest import TEST_SLACK_BOT_TOKEN, TEST_SLACK_SIGNING_SECRET, cli_env
 
 ADMIN = "UADMIN0001"
 FAIL_MARKER = "zzfailonpurpose"
-SLOW_MARKER = "zzslowonpurpose"  # the worker sleeps 4 s before answering a question with this (workers/tasks.py)
+SLOW_MARKER = "zzslowonpurpose"  # the worker sleeps 4 s before answering it (devtools/test_worker_app.py)
 TEST_VISIBILITY_TIMEOUT_S = 6  # abandoned messages come back within seconds (the kill test)
 
 

@@ -24,21 +24,13 @@ Tasks take plain IDs and are idempotent, because delivery is at least once (acks
   time passes (a Redis that lost the task), and posting goes through `outbox.post_once`, so a
   second delivery never posts twice (policybot/outbox.py).
 
-Test-only hooks (never set them in production; they exist so the end-to-end tests can make
-a worker slow or failing deterministically):
-
-- POLICYBOT_TEST_TASK_DELAY_S: sleep this long at the start of every answer attempt;
-- POLICYBOT_TEST_FAIL_MARKER: an answer attempt raises when the question contains this text;
-- POLICYBOT_TEST_SLOW_MARKER: an answer attempt sleeps TEST_SLOW_S first when the question
-  contains this text (a fault can then be injected while that one question is being answered).
+The tests' hooks (a slow or failing answer on purpose) are not here: devtools/test_worker_app.py.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,10 +61,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-TEST_DELAY_ENV = "POLICYBOT_TEST_TASK_DELAY_S"
-TEST_FAIL_ENV = "POLICYBOT_TEST_FAIL_MARKER"
-TEST_SLOW_ENV = "POLICYBOT_TEST_SLOW_MARKER"
-TEST_SLOW_S = 4.0
 ANSWER_RETRIES = 2  # three attempts in all
 # Slack rate-limits a busy channel for seconds, not for good: a rate-limited answer is posted
 # again after each Retry-After, up to this many times.
@@ -118,20 +106,6 @@ def _settings() -> Settings:
     from policybot.config import get_settings
 
     return get_settings()
-
-
-def _test_hooks(question: str) -> None:
-    delay = os.environ.get(TEST_DELAY_ENV)
-    if delay:
-        log.warning("%s=%s: sleeping before answering (test hook)", TEST_DELAY_ENV, delay)
-        time.sleep(float(delay))
-    slow = os.environ.get(TEST_SLOW_ENV)
-    if slow and slow in question:
-        log.warning("%s: sleeping %ss before answering (test hook)", TEST_SLOW_ENV, TEST_SLOW_S)
-        time.sleep(TEST_SLOW_S)
-    marker = os.environ.get(TEST_FAIL_ENV)
-    if marker and marker in question:
-        raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
 
 
 def earlier_questions_for(settings: Settings, row: Question) -> list:
@@ -234,7 +208,6 @@ def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts:
         try:
             if row.status != "answered":
                 log.info("answering question %s (ref %s), attempt %s", question_id, row.reference, attempt)
-                _test_hooks(row.question)
                 context = [*earlier_questions_for(settings, row), row]
                 # Earlier questions may be someone else's: their names are redacted too.
                 askers = dict.fromkeys(question.asker for question in context)
