@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, inspect, text
 from policybot import db, services
 from policybot.models import CHUNKS_TABLE
 
-from conftest import REPO
+from support.environment import REPO
 
 EXPECTED_TABLES = {"documents", CHUNKS_TABLE, "questions", "feedback", "fallback_sources", "evaluator_versions"}
 

@@ -12,7 +12,7 @@ from ingestion.ingest import ingest_paths, remove_document
 from policybot import db
 from policybot.models import CHUNKS_TABLE, Document
 
-from conftest import SAMPLES
+from support.environment import SAMPLES
 
 
 def _chunk_rows(settings, document_id: int) -> list[tuple[str, str]]:

@@ -22,8 +22,8 @@ import psutil
 import pytest
 import redis
 
-from conftest import cli_env
-from slack_helpers import ADMIN, choose_upload, question_for, stack, wait_until  # noqa: F401
+from support.environment import cli_env
+from support.slack import ADMIN, choose_upload, question_for, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -34,7 +34,7 @@ _PASSWORD_HASH = "scrypt$2$8$1$c2FsdHNhbHRzYWx0$aGFzaGhhc2hoYXNoaGFzaGhhc2g"
 def test_the_leak_check_names_a_logged_secret_and_one_in_a_log_file(tmp_path) -> None:
     import logging
 
-    from leak_check import SecretLeakCheck
+    from support.leak_check import SecretLeakCheck
 
     check = SecretLeakCheck(lambda: {"SLACK_BOT_TOKEN": "xoxb-leaked-value"})
     logger = logging.getLogger("policybot.leak_check_test")

@@ -9,7 +9,7 @@ import pytest
 
 from policybot import services
 
-from conftest import REPO
+from support.environment import REPO
 
 
 def test_embedded_stack_survives_down_and_up(tmp_path, monkeypatch):
@@ -72,7 +72,7 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
 
     from policybot.config import Settings
 
-    from slack_helpers import wait_until
+    from support.slack import wait_until
 
     monkeypatch.delenv("POLICYBOT_REDIS_PORT", raising=False)
     own = Settings(POLICYBOT_HOME=tmp_path / "home")
