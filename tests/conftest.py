@@ -123,15 +123,17 @@ def knowledge_base(settings, ingested_samples):  # -> Settings
 # needs them asks for policybot_home, directly or through settings), the Slack fake and workers
 # (stack, endpoint) and the browser. A test whose fixture closure holds none of them is a unit test.
 SERVICE_FIXTURES = frozenset({"policybot_home", "stack", "endpoint", "browser", "page"})
-# Tests that reach a service without asking for one of those fixtures (a CLI subprocess that
-# starts the services itself, say): never marked unit.
-SERVICE_MODULES = frozenset[str]()
+# Needs no service but trains an evaluator for up to two minutes (tests/test_evaluator.py): too slow for
+# the quick unit run, so it runs with the rest of the suite only.
+SLOW_FIXTURES = frozenset({"trained"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Marks every test that needs no service `unit`, so `pytest -m unit` runs them alone."""
+    """Marks every quick test that needs no service `unit`, so `pytest -m unit` runs them alone."""
+    # fixturenames is the closure: a fixture that needs settings brings policybot_home with it.
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        if fixtures & SERVICE_FIXTURES or item.path.name in SERVICE_MODULES:
+        # A test that starts services of its own, without those fixtures, says so: @pytest.mark.services.
+        if fixtures & (SERVICE_FIXTURES | SLOW_FIXTURES) or item.get_closest_marker("services"):
             continue
         item.add_marker(pytest.mark.unit)

@@ -97,6 +97,7 @@ def _settings_for(home: Path, **values: object):  # -> Settings
     return Settings(POLICYBOT_HOME=home, **values)
 
 
+@pytest.mark.services
 def test_each_home_has_a_redis_of_its_own_and_stops_only_its_own(tmp_path, monkeypatch) -> None:
     from policybot import services
     from policybot.services import ServiceError

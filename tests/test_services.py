@@ -12,6 +12,7 @@ from policybot import services
 from support.environment import REPO
 
 
+@pytest.mark.services
 def test_embedded_stack_survives_down_and_up(tmp_path, monkeypatch):
     from policybot.config import Settings
 
@@ -64,6 +65,7 @@ def test_celery_configuration_loads_once_for_threads_that_enqueue_at_once() -> N
     assert brokers_seen(ThreadSafeCelery) == ["memory://"] * 4
 
 
+@pytest.mark.services
 def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, monkeypatch) -> None:
     import stat
     import subprocess
