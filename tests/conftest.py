@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from support.environment import HR_PORTAL, SAMPLES, TEST_REDIS_PORT, TEST_SECRETS, known_secrets
-from support.leak_check import SecretLeakCheck
+pytest.register_assert_rewrite("support")  # before support's first import: its asserts show their values
+
+from support.environment import HR_PORTAL, SAMPLES, TEST_REDIS_PORT, TEST_SECRETS, known_secrets  # noqa: E402
+from support.leak_check import SecretLeakCheck  # noqa: E402
 
 pytest_plugins = ["support.slack", "support.console"]  # their fixtures: stack, seeded_log
 
@@ -123,9 +125,10 @@ def knowledge_base(settings, ingested_samples):  # -> Settings
 # needs them asks for policybot_home, directly or through settings), the Slack fake and workers
 # (stack, endpoint) and the browser. A test whose fixture closure holds none of them is a unit test.
 SERVICE_FIXTURES = frozenset({"policybot_home", "stack", "endpoint", "browser", "page"})
-# Needs no service but trains an evaluator for up to two minutes (tests/test_evaluator.py): too slow for
-# the quick unit run, so it runs with the rest of the suite only.
-SLOW_FIXTURES = frozenset({"trained"})
+# Need no service but train an evaluator first (tests/test_evaluator.py), seconds to minutes: too slow
+# for the quick unit run, as are tests marked @pytest.mark.training (they train or evaluate one themselves).
+TRAINING_FIXTURES = frozenset({"trained", "quick_plain"})
+NOT_UNIT_MARKERS = ("services", "training")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -134,6 +137,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         # A test that starts services of its own, without those fixtures, says so: @pytest.mark.services.
-        if fixtures & (SERVICE_FIXTURES | SLOW_FIXTURES) or item.get_closest_marker("services"):
+        if fixtures & (SERVICE_FIXTURES | TRAINING_FIXTURES) or any(map(item.get_closest_marker, NOT_UNIT_MARKERS)):
             continue
         item.add_marker(pytest.mark.unit)
