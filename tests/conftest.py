@@ -11,14 +11,15 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from secrets import token_hex
 
 import pytest
 
-from bench.common import free_port
+pytest.register_assert_rewrite("support")  # before support's first import: its asserts show their values
 
-from console_helpers import ADMIN_PASSWORD, CONSOLE_SECRET
-from leak_check import SecretLeakCheck
+from support.environment import HR_PORTAL, SAMPLES, TEST_REDIS_PORT, TEST_SECRETS, known_secrets  # noqa: E402
+from support.leak_check import SecretLeakCheck  # noqa: E402
+
+pytest_plugins = ["support.slack", "support.console"]  # their fixtures: stack, seeded_log
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
@@ -26,18 +27,11 @@ os.environ["TRANSFORMERS_VERBOSITY"] = "error"
 # A background training run would occupy the single test worker for minutes.
 os.environ["POLICYBOT_AUTO_TRAIN"] = "false"
 # Training learns from the shipped policy-qa corpus by default; tests that train use tiny corpora
-# of their own (tests/corpus_helpers.py) instead of ingesting it.
+# of their own (tests/support/corpus.py) instead of ingesting it.
 os.environ["POLICYBOT_CORPUS"] = "off"
 # Console password hashes at scrypt's old cost (2^14, not 2^17): the suite signs in hundreds of times.
 os.environ["POLICYBOT_CONSOLE_SCRYPT_N"] = str(2**14)
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")
-
-REPO = Path(__file__).resolve().parent.parent
-SAMPLES = REPO / "samples" / "policies"
-HR_PORTAL = REPO / "samples" / "hr-portal"
-
-# A port of its own per run: a Redis left over from another run must never be reused.
-TEST_REDIS_PORT = free_port()
 
 for variable in (
     "DATABASE_URL",
@@ -53,33 +47,7 @@ for variable in (
 ):
     os.environ.pop(variable, None)
 
-# Secrets of the test configuration, all set, so that the leak check below has values to find.
-# The local Slack of the Slack tests (tests/slack_helpers.py) uses the Slack ones.
-TEST_SLACK_BOT_TOKEN = "xoxb-test-" + token_hex(12)
-TEST_SLACK_SIGNING_SECRET = "signing-test-" + token_hex(12)
-TEST_SECRETS = {
-    "SLACK_APP_TOKEN": "xapp-test-" + token_hex(12),
-    "POLICYBOT_GENERATOR_API_KEY": "sk-test-" + token_hex(12),
-    "POLICYBOT_CONSOLE_SECRET": "console-test-" + token_hex(16),
-}
 os.environ.update(TEST_SECRETS)
-
-
-_KNOWN_SECRETS = TEST_SECRETS | {
-    "SLACK_BOT_TOKEN": TEST_SLACK_BOT_TOKEN,
-    "SLACK_SIGNING_SECRET": TEST_SLACK_SIGNING_SECRET,
-    "the console test password": ADMIN_PASSWORD,
-    "the console test secret": CONSOLE_SECRET,
-}
-
-
-def known_secrets() -> dict[str, str]:
-    """Every secret value the run knows of, by name; the embedded Redis's password once it is made."""
-    if "the embedded Redis password" not in _KNOWN_SECRETS and "POLICYBOT_HOME" in os.environ:
-        password_file = Path(os.environ["POLICYBOT_HOME"]) / "redis" / "password"
-        if password_file.exists():
-            _KNOWN_SECRETS["the embedded Redis password"] = password_file.read_text().strip()
-    return _KNOWN_SECRETS
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -134,14 +102,6 @@ def ingested_samples(settings):  # -> IngestReport
     return report
 
 
-def cli_env(home: Path) -> dict[str, str]:
-    """Environment for running the `policybot` CLI as a subprocess against the test stack."""
-    env = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")}
-    env["POLICYBOT_HOME"] = str(home)
-    env["POLICYBOT_REDIS_PORT"] = str(TEST_REDIS_PORT)
-    return env
-
-
 @pytest.fixture(scope="session")
 def knowledge_base(settings, ingested_samples):  # -> Settings
     """Sample policies as the knowledge base plus the HR-portal export as an allow-listed fallback."""
@@ -159,3 +119,24 @@ def knowledge_base(settings, ingested_samples):  # -> Settings
         ).scalar_one_or_none():
             session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
     return settings
+
+
+# Fixtures that start or need a service: the embedded PostgreSQL and Redis (every fixture that
+# needs them asks for policybot_home, directly or through settings), the Slack fake and workers
+# (stack, endpoint) and the browser. A test whose fixture closure holds none of them is a unit test.
+SERVICE_FIXTURES = frozenset({"policybot_home", "stack", "endpoint", "browser", "page"})
+# Need no service but train an evaluator first (tests/test_evaluator.py), seconds to minutes: too slow
+# for the quick unit run, as are tests marked @pytest.mark.training (they train or evaluate one themselves).
+TRAINING_FIXTURES = frozenset({"trained", "quick_plain"})
+NOT_UNIT_MARKERS = ("services", "training")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks every quick test that needs no service `unit`, so `pytest -m unit` runs them alone."""
+    # fixturenames is the closure: a fixture that needs settings brings policybot_home with it.
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        # A test that starts services of its own, without those fixtures, says so: @pytest.mark.services.
+        if fixtures & (SERVICE_FIXTURES | TRAINING_FIXTURES) or any(map(item.get_closest_marker, NOT_UNIT_MARKERS)):
+            continue
+        item.add_marker(pytest.mark.unit)

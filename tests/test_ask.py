@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 from sqlalchemy import select
-from test_cli import policybot
 
 from policybot import db
 from policybot.models import Question
+
+from support.cli import policybot
 
 CONTRACT_KEYS = {"question", "action", "found", "answer", "citations", "evaluator", "scores", "timings_ms"}
 CITATION_KEYS = {"n", "origin", "source", "document", "title", "section", "url", "score"}

@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import pytest
-from test_cli_ops import policybot
 
-from log_helpers import question_row
-
-KB = {"document": "leave-policy.md", "section": "4.2", "origin": "kb", "source": "policies", "chunk_id": "n1"}
-OTHER_KB = {
-    "document": "travel-expenses.md",
-    "section": "Deadlines",
-    "origin": "kb",
-    "source": "policies",
-    "chunk_id": "n2",
-}
-FALLBACK = {"document": "hr-faq.md", "section": "Pets", "origin": "fallback", "source": "HR portal", "chunk_id": "f1"}
-KB_CITE = {"n": 1, "origin": "kb", "document": "leave-policy.md"}
-FB_CITE = {"n": 1, "origin": "fallback", "document": "hr-faq.md"}
-
-
-def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=None, **values):
-    if scores is None:
-        scores = [dict(KB, score=top), dict(OTHER_KB, score=top - 0.3), dict(FALLBACK, score=0.9)]
-    return question_row(question="q?", action=action, found=found, citations=list(citations), scores=scores, **values)
-
+from support.calibration import (
+    ABSENT,
+    FALLBACK,
+    FB_CITE,
+    KB,
+    KB_CITE,
+    OTHER_KB,
+    PRESENT,
+    logged_question,
+    seed_reviewed_version,
+    stored_thresholds,
+)
+from support.cli import policybot
+from support.question_log import question_row
 
 # ------------------------------------------------------------------ the labelling rule (no database)
 
@@ -37,28 +29,38 @@ def _q(action: str, found: bool = True, citations=(), top: float = 0.7, scores=N
     ("question", "verdict", "expected", "label"),
     [
         # right
-        (_q("correct", citations=[KB_CITE]), "right", None, "present"),
-        (_q("correct", found=False), "right", None, None),  # the call or the abstention?
-        (_q("incorrect", found=False), "right", None, "absent"),
-        (_q("ambiguous", found=False), "right", None, "absent"),
-        (_q("incorrect", citations=[FB_CITE]), "right", None, "absent"),
-        (_q("ambiguous", citations=[KB_CITE]), "right", None, "present"),
-        (_q("ambiguous", citations=[FB_CITE]), "right", None, "absent"),
-        (_q("ambiguous", citations=[KB_CITE, dict(FB_CITE, n=2)]), "right", None, None),
+        (logged_question("correct", citations=[KB_CITE]), "right", None, "present"),
+        (logged_question("correct", found=False), "right", None, None),  # the call or the abstention?
+        (logged_question("incorrect", found=False), "right", None, "absent"),
+        (logged_question("ambiguous", found=False), "right", None, "absent"),
+        (logged_question("incorrect", citations=[FB_CITE]), "right", None, "absent"),
+        (logged_question("ambiguous", citations=[KB_CITE]), "right", None, "present"),
+        (logged_question("ambiguous", citations=[FB_CITE]), "right", None, "absent"),
+        (logged_question("ambiguous", citations=[KB_CITE, dict(FB_CITE, n=2)]), "right", None, None),
         # wrong, with an expected document
-        (_q("incorrect", found=False), "wrong", "leave-policy.md", "present"),
-        (_q("correct", citations=[KB_CITE]), "wrong", "travel-expenses.md", "present"),
-        (_q("incorrect", citations=[FB_CITE]), "wrong", "hr-faq.md", None),  # a fallback document, not a KB candidate
-        (_q("incorrect", found=False), "wrong", "remote-work.md", None),  # not retrieved at all
+        (logged_question("incorrect", found=False), "wrong", "leave-policy.md", "present"),
+        (logged_question("correct", citations=[KB_CITE]), "wrong", "travel-expenses.md", "present"),
+        (
+            logged_question("incorrect", citations=[FB_CITE]),
+            "wrong",
+            "hr-faq.md",
+            None,
+        ),  # a fallback document, not a KB candidate
+        (logged_question("incorrect", found=False), "wrong", "remote-work.md", None),  # not retrieved at all
         # wrong, without an expected document
-        (_q("correct", citations=[KB_CITE]), "wrong", None, "absent"),
-        (_q("ambiguous", citations=[KB_CITE]), "wrong", None, "absent"),
-        (_q("ambiguous", citations=[FB_CITE]), "wrong", None, None),
-        (_q("incorrect", found=False), "wrong", None, None),
-        (_q("incorrect", citations=[FB_CITE]), "wrong", None, None),
+        (logged_question("correct", citations=[KB_CITE]), "wrong", None, "absent"),
+        (logged_question("ambiguous", citations=[KB_CITE]), "wrong", None, "absent"),
+        (logged_question("ambiguous", citations=[FB_CITE]), "wrong", None, None),
+        (logged_question("incorrect", found=False), "wrong", None, None),
+        (logged_question("incorrect", citations=[FB_CITE]), "wrong", None, None),
         # not labellable
         (question_row(question="q?", status="failed", action=None, found=None), "right", None, None),
-        (_q("incorrect", found=False, scores=[dict(FALLBACK, score=0.2)]), "right", None, None),  # no KB candidate
+        (
+            logged_question("incorrect", found=False, scores=[dict(FALLBACK, score=0.2)]),
+            "right",
+            None,
+            None,
+        ),  # no KB candidate
     ],
 )
 def test_label_rule(question, verdict, expected, label) -> None:
@@ -72,84 +74,18 @@ def test_label_rule(question, verdict, expected, label) -> None:
 def test_kb_max_ignores_fallback_candidates() -> None:
     from policybot.calibration import kb_max
 
-    assert kb_max(_q("correct", top=0.4).scores) == pytest.approx(0.4)  # the fallback scored 0.9
+    assert kb_max(logged_question("correct", top=0.4).scores) == pytest.approx(0.4)  # the fallback scored 0.9
     assert kb_max([dict(FALLBACK, score=0.3)]) is None
 
 
 # ------------------------------------------------------------------ with the database and the CLI
-
-PRESENT = [0.35 + 0.05 * i for i in range(12)]  # 0.35 .. 0.90
-ABSENT = [-0.6 + 0.07 * i for i in range(12)]  # -0.60 .. 0.17
-
-
-def _seed(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str, Path]:
-    """A stored version with its folder, and reviewed questions logged with it."""
-    from policybot import db
-    from policybot.models import EvaluatorVersion, Review
-
-    version = f"t5-calib-{uuid.uuid4().hex[:8]}"
-    folder = tmp_path / version
-    folder.mkdir()
-    (folder / "metadata.json").write_text(
-        json.dumps({"version": version, "thresholds": {"upper": 0.5, "lower": 0.1, "strip": 0.2}})
-    )
-    reviewed = []  # (question, [(reviewer, verdict, expected)])
-    for score in PRESENT[:n_present]:
-        reviewed.append((_q("correct", citations=[KB_CITE], top=score), [("ada", "right", None)]))
-    for i, score in enumerate(ABSENT[:n_absent]):
-        if i % 2:
-            reviewed.append((_q("incorrect", found=False, top=score), [("ada", "right", None)]))
-        else:
-            reviewed.append((_q("correct", citations=[KB_CITE], top=score), [("ada", "wrong", None)]))
-    # Skipped: a disagreement, an ambiguous case, and a question of another version.
-    reviewed.append((_q("correct", citations=[KB_CITE], top=0.99), [("ada", "right", None), ("bob", "wrong", None)]))
-    reviewed.append((_q("incorrect", found=False, top=0.98), [("ada", "wrong", None)]))
-    other = _q("correct", citations=[KB_CITE], top=-0.9)
-    other.evaluator_version = "someone-else"
-    reviewed.append((other, [("ada", "right", None)]))
-    with db.session(settings) as session:
-        session.add(
-            EvaluatorVersion(
-                version=version,
-                kind="minilm_t5",
-                path=str(folder),
-                upper=0.5,
-                lower=0.1,
-                strip_threshold=0.2,
-                metrics={},
-                beats_cosine=True,
-                active=False,
-            )
-        )
-        for question, _ in reviewed:
-            if question.evaluator_version != "someone-else":
-                question.evaluator_version = version
-            session.add(question)
-        session.flush()
-        for question, reviews in reviewed:
-            for reviewer, verdict, expected in reviews:
-                session.add(
-                    Review(question_id=question.id, reviewer=reviewer, verdict=verdict, expected_document=expected)
-                )
-    return version, folder
-
-
-def _stored(settings, version: str) -> tuple[float, float, float]:
-    from sqlalchemy import select
-
-    from policybot import db
-    from policybot.models import EvaluatorVersion
-
-    with db.session(settings) as session:
-        row = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.version == version)).scalar_one()
-        return row.upper, row.lower, row.strip_threshold
 
 
 def test_collect_labels_and_proposal(settings, tmp_path) -> None:
     from crag.training import calibrate
     from policybot.calibration import collect_labels, propose_from_reviews
 
-    version, _ = _seed(settings, tmp_path, 12, 12)
+    version, _ = seed_reviewed_version(settings, tmp_path, 12, 12)
     labels = collect_labels(settings, version)
     assert sorted(labels.present) == pytest.approx(PRESENT) and sorted(labels.absent) == pytest.approx(ABSENT)
     assert labels.skipped == {
@@ -168,7 +104,7 @@ def test_collect_labels_and_proposal(settings, tmp_path) -> None:
 def test_too_few_labels_is_a_clear_error(settings, policybot_home, tmp_path) -> None:
     from policybot.calibration import CalibrationError, propose_from_reviews
 
-    version, _ = _seed(settings, tmp_path, 9, 12)
+    version, _ = seed_reviewed_version(settings, tmp_path, 9, 12)
     with pytest.raises(CalibrationError, match=r"9 answer-present and 12 answer-absent.*at least 10 of each"):
         propose_from_reviews(settings, version)
     result = policybot(policybot_home, "evaluator", "calibrate", version, "--from-reviews")
@@ -178,13 +114,13 @@ def test_too_few_labels_is_a_clear_error(settings, policybot_home, tmp_path) -> 
     assert missing.returncode == 1 and "no evaluator version" in missing.stderr
     not_stored = policybot(policybot_home, "evaluator", "eval", "no-such-version")
     assert not_stored.returncode == 1 and "no evaluator version 'no-such-version'" in not_stored.stderr
-    assert _stored(settings, version) == (0.5, 0.1, 0.2)
+    assert stored_thresholds(settings, version) == (0.5, 0.1, 0.2)
 
 
 def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_path) -> None:
     from crag.training import calibrate
 
-    version, folder = _seed(settings, tmp_path, 12, 12)
+    version, folder = seed_reviewed_version(settings, tmp_path, 12, 12)
     metadata_before = (folder / "metadata.json").read_text()
     expected = calibrate(PRESENT, ABSENT)
 
@@ -193,17 +129,17 @@ def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_
     shown = json.loads(dry.stdout)
     assert shown["applied"] is False and shown["labels"] == {"present": 12, "absent": 12}
     assert shown["proposed"]["upper"] == pytest.approx(expected["upper"])
-    assert _stored(settings, version) == (0.5, 0.1, 0.2)
+    assert stored_thresholds(settings, version) == (0.5, 0.1, 0.2)
     assert (folder / "metadata.json").read_text() == metadata_before
 
     table = policybot(policybot_home, "evaluator", "calibrate", version, "--from-reviews")
     assert table.returncode == 0 and "dry run" in table.stdout and "12 answer-present" in table.stdout
-    assert _stored(settings, version) == (0.5, 0.1, 0.2)
+    assert stored_thresholds(settings, version) == (0.5, 0.1, 0.2)
 
     applied = policybot(policybot_home, "evaluator", "calibrate", version, "--from-reviews", "--apply")
     assert applied.returncode == 0, applied.stderr
     assert "from 24 labelled questions" in applied.stdout and "restart" in applied.stdout
-    upper, lower, strip = _stored(settings, version)
+    upper, lower, strip = stored_thresholds(settings, version)
     assert (upper, lower) == (pytest.approx(expected["upper"]), pytest.approx(expected["lower"])) and strip == 0.2
     assert (upper, lower) != (0.5, 0.1)
     metadata = json.loads((folder / "metadata.json").read_text())

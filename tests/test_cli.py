@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-from conftest import REPO, SAMPLES, cli_env
-
-
-def policybot(home: Path, *args: str, env_extra: dict[str, str] | None = None, input_text: str | None = None):
-    env = cli_env(home) | (env_extra or {})
-    return subprocess.run(
-        [sys.executable, "-m", "policybot", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=input_text,
-        timeout=600,
-    )
+from support.cli import policybot
+from support.environment import REPO, SAMPLES
 
 
 def test_ingest_json_contract_and_docs_list(settings, policybot_home, ingested_samples):

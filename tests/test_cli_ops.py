@@ -9,24 +9,17 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pytest
 
 from bench.common import free_port
 
-from conftest import cli_env
-from log_helpers import question_row as _question
+from support.cli import policybot
+from support.environment import cli_env
+from support.question_log import question_row as _question
 
 SECRET_TOKEN = "xoxb-1111-2222-thisisasecretvalue"
-
-
-def policybot(home: Path, *args: str, env_extra: dict[str, str] | None = None, drop: tuple[str, ...] = ()):
-    env = {k: v for k, v in (cli_env(home) | (env_extra or {})).items() if k not in drop}
-    return subprocess.run(
-        [sys.executable, "-m", "policybot", *args], capture_output=True, text=True, env=env, timeout=300
-    )
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import typer.main
 from rich.console import Console
 from typer.testing import CliRunner
 
-from conftest import REPO
+from support.environment import REPO
 
 HEAVY = (
     "torch",

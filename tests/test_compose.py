@@ -15,7 +15,7 @@ from crag.compose import (
 from crag.strips import decompose, refine
 from crag.types import Citation, Passage, Strip
 
-from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage
+from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage
 
 DOMESTIC = travel_passage()
 

@@ -19,8 +19,9 @@ from datetime import UTC
 import pytest
 from pydantic import SecretStr
 
-from conftest import cli_env
-from console_helpers import ADMIN_PASSWORD, ADMIN_USER, CHANNEL, DOG, PARENTAL, console_settings, csrf_of, seeded_log  # noqa: F401
+from support.calibration import ABSENT, PRESENT, seed_reviewed_version, stored_thresholds
+from support.console import ADMIN_PASSWORD, ADMIN_USER, CHANNEL, DOG, PARENTAL, console_settings, csrf_of
+from support.environment import cli_env
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -262,7 +263,7 @@ def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) ->
     from policybot.models import Question
     from policybot.review import find_record, record_id
 
-    from log_helpers import question_row
+    from support.question_log import question_row
 
     quoted = question_row(question="Whose reference is all digits?", reference="482759", channel="CDIGITREF1")
     other = question_row(id=482759, question="Whose id is those digits?", reference="QQQQQQ", channel="CDIGITREF1")
@@ -565,11 +566,9 @@ def test_training_on_reviews_and_votes_from_the_console(csettings, admin, ingest
 
 
 def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_path) -> None:
-    from test_calibration import ABSENT, PRESENT, _seed, _stored
-
     from crag.training import calibrate
 
-    version, _ = _seed(csettings, tmp_path, 12, 12)
+    version, _ = seed_reviewed_version(csettings, tmp_path, 12, 12)
     page = admin.get("/admin/evaluators")
     assert 'id="recalibrate-form"' in page.text
     form = {"csrf_token": csrf_of(page.text), "version": version, "from_reviews": "on"}
@@ -578,14 +577,14 @@ def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_pat
     expected = calibrate(PRESENT, ABSENT)
     assert preview.status_code == 200 and f"upper 0.500 → {expected['upper']:.3f}" in preview.text
     assert "Preview only: nothing changed" in preview.text and "12 answer-present and 12 answer-absent" in preview.text
-    assert _stored(csettings, version) == (0.5, 0.1, 0.2)
+    assert stored_thresholds(csettings, version) == (0.5, 0.1, 0.2)
 
     stored = admin.post("/admin/evaluators/recalibrate", data=form | {"apply": "yes"})
     assert stored.status_code == 200 and "stored" in stored.text and "Restart the answer workers" in stored.text
-    upper, lower, strip = _stored(csettings, version)
+    upper, lower, strip = stored_thresholds(csettings, version)
     assert (upper, lower, strip) == (pytest.approx(expected["upper"]), pytest.approx(expected["lower"]), 0.2)
 
-    few, _ = _seed(csettings, tmp_path, 9, 12)
+    few, _ = seed_reviewed_version(csettings, tmp_path, 9, 12)
     too_few = admin.post("/admin/evaluators/recalibrate", data=form | {"version": few, "apply": "yes"})
     assert too_few.status_code == 400 and "at least 10 of each" in too_few.text
     nothing = admin.post("/admin/evaluators/recalibrate", data={"csrf_token": form["csrf_token"], "version": version})
@@ -966,7 +965,7 @@ def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
     from policybot.models import Question
     from policybot.review import ALERT_MIN_PRIOR, incorrect_alert
 
-    from log_helpers import question_row
+    from support.question_log import question_row
 
     now = datetime(2001, 1, 1, tzinfo=UTC)  # a quiet stretch of the log
     rows = [

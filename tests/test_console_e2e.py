@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from console_helpers import ADMIN_PASSWORD, ADMIN_USER, DOG, console_settings, seeded_log  # noqa: F401
-from slack_helpers import stack  # noqa: F401
+from support.console import ADMIN_PASSWORD, ADMIN_USER, DOG, console_settings
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from policybot.corpus import load_corpus, section_text, validate
-from tests.corpus_helpers import GOOD, write_org
+
+from support.corpus import GOOD, write_org
 
 
 def test_shipped_corpus_is_valid() -> None:

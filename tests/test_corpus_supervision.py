@@ -13,7 +13,8 @@ from policybot import db
 from policybot.corpus_supervision import corpus_settings, labelled_data
 from policybot.evaluators import corpus_chunks
 from policybot.models import Document
-from tests.corpus_helpers import GOOD, write_org
+
+from support.corpus import GOOD, write_org
 
 DEV = [  # the dev organisation's questions, worded apart from the train ones
     {

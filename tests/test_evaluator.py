@@ -381,6 +381,7 @@ def test_upper_is_the_best_cut_not_the_strict_end_of_a_flat_optimum():
     assert t["upper"] == pytest.approx(0.2)
 
 
+@pytest.mark.training
 def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
     cosine = CosineEvaluator(embed)
     report = evaluate_evaluator(cosine, chunks, embed, seed=0)
@@ -575,6 +576,7 @@ def test_fused_gelu_scores_as_transformers_python_gelu():
     assert fused.tolist() == pytest.approx(python.tolist(), abs=1e-5) and fused.std() > 0.01
 
 
+@pytest.mark.training
 def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
     config = EvaluatorConfig(
         t5_layers=1,
@@ -854,6 +856,7 @@ def _toy_labelled(chunks) -> LabelledData:
     return LabelledData(train * 8, held_out, embeddings={}, description="toy corpus")
 
 
+@pytest.mark.training
 def test_general_evaluator_is_trained_once_and_adapted_from(chunks, embed, tmp_path):
     from crag.training import general_fingerprint, train_general
 

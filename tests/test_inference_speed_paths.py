@@ -7,7 +7,7 @@ import torch
 
 from crag.evaluator import EvaluatorConfig, build_judge, load_evaluator, save_evaluator
 
-from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT
+from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT
 
 PASSAGES = [TRAVEL_TEXT, DEADLINE, NEGATION, SCOPE, "The cafeteria opens at 8 am.", TRAVEL_TEXT * 3]
 

@@ -17,13 +17,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import redis
 
-from slack_helpers import (  # noqa: F401
+from support.slack import (
     SLOW_MARKER,
     answered_once_about_parental_leave,
     bot_process,
     question_for,
     section_texts,
-    stack,
     wait_until,
 )
 

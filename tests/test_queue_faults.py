@@ -22,8 +22,8 @@ import psutil
 import pytest
 import redis
 
-from conftest import cli_env
-from slack_helpers import ADMIN, choose_upload, question_for, stack, wait_until  # noqa: F401
+from support.environment import cli_env
+from support.slack import ADMIN, choose_upload, question_for, wait_until
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -97,6 +97,7 @@ def _settings_for(home: Path, **values: object):  # -> Settings
     return Settings(POLICYBOT_HOME=home, **values)
 
 
+@pytest.mark.services
 def test_each_home_has_a_redis_of_its_own_and_stops_only_its_own(tmp_path, monkeypatch) -> None:
     from policybot import services
     from policybot.services import ServiceError

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from slack_helpers import (
+from support.slack import (
     ADMIN,
     Stack,
     buttons,

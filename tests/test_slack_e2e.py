@@ -16,7 +16,7 @@ from datetime import UTC
 import pytest
 from sqlalchemy import select
 
-from slack_helpers import (  # noqa: F401
+from support.slack import (
     ADMIN,
     FAIL_MARKER,
     answered_once_about_parental_leave,
@@ -26,7 +26,6 @@ from slack_helpers import (  # noqa: F401
     context_texts,
     question_for,
     section_texts,
-    stack,
     wait_until,
 )
 

@@ -15,7 +15,7 @@ from crag.strips import (
 )
 from crag.types import Strip
 
-from travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT, travel_passage
+from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT, travel_passage
 
 _STOPWORDS = {"how", "many", "do", "i", "have", "to", "the", "a", "in", "is", "are", "for", "my", "what"}
 

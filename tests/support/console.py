@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from log_helpers import question_row
+from support.question_log import question_row
 
 ADMIN_USER, ADMIN_PASSWORD = "ada", "correct horse battery"
 CONSOLE_SECRET = "test-console-secret-" + "x" * 20

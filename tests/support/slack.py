@@ -1,7 +1,7 @@
 """Shared pieces of the Slack tests: the local Slack, the Bolt HTTP app, a real Celery worker process.
 
-Import the fixtures into a test module (`from slack_helpers import ...`); they are module-scoped,
-so one worker process serves every test of a module.
+The fixtures are registered for every test module (pytest_plugins in tests/conftest.py); they are
+module-scoped, so one worker process serves every test of a module.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import TEST_SLACK_BOT_TOKEN, TEST_SLACK_SIGNING_SECRET, cli_env
+from support.environment import TEST_SLACK_BOT_TOKEN, TEST_SLACK_SIGNING_SECRET, cli_env
 
 ADMIN = "UADMIN0001"
 FAIL_MARKER = "zzfailonpurpose"
