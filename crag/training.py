@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -500,6 +500,20 @@ def _inference_seconds_per_pair(
     return (time.monotonic() - started) / max(1, len(rows))
 
 
+class PhaseEmitter(Protocol):
+    def __call__(self, phase: str, step: int, total: int, loss: float | None = None) -> None: ...
+
+
+def _phase_emitter(progress: Progress | None, t0: float) -> PhaseEmitter:
+    """A progress callback taking (phase, step, total, loss), with the time since `t0`."""
+
+    def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
+        if progress:
+            progress({"phase": phase, "step": step, "total": total, "loss": loss, "elapsed": time.monotonic() - t0})
+
+    return emit
+
+
 @dataclass(frozen=True)
 class Fitted:
     """How far one run of `fit_judge` got."""
@@ -516,7 +530,7 @@ def fit_judge(
     config: EvaluatorConfig,
     seed: int,
     seconds_left: Callable[[], float],
-    emit: Callable[[str, int, int, float | None], None],
+    emit: PhaseEmitter,
 ) -> Fitted:
     """Train `bundle.model` in place with BCE on `pairs`, for `config.max_epochs` (or
     `config.max_steps`) or until `seconds_left()` runs out, whichever comes first; never fewer
@@ -614,9 +628,7 @@ def train_general(
         config = EvaluatorConfig()
     t0 = time.monotonic()
 
-    def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
-        if progress:
-            progress({"phase": phase, "step": step, "total": total, "loss": loss, "elapsed": time.monotonic() - t0})
+    emit = _phase_emitter(progress, t0)
 
     if config.threads:
         torch.set_num_threads(config.threads)
@@ -711,9 +723,7 @@ def train_evaluator(
     notes: list[str] = []
     out_dir = Path(out_dir)
 
-    def emit(phase: str, step: int, total: int, loss: float | None = None) -> None:
-        if progress:
-            progress({"phase": phase, "step": step, "total": total, "loss": loss, "elapsed": time.monotonic() - t0})
+    emit = _phase_emitter(progress, t0)
 
     # Phase 1: weak supervision.
     emit("data", 0, 1)

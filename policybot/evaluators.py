@@ -205,8 +205,9 @@ def train_and_register(
         labelled = _corpus_for_training(
             settings, progress, max_train_orgs=None if whole else int(budget_s // SECONDS_PER_CORPUS_ORG)
         )
-        if whole and (general_folder(settings, labelled, seed) / WEIGHTS_FILE).exists():
-            general = general_folder(settings, labelled, seed)
+        found = general_folder(settings, labelled, seed) if whole else None
+        if found is not None and (found / WEIGHTS_FILE).exists():
+            general = found
     # Preparing the corpus (ingesting it once per machine, retrieving) comes out of the budget,
     # but training keeps at least half of it.
     budget_s = max(budget_s - (time.monotonic() - started), budget_s / 2)
