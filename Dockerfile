@@ -14,6 +14,9 @@ COPY bot ./bot
 COPY crag ./crag
 COPY ingestion ./ingestion
 COPY workers ./workers
+COPY core ./core
+COPY application ./application
+COPY slack_outbound ./slack_outbound
 COPY policybot ./policybot
 COPY console ./console
 COPY migrations ./migrations

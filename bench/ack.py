@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.common import prepared_settings
     from bench.slack_stack import SlackBench
+    from core import db
+    from core.models import Question, SlackInbox, SlackMessage
     from devtools.demo import mention_event
-    from policybot import db
-    from policybot.models import Question, SlackInbox, SlackMessage
 
     report = Report("ack", "Acknowledgement latency (Bolt HTTP endpoint)").begin()
     settings = prepared_settings()

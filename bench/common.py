@@ -46,7 +46,7 @@ def use_bench_home(home: Path | None = None) -> Path:
     os.environ["POLICYBOT_AUTO_TRAIN"] = "false"
     for variable in ("DATABASE_URL", "REDIS_URL", "POLICYBOT_EVALUATOR_PATH", "POLICYBOT_GENERATOR_URL"):
         os.environ.pop(variable, None)
-    from policybot.config import reset_settings
+    from core.config import reset_settings
 
     reset_settings()
     return home
@@ -55,8 +55,8 @@ def use_bench_home(home: Path | None = None) -> Path:
 def prepared_settings(train_minutes: float = 3.0):  # -> Settings
     """The bench stack up, the sample corpus ingested, an evaluator trained once (reused later)."""
     from bench.quality import prepare
-    from policybot import services
-    from policybot.config import get_settings
+    from core import services
+    from core.config import get_settings
 
     settings = get_settings()
     services.services_up(settings)

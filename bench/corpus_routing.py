@@ -4,7 +4,7 @@ trained evaluator, on questions no training, calibration or gate has seen.
     .venv/bin/python -m bench.corpus_routing [--home DIR] [--write FILE]
 
 Every dev and test question is asked through real retrieval over its organisation's own
-knowledge base (policybot/corpus_supervision.py). Each evaluator routes the test questions
+knowledge base (application/corpus_supervision.py). Each evaluator routes the test questions
 with thresholds calibrated without them: the trained evaluator with its stored thresholds
 (weak supervision and the dev split), cosine with thresholds calibrated on the dev split the
 same way. Per kind of question it prints the share routed Correct / Ambiguous / Incorrect:
@@ -58,16 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    from application.corpus_supervision import ask_corpus, corpus_path, held_out, load_checked_corpus
+    from application.evaluators import active_version
+    from application.runtime import embed_function
     from crag.evaluator import CachedEvaluator, load_evaluator
     from crag.training import cosine_with_known, measure
-    from policybot.corpus_supervision import ask_corpus, corpus_path, held_out, load_checked_corpus
-    from policybot.evaluators import active_version
-    from policybot.runtime import embed_function
 
     os.environ["POLICYBOT_HOME"] = str(args.home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from policybot.config import get_settings
+    from core.config import get_settings
 
     settings = get_settings()
     row = active_version(settings)

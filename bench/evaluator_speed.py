@@ -47,10 +47,10 @@ def question_sets(settings, limit: int) -> list[QuestionSet]:
     """Benchmark questions with their retrieved top-k chunks and those chunks' strips."""
     import yaml
 
+    from application.runtime import knowledge_base_collections
     from bench.quality import QUESTIONS
     from crag.strips import decompose, strip_text_for_scoring
     from ingestion.retriever import ChunkRetriever
-    from policybot.runtime import knowledge_base_collections
 
     retriever = ChunkRetriever(settings, knowledge_base_collections(settings))
     sets = []
@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     use_bench_home()
     import torch
 
+    from application import evaluators
     from crag.evaluator import load_evaluator, native_bf16
-    from policybot import evaluators
 
     report = Report("evaluator_speed", "Evaluator throughput and per-question scoring").begin()
     settings = prepared_settings()

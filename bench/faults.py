@@ -118,8 +118,8 @@ class FaultRun:
         """Until the worker starts answering this question (the fault then strikes mid-answer)."""
         from sqlalchemy import select
 
-        from policybot import db
-        from policybot.models import Question
+        from core import db
+        from core.models import Question
 
         deadline = time.monotonic() + timeout
         while True:
@@ -171,7 +171,7 @@ def worker_killed_mid_answer(run: FaultRun, count: int) -> None:
 def redis_restarted_without_persistence(run: FaultRun, count: int) -> None:
     import redis
 
-    from policybot import services
+    from core import services
 
     asked = run.ask("Redis restarted without persistence", count, slow_first=True)
     run.wait_until_answering(asked[0])
@@ -183,7 +183,7 @@ def redis_restarted_without_persistence(run: FaultRun, count: int) -> None:
 def postgres_restarted_mid_answer(run: FaultRun, count: int) -> None:
     import psutil
 
-    from policybot import services
+    from core import services
 
     asked = run.ask("PostgreSQL restarted mid-answer", count, slow_first=True)
     run.wait_until_answering(asked[0])
@@ -278,12 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench.common import Report, table, use_bench_home
 
     use_bench_home()
+    from core import services
+    from core.config import get_settings
     from devtools.demo import worker_env
     from devtools.fake_slack import FakeSlack
     from devtools.worker_process import WorkerProcess
     from ingestion.ingest import ingest_paths
-    from policybot import services
-    from policybot.config import get_settings
 
     report = Report("faults", "Fault injection: no question lost").begin()
     settings = get_settings()

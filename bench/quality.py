@@ -88,9 +88,10 @@ def _holds_expected_phrase(item: dict, text: str) -> bool:
 def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:
     from sqlalchemy import select
 
+    from application import evaluators
+    from core import db
+    from core.models import FallbackSourceRow
     from ingestion.ingest import ingest_paths
-    from policybot import db, evaluators
-    from policybot.models import FallbackSourceRow
 
     for folder, collection in (
         (REPO / "samples" / "policies", "policies"),
@@ -112,8 +113,8 @@ def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:
 
 def plain_rag(settings, question: str, top_k: int):
     """Baseline (a): top-k straight to the answer: the best chunk, always answered."""
+    from application.runtime import knowledge_base_collections
     from ingestion.retriever import ChunkRetriever
-    from policybot.runtime import knowledge_base_collections
 
     passages = ChunkRetriever(settings, knowledge_base_collections(settings)).retrieve(question, top_k)
     if not passages:
@@ -156,7 +157,7 @@ def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0):
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from policybot.config import get_settings
+    from core.config import get_settings
 
     settings = get_settings()
     prepare(settings, minutes, retrain, seed)
@@ -168,7 +169,7 @@ def load_questions() -> list[dict]:
 
 
 def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Path | None = None, seed: int = 0) -> int:
-    from policybot.runtime import Runtime, cosine_evaluator, load_active_evaluator
+    from application.runtime import Runtime, cosine_evaluator, load_active_evaluator
 
     settings = open_bench(home, minutes, retrain, seed)
     items = load_questions()

@@ -4,10 +4,10 @@
 
 Every kb and fallback question of the split's organisations (or an even spread of N per
 organisation) is asked through the product's pipeline (crag.pipeline.CragPipeline, as
-policybot/runtime.py builds it) over that organisation's own documents: its knowledge base as
+application/runtime.py builds it) over that organisation's own documents: its knowledge base as
 the knowledge base, its fallback documents as an allow-listed collection source. The judge is
 cosine similarity with the product's default thresholds, or with --trained the evaluator active
-in the home. Documents are ingested once per home (policybot/corpus_supervision.py).
+in the home. Documents are ingested once per home (application/corpus_supervision.py).
 
 Prints per split:
 - off-section lines: of the cited lines of right replies, the share whose citation is outside the
@@ -39,10 +39,10 @@ from bench.corpus_routing import _every_nth
 from bench.quality import REPO
 
 if TYPE_CHECKING:
+    from application.corpus import QuestionRecord
     from crag.compose import ReplyShape
     from crag.pipeline import AskContext
     from crag.types import Answer, Retriever
-    from policybot.corpus import QuestionRecord
 
 PORTAL_NAME = "portal"
 _MARKER = re.compile(r"\s*\[(\d+)\]\s*$")
@@ -70,8 +70,8 @@ def reply_words(text: str) -> int:
 
 def judge(record, text: str, found: bool, citations) -> Judged:
     """record: a corpus question's record; citations: crag.types.Citation of the reply."""
+    from application.corpus import normalise, section_matches
     from ingestion.chunking import HEADING_SEPARATOR
-    from policybot.corpus import normalise, section_matches
 
     origin = "kb" if record.label == "kb" else "fallback"
     gold_document = Path(record.document or "").name
@@ -214,10 +214,10 @@ def ask(
 ) -> tuple[list[Judged], list[tuple[QuestionRecord, str, Answer]], list[str]]:
     """Every organisation's sampled kb and fallback questions through the pipeline, over its own
     documents: judged, with the answers and one JSON line each."""
+    from application.corpus_supervision import as_asked, kb_collection, portal_collection
     from crag.pipeline import CragPipeline
     from crag.redaction import document_vocabulary
     from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
-    from policybot.corpus_supervision import as_asked, kb_collection, portal_collection
 
     results: list[Judged] = []
     replies: list[tuple[QuestionRecord, str, Answer]] = []
@@ -294,9 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from crag.compose import REPLY_SHAPE
-    from policybot.config import get_settings
-    from policybot.corpus_supervision import (
+    from application.corpus_supervision import (
         corpus_path,
         corpus_settings,
         ingest_corpus,
@@ -305,11 +303,9 @@ def main(argv: list[str] | None = None) -> int:
         portal_collection,
         stored_chunks,
     )
-    from policybot.runtime import (
-        cosine_evaluator,
-        load_active_evaluator,
-        pipeline_config,
-    )
+    from application.runtime import cosine_evaluator, load_active_evaluator, pipeline_config
+    from core.config import get_settings
+    from crag.compose import REPLY_SHAPE
 
     settings = get_settings()
     loaded = load_active_evaluator(settings) if args.trained else cosine_evaluator(settings)

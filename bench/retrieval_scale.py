@@ -43,9 +43,9 @@ def topics(settings) -> tuple[np.ndarray, np.ndarray, list[str]]:
     import yaml
     from sqlalchemy import text
 
+    from application.runtime import embed_function
     from bench.quality import QUESTIONS
-    from policybot import db
-    from policybot.runtime import embed_function
+    from core import db
 
     with db.engine(settings).connect() as connection:
         rows = connection.execute(text("SELECT text, embedding::text FROM data_chunks")).all()
@@ -108,7 +108,7 @@ def connect(settings):
     import psycopg
     from sqlalchemy.engine import make_url
 
-    from policybot import services
+    from core import services
 
     url = make_url(services.database_url(settings)).set(drivername="postgresql")
     return psycopg.connect(url.render_as_string(hide_password=False), autocommit=True)
@@ -204,7 +204,7 @@ def run_size(
 
 
 def embedding_rate(settings, texts: list[str], sample: int) -> float:
-    from policybot.runtime import embed_function
+    from application.runtime import embed_function
 
     embed = embed_function(settings)
     batch = (texts * (sample // max(1, len(texts)) + 1))[:sample]

@@ -37,9 +37,9 @@ BestScores = dict[str, tuple[np.ndarray, np.ndarray]]  # reading -> (best KB sco
 def best_scores(settings, evaluator, questions: list[dict]) -> BestScores:
     """Per question and reading ("passage": whole passages; "best strip": each passage's best
     strip): the best knowledge-base score and the best fallback score (-inf when none)."""
+    from application.runtime import Runtime
     from crag.pipeline import AskContext, plan_fallback
     from crag.strips import decompose, strip_text_for_scoring
-    from policybot.runtime import Runtime
 
     pipeline = Runtime(settings, evaluator).pipeline(None)
     best: dict[str, tuple[list[float], list[float]]] = {"passage": ([], []), "best strip": ([], [])}
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="training budget if no evaluator is active yet")
     args = parser.parse_args(argv)
     settings = open_bench(args.home, args.minutes, retrain=False)
+    from application.runtime import cosine_evaluator, load_active_evaluator
     from crag.training import roc_auc
-    from policybot.runtime import cosine_evaluator, load_active_evaluator
 
     questions = load_questions()
     categories = np.asarray([q["category"] for q in questions])

@@ -147,7 +147,7 @@ class SlackBench:
     def purge_answer_queue(self) -> None:
         import redis
 
-        from policybot import services
+        from core import services
 
         redis.Redis.from_url(services.redis_url(self.settings)).delete("answer")
 
@@ -157,7 +157,7 @@ class SlackBench:
 
         import redis
 
-        from policybot import services
+        from core import services
 
         client = redis.Redis.from_url(services.redis_url(self.settings))
         ids = []
@@ -205,8 +205,8 @@ class SlackBench:
         """Per question: the worker's stage timings (ms) and the post stage, from the action log."""
         from sqlalchemy import select
 
-        from policybot import db
-        from policybot.models import Question
+        from core import db
+        from core.models import Question
 
         by_key = {(r["channel"], r["ts"]): r for r in results if "e2e_s" in r}
         with db.session(self.settings) as session:

@@ -1,4 +1,4 @@
-"""The Bolt app: wiring only. Listeners decide (bot/listeners.py), blocks render (bot/blocks.py)."""
+"""The Bolt app: wiring only. Listeners decide (bot/listeners.py), blocks render (slack_outbound/blocks.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import blocks, inbox
+from bot import inbox
 from bot.listeners import BotIdentity, Enqueuer, Listeners
-from policybot.config import Settings, secret_value
+from core.config import Settings, secret_value
+from slack_outbound import blocks
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from policybot.config import Settings
+from core.config import Settings
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ again. A bot killed in between (a deploy, the OOM killer) would lose the questio
 verified `app_mention` and `message` event is inserted here before the ack (one statement,
 about a millisecond: bench.ack), and deleted once its listener has carried it out. The bot's
 sweep (bot/recovery.py) replays an event still here `replay_after_s` later through the same
-listeners; the message's claim (bot/state.py) keeps a replay from answering twice.
+listeners; the message's claim (slack_outbound/state.py) keeps a replay from answering twice.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from policybot import db
-from policybot.config import Settings
-from policybot.models import SlackInbox
+from core import db
+from core.config import Settings
+from core.models import SlackInbox
 
 log = logging.getLogger(__name__)
 
 STORED_EVENTS = frozenset({"app_mention", "message"})  # the events that may carry a question
 MAX_REPLAYS = 3  # an event whose listener fails every time is then dropped, with an error line
 
-# As text, compiled once: it runs on every event, before the ack (see bot/state.py's _CLAIM).
+# As text, compiled once: it runs on every event, before the ack (see slack_outbound/state.py's _CLAIM).
 _STORE = text(
     "INSERT INTO slack_inbox (event_id, body) VALUES (:event_id, CAST(:body AS jsonb)) "
     "ON CONFLICT (event_id) DO NOTHING"

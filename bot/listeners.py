@@ -26,15 +26,16 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import blocks, state
-from bot.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
-from bot.audience import ChannelAudience
-from policybot import db, outbox, services
-from policybot.config import Settings
+from application import outbox
+from core import db, services
+from core.config import Settings
+from slack_outbound import blocks, state
+from slack_outbound.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
+from slack_outbound.audience import ChannelAudience
 
 if TYPE_CHECKING:
-    from policybot.answering import RecordedQuestion
-    from policybot.models import SlackMessage
+    from application.answering import RecordedQuestion
+    from core.models import SlackMessage
 
 log = logging.getLogger(__name__)
 
@@ -515,7 +516,7 @@ class Listeners:
 
     def on_feedback(self, body: Mapping[str, Any], client: WebClient) -> None:
         """Called after ack(): record the vote (a second click changes it) and thank the user."""
-        from policybot.answering import record_feedback
+        from application.answering import record_feedback
 
         action = (body.get("actions") or [{}])[0]
         user = (body.get("user") or {}).get("id")
@@ -607,7 +608,7 @@ class Listeners:
             return False
 
     def _private_reason(self, incoming: Incoming, client: WebClient, shared_externally: bool) -> str | None:
-        """Why the answer must go to the asker alone (bot/audience.py); a DM with the bot (a `D`
+        """Why the answer must go to the asker alone (slack_outbound/audience.py); a DM with the bot (a `D`
         conversation, also when it mentions the bot) is theirs already."""
         if incoming.surface != "mention" or incoming.channel.startswith("D"):
             return None
@@ -618,7 +619,7 @@ class Listeners:
     def _question(
         self, incoming: Incoming, client: WebClient, private_reason: str | None = None, *, offer_upload: bool = False
     ) -> None:
-        from policybot.answering import record_question
+        from application.answering import record_question
 
         settings = self.settings
         recorded: RecordedQuestion | None = None
@@ -692,7 +693,7 @@ class Listeners:
         taking: str = "questions",
     ) -> None:
         """Slack has its ack, so a database or queue outage is said in the thread, not left silent."""
-        from policybot.answering import mark_failed
+        from application.answering import mark_failed
 
         log.error(
             "could not take %s from %s in %s (%s): %s: %s",

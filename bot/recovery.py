@@ -9,7 +9,7 @@ its question without a retry or an apology.
 
 The bot stores each event before it acks it (bot/inbox.py): one still stored a while later
 was acked by a bot that stopped before its listener was done, and is replayed. Every reply
-owed is an outbox row in PostgreSQL (policybot/outbox.py) with a due time, pushed on by whoever moves
+owed is an outbox row in PostgreSQL (application/outbox.py) with a due time, pushed on by whoever moves
 the reply on. Every bot process sweeps when it starts and every POLICYBOT_SWEEP_INTERVAL_S
 seconds after: an overdue reply is queued again (MAX_SWEEPS times, each wait twice the last),
 then given up with the apology, posted by the sweep itself, so nobody is left waiting in
@@ -29,13 +29,15 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot import blocks, inbox
+from application import outbox
+from application.answering import get_question, mark_failed, question_lock
+from bot import inbox
 from bot.app import web_client
 from bot.listeners import CeleryEnqueuer, Enqueuer, clear_progress
-from policybot import db, outbox
-from policybot.answering import get_question, mark_failed, question_lock
-from policybot.config import Settings
-from policybot.errors import describe_error
+from core import db
+from core.config import Settings
+from core.errors import describe_error
+from slack_outbound import blocks
 from workers.tasks import SLACK_CHANNEL_ERRORS
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ Needs SLACK_APP_TOKEN (xapp-..., scope connections:write) besides SLACK_BOT_TOKE
 
 from __future__ import annotations
 
-from policybot.config import Settings, secret_value
+from core.config import Settings, secret_value
 
 
 def serve(settings: Settings) -> None:

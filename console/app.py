@@ -32,11 +32,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from application import jobs, manage, review
 from console import auth, charts
-from policybot import jobs, manage, review
-from policybot.config import Settings
-from policybot.errors import UserError
-from policybot.urls import mask_query
+from core.config import Settings
+from core.errors import UserError
+from core.urls import mask_query
 
 log = logging.getLogger(__name__)
 
@@ -722,7 +722,7 @@ class Console:
         return self.back(request, url("/sources"), f"removed {name!r}")
 
     async def test_source(self, request: Request) -> Response:
-        from policybot.runtime import fallback_preview
+        from application.runtime import fallback_preview
 
         question = self._form_value(request, "question")
         if not question:
@@ -753,7 +753,7 @@ class Console:
     # ------------------------------------------------------------ evaluators
 
     async def evaluators(self, request: Request) -> Response:
-        from policybot import evaluators
+        from application import evaluators
 
         versions = await self._call(evaluators.list_versions, self.settings)
         recent = await self._call(jobs.recent_jobs, self.settings, "train", 5)
@@ -769,7 +769,7 @@ class Console:
         )
 
     async def activate(self, request: Request) -> Response:
-        from policybot import evaluators
+        from application import evaluators
 
         version = self._form_value(request, "version")
         await self._call(evaluators.activate_version, self.settings, version)
@@ -781,7 +781,7 @@ class Console:
 
     async def recalibrate(self, request: Request) -> Response:
         """A version's upper/lower thresholds from labelled questions: a preview, or stored with "apply"."""
-        from policybot import calibration
+        from application import calibration
 
         from_reviews, from_feedback = self._checked(request, "from_reviews"), self._checked(request, "from_feedback")
         if not (from_reviews or from_feedback):

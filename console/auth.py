@@ -34,9 +34,9 @@ from typing import Any
 
 import redis
 
-from policybot import services
-from policybot.config import ConfigError, Settings, home_secret, parse_scrypt_hash, secret_value
-from policybot.errors import UserError
+from core import services
+from core.config import ConfigError, Settings, home_secret, parse_scrypt_hash, secret_value
+from core.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +166,8 @@ def account_fingerprint(settings: Settings, secret: bytes, user: str) -> str | N
 
 def sessions_valid_after(settings: Settings, user: str) -> float | None:
     """The time (epoch seconds) before which the user's sessions were ended by a logout, if any."""
-    from policybot import db
-    from policybot.models import ConsoleSessionCutoff
+    from core import db
+    from core.models import ConsoleSessionCutoff
 
     with db.session(settings) as session:
         row = session.get(ConsoleSessionCutoff, user)
@@ -180,8 +180,8 @@ def end_sessions(settings: Settings, user: str) -> None:
 
     from sqlalchemy.dialects.postgresql import insert
 
-    from policybot import db
-    from policybot.models import ConsoleSessionCutoff
+    from core import db
+    from core.models import ConsoleSessionCutoff
 
     now = datetime.fromtimestamp(time.time(), UTC)
     statement = insert(ConsoleSessionCutoff).values(user_name=user, valid_after=now)

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from core.config import Settings, secret_value
 from devtools.fake_slack import Call, FakeSlack
-from policybot.config import Settings, secret_value
 
 DEMO_CHANNEL = "CDEMOPOLICY"
 DEMO_USER = "UDEMOUSER"
@@ -177,9 +177,9 @@ def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> N
 
     from bot.app import build_app
     from bot.http import EVENTS_PATH, BackgroundServer, create_asgi_app
+    from core import db
+    from core.models import Question
     from devtools.worker_process import WorkerProcess
-    from policybot import db
-    from policybot.models import Question
 
     fake = FakeSlack().start()
     fake.add_user(DEMO_USER, "Demo Employee")  # users.info: the asker's names are redacted from fallback queries

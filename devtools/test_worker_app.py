@@ -18,10 +18,10 @@ import logging
 import os
 import time
 
-import policybot.answering
+import application.answering
+from core.config import Settings
 from crag.types import Answer
 from devtools.worker_process import TEST_DELAY_ENV, TEST_FAIL_ENV, TEST_SLOW_ENV
-from policybot.config import Settings
 from workers.celery_app import app, celery_app
 
 __all__ = ["app", "celery_app"]
@@ -45,18 +45,18 @@ def _test_hooks(question: str) -> None:
         raise RuntimeError(f"{TEST_FAIL_ENV}: failing on purpose (test hook)")
 
 
-_answer_question = policybot.answering.answer_question
+_answer_question = application.answering.answer_question
 
 
 @functools.wraps(_answer_question)
 def _answer_question_with_hooks(
     settings: Settings, question_id: int, pipeline_question: str | None = None, asker_names: tuple[str, ...] = ()
 ) -> Answer:
-    row = policybot.answering.get_question(settings, question_id)
+    row = application.answering.get_question(settings, question_id)
     if row is not None:
         _test_hooks(row.question)
     return _answer_question(settings, question_id, pipeline_question=pipeline_question, asker_names=asker_names)
 
 
 # workers/tasks.py imports answer_question when each attempt runs, so it gets this wrapper.
-policybot.answering.answer_question = _answer_question_with_hooks
+application.answering.answer_question = _answer_question_with_hooks

@@ -6,8 +6,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from policybot.config import Settings
-from policybot.errors import UserError
+from core.config import Settings
+from core.errors import UserError
 
 
 class EmbeddingError(UserError):

@@ -17,13 +17,13 @@ from typing import Literal
 from sqlalchemy import select
 from sqlalchemy.exc import DataError
 
+from core import db
+from core.config import Settings
+from core.models import Document
+from core.names import validate_collection
 from ingestion import embedding, store
 from ingestion.chunking import chunk_markdown, word_piece_counter
 from ingestion.loaders import SUPPORTED_SUFFIXES, LoadError, load_document
-from policybot import db
-from policybot.config import Settings
-from policybot.models import Document
-from policybot.names import validate_collection
 
 # skipped: the same content is already in the collection from another file (a copy would
 # double every citation and every weak-supervision pair).

@@ -21,10 +21,10 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
 )
 
+from core.config import Settings
+from core.names import CHANNEL_ID, COLLECTION_NAME
 from crag.types import Origin, Passage
 from ingestion import embedding, store
-from policybot.config import Settings
-from policybot.names import CHANNEL_ID, COLLECTION_NAME
 
 RRF_K = 60  # the usual reciprocal-rank-fusion constant
 
@@ -33,7 +33,7 @@ _vector_stores: dict[str, object] = {}
 
 
 def _vector_store(settings: Settings):  # -> PGVectorStore, one per database and process
-    from policybot import services
+    from core import services
 
     key = services.database_url(settings)
     if key not in _vector_stores:

@@ -19,10 +19,10 @@ from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from sqlalchemy import CursorResult, delete, insert, text
 from sqlalchemy.orm import Session
 
+from core.config import Settings
+from core.errors import UserError
+from core.models import CHUNKS_TABLE, CHUNKS_TABLE_NAME, Base, Document, chunks_table
 from ingestion.chunking import ChunkDraft
-from policybot.config import Settings
-from policybot.errors import UserError
-from policybot.models import CHUNKS_TABLE, CHUNKS_TABLE_NAME, Base, Document, chunks_table
 
 PUBLIC_ACL = "*"  # chunks of documents without an access list carry this marker
 
@@ -144,7 +144,7 @@ def vector_store(settings: Settings):  # -> PGVectorStore
     from llama_index.vector_stores.postgres import PGVectorStore
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from policybot import db
+    from core import db
 
     sync_engine = db.engine(settings)
     # PGVectorStore insists on an async engine too; we only ever use the sync API

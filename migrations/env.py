@@ -1,8 +1,8 @@
-"""Alembic environment: runs on the connection policybot hands over (see policybot.db.upgrade)."""
+"""Alembic environment: runs on the connection policybot hands over (see core.db.upgrade)."""
 
 from alembic import context
 
-from policybot.models import Base
+from core.models import Base
 
 connection = context.config.attributes.get("connection")
 if connection is None:

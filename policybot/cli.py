@@ -25,18 +25,18 @@ from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from core.config import ConfigError, Settings, get_settings
+from core.errors import UserError
+from core.names import CHANNEL_ID, CHANNEL_ID_HINT, InvalidName, parse_channels, validate_collection
+from core.wording import describe_action
 from policybot.cli_progress import TrainingProgress
-from policybot.config import ConfigError, Settings, get_settings
-from policybot.errors import UserError
-from policybot.names import CHANNEL_ID, CHANNEL_ID_HINT, InvalidName, parse_channels, validate_collection
-from policybot.wording import describe_action
 
 if TYPE_CHECKING:
+    from application.evaluators import Activation
+    from core.models import Document
+    from core.services import ServiceStatus
     from crag.types import Answer
     from ingestion.ingest import IngestReport
-    from policybot.evaluators import Activation
-    from policybot.models import Document
-    from policybot.services import ServiceStatus
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -100,7 +100,7 @@ def run() -> None:
 @services_app.command("up")
 def services_up() -> None:
     """Start the embedded services (nothing starts for DATABASE_URL / REDIS_URL)."""
-    from policybot import services  # the embedded servers' wiring and the Redis client: only where services are used
+    from core import services  # the embedded servers' wiring and the Redis client: only where services are used
 
     _print_status(services.services_up(_settings()))
 
@@ -108,7 +108,7 @@ def services_up() -> None:
 @services_app.command("down")
 def services_down() -> None:
     """Stop the embedded services; their data stays under POLICYBOT_HOME."""
-    from policybot import services  # the embedded servers' wiring and the Redis client: only where services are used
+    from core import services  # the embedded servers' wiring and the Redis client: only where services are used
 
     stopped = services.services_down(_settings())
     console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
@@ -117,7 +117,7 @@ def services_down() -> None:
 @services_app.command("status")
 def services_status() -> None:
     """Show whether each service is running and where."""
-    from policybot import services  # the embedded servers' wiring and the Redis client: only where services are used
+    from core import services  # the embedded servers' wiring and the Redis client: only where services are used
 
     statuses = services.services_status(_settings())
     _print_status(statuses)
@@ -138,7 +138,7 @@ def _print_status(statuses: list[ServiceStatus]) -> None:
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply pending schema migrations (a no-op when up to date)."""
-    from policybot import db  # SQLAlchemy and Alembic: only for commands that read or write the database
+    from core import db  # SQLAlchemy and Alembic: only for commands that read or write the database
 
     settings = _settings()
     engine = db.engine(settings)  # first use already upgrades; report what is there
@@ -246,7 +246,7 @@ def docs_list(
     as_json: AsJson = False,
 ) -> None:
     """List ingested documents with their chunk counts."""
-    from policybot.manage import document_json, list_documents  # SQLAlchemy: reads the database
+    from application.manage import document_json, list_documents  # SQLAlchemy: reads the database
 
     documents = list_documents(_settings(), collection, include_deleted)
     if as_json:
@@ -274,8 +274,8 @@ def docs_list(
 def _find_document(settings: Settings, ref: str, collection: str | None) -> Document:
     from sqlalchemy import select  # SQLAlchemy: reads the database
 
-    from policybot import db  # SQLAlchemy and Alembic: reads the database
-    from policybot.models import Document  # SQLAlchemy: the table
+    from core import db  # SQLAlchemy and Alembic: reads the database
+    from core.models import Document  # SQLAlchemy: the table
 
     query = select(Document).where(Document.deleted.is_(False))
     query = query.where(Document.id == int(ref)) if ref.isdigit() else query.where(Document.name == ref)
@@ -293,9 +293,9 @@ def _find_document(settings: Settings, ref: str, collection: str | None) -> Docu
 @docs_app.command("show")
 def docs_show(ref: DocumentRef, collection: DocumentCollection = None, as_json: AsJson = False) -> None:
     """Show a document and its chunks."""
+    from application.manage import document_json  # SQLAlchemy: reads the database
+    from core import db  # SQLAlchemy and Alembic: reads the database
     from ingestion import store  # LlamaIndex's vector store holds the chunks
-    from policybot import db  # SQLAlchemy and Alembic: reads the database
-    from policybot.manage import document_json  # SQLAlchemy: reads the database
 
     settings = _settings()
     document = _find_document(settings, ref, collection)
@@ -338,7 +338,7 @@ def docs_access(
         allowed = parse_channels(channels)
     except InvalidName as error:
         _fail(str(error), 1)
-    from policybot.manage import ManageError, set_document_access  # SQLAlchemy: writes the database
+    from application.manage import ManageError, set_document_access  # SQLAlchemy: writes the database
 
     settings = _settings()
     document = _find_document(settings, ref, collection)
@@ -373,8 +373,9 @@ def demo(
     """Run the whole local loop on the embedded stack with the sample policies; the services keep running after it."""
     from sqlalchemy import select  # SQLAlchemy: writes the database
 
-    from policybot import db, evaluators, services  # SQLAlchemy, torch, the embedded servers: the demo uses them all
-    from policybot.models import FallbackSourceRow  # SQLAlchemy: the table
+    from application import evaluators
+    from core import db, services  # SQLAlchemy, torch, the embedded servers: the demo uses them all
+    from core.models import FallbackSourceRow  # SQLAlchemy: the table
 
     settings = _settings()
     console.rule("[bold]1. local stack")
@@ -457,8 +458,9 @@ def ask(
     channel = (channel or "").strip() or None
     if channel is not None and not CHANNEL_ID.fullmatch(channel):
         _fail(f"--channel takes a Slack channel ID, not {channel!r} ({CHANNEL_ID_HINT})", 1)
-    from policybot import answering, db  # SQLAlchemy and the CRAG pipeline: only for a question that can be asked
-    from policybot.runtime import get_runtime  # torch, transformers and LlamaIndex: loads the models
+    from application import answering  # SQLAlchemy and the CRAG pipeline: only for a question that can be asked
+    from application.runtime import get_runtime  # torch, transformers and LlamaIndex: loads the models
+    from core import db
 
     runtime = get_runtime(settings)
     if runtime.loaded.is_cosine and not as_json:
@@ -549,7 +551,7 @@ def fallback_add(
     ] = False,
 ) -> None:
     """Allow-list a fallback source: a collection or an HTTP search API."""
-    from policybot.manage import ManageError, add_fallback_source  # SQLAlchemy: writes the database
+    from application.manage import ManageError, add_fallback_source  # SQLAlchemy: writes the database
 
     try:
         add_fallback_source(
@@ -573,7 +575,7 @@ def fallback_add(
 @fallback_app.command("list")
 def fallback_list(as_json: AsJson = False) -> None:
     """List the allow-listed fallback sources."""
-    from policybot.manage import fallback_source_json, list_fallback_sources  # SQLAlchemy: reads the database
+    from application.manage import fallback_source_json, list_fallback_sources  # SQLAlchemy: reads the database
 
     rows = list_fallback_sources(_settings())
     if as_json:
@@ -590,7 +592,7 @@ def fallback_remove(
     name: Annotated[str, typer.Argument(help="The source's name, as `policybot fallback list` shows it.")],
 ) -> None:
     """Remove a fallback source from the allow-list."""
-    from policybot.manage import ManageError, remove_fallback_source  # SQLAlchemy: writes the database
+    from application.manage import ManageError, remove_fallback_source  # SQLAlchemy: writes the database
 
     try:
         remove_fallback_source(_settings(), name)
@@ -641,7 +643,7 @@ def evaluator_train(
         _fail("--minutes must be positive", 1)
     settings = _settings()
     budget_s = (minutes if minutes is not None else settings.train_minutes) * 60
-    from policybot import evaluators  # torch and transformers: trains the model
+    from application import evaluators  # torch and transformers: trains the model
 
     with TrainingProgress(errors, bar=not as_json) as show:
         try:
@@ -730,7 +732,7 @@ def evaluator_pretrain(
     if force and resume:
         _fail("--force trains afresh and --resume trains further: give one of them", 1)
     settings = _settings()
-    from policybot import evaluators  # torch and transformers: trains the model
+    from application import evaluators  # torch and transformers: trains the model
 
     with TrainingProgress(errors, bar=not as_json) as show:
         try:
@@ -753,7 +755,7 @@ def evaluator_pretrain(
 @evaluator_app.command("list")
 def evaluator_list(as_json: AsJson = False) -> None:
     """List trained evaluator versions with their metrics."""
-    from policybot import evaluators  # torch: the training module keeps the versions' table
+    from application import evaluators  # torch: the training module keeps the versions' table
 
     rows = evaluators.list_versions(_settings())
     if as_json:
@@ -810,7 +812,7 @@ def evaluator_activate(
     ],
 ) -> None:
     """Make a stored evaluator version the one answers use, or go back to cosine similarity."""
-    from policybot import evaluators  # torch: the training module keeps the versions' table
+    from application import evaluators  # torch: the training module keeps the versions' table
 
     settings = _settings()
     try:
@@ -831,7 +833,7 @@ def evaluator_eval(
     as_json: AsJson = False,
 ) -> None:
     """Measure an evaluator against cosine similarity on the current corpus."""
-    from policybot import evaluators  # torch and transformers: runs the model
+    from application import evaluators  # torch and transformers: runs the model
 
     try:
         report = evaluators.evaluate_version(_settings(), version)
@@ -868,7 +870,7 @@ def evaluator_calibrate(
     """Recalibrate a version's upper/lower thresholds from admins' reviews (and askers' votes) of logged answers."""
     if not (from_reviews or from_feedback):
         _fail("say where the labels come from: --from-reviews, --from-feedback or both", 1)
-    from policybot import calibration  # torch: the calibration shares the training module's metrics
+    from application import calibration  # torch: the calibration shares the training module's metrics
 
     settings = _settings()
     try:

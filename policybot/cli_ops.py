@@ -2,7 +2,7 @@
 
 `policybot serve --http|--socket`, `policybot worker`, `policybot logs [show ID]`,
 `policybot stats`. Registered on the main CLI by `register(app)` (see policybot/cli.py).
-The log queries live in policybot/review.py, shared with the bot's admin `stats` reply and
+The log queries live in application/review.py, shared with the bot's admin `stats` reply and
 the admin console, so all three show the same numbers (re-exported here).
 """
 
@@ -18,7 +18,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from policybot.review import (
+from application.review import (
     ACTIONS,
     FEEDBACK_CHOICES,
     STATUSES,

@@ -72,12 +72,12 @@ def policybot_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("policybot-home")
     os.environ["POLICYBOT_HOME"] = str(home)
     os.environ["POLICYBOT_REDIS_PORT"] = str(TEST_REDIS_PORT)
-    from policybot.config import reset_settings
+    from core.config import reset_settings
 
     reset_settings()
     yield home
-    from policybot import db, services
-    from policybot.config import get_settings
+    from core import db, services
+    from core.config import get_settings
 
     db.dispose_engines()
     services.services_down(get_settings())
@@ -85,8 +85,8 @@ def policybot_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def settings(policybot_home: Path):  # -> Settings
-    from policybot import services
-    from policybot.config import get_settings
+    from core import services
+    from core.config import get_settings
 
     current = get_settings()
     services.services_up(current)
@@ -107,9 +107,9 @@ def knowledge_base(settings, ingested_samples):  # -> Settings
     """Sample policies as the knowledge base plus the HR-portal export as an allow-listed fallback."""
     from sqlalchemy import select
 
+    from core import db
+    from core.models import FallbackSourceRow
     from ingestion.ingest import ingest_paths
-    from policybot import db
-    from policybot.models import FallbackSourceRow
 
     report = ingest_paths(settings, [HR_PORTAL], collection="hr-portal")
     assert not report.failed, report.failed

@@ -6,8 +6,8 @@ import json
 
 from sqlalchemy import select
 
-from policybot import db
-from policybot.models import Question
+from core import db
+from core.models import Question
 
 from support.cli import policybot
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot import blocks
 from bot.listeners import (
     BotIdentity,
     Listeners,
@@ -18,6 +17,7 @@ from bot.listeners import (
     decide_message,
 )
 from devtools.fake_slack import block_problems, sign
+from slack_outbound import blocks
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 
@@ -47,7 +47,7 @@ def source(n: int, **kw) -> blocks.SourceView:
 
 
 def test_answer_has_text_action_sources_buttons_and_reference() -> None:
-    from policybot.wording import describe_action
+    from core.wording import describe_action
 
     message = blocks.answer_message(view("Primary caregivers receive 16 weeks at full pay. [1]", [source(1)]))
     kinds = [b["type"] for b in message["blocks"]]
@@ -194,7 +194,7 @@ def test_signature_is_slacks_v0_hmac() -> None:
 
 @pytest.fixture(scope="module")
 def slack_settings():  # -> Settings (no services needed)
-    from policybot.config import Settings
+    from core.config import Settings
 
     return Settings().model_copy(update={"admin_user_ids": "UADMIN0001,UADMIN0002", "max_question_chars": 4000})
 
@@ -415,7 +415,7 @@ def test_recent_messages_remember_each_message_once_within_capacity() -> None:
 
 def test_outage_replies_are_deduped_across_bot_processes_in_redis_and_locally_without_it(settings) -> None:
     from bench.common import free_port
-    from policybot import services
+    from core import services
 
     redis_url = services.redis_url(settings)
     one_bot, other_bot = OutageReplies(lambda: redis_url), OutageReplies(lambda: redis_url)
@@ -440,10 +440,11 @@ def test_bookkeeping_after_a_request_went_through_only_logs_a_database_error(sla
 
 
 def test_manifest_subscribes_to_what_the_app_handles() -> None:
+    import bot.app
     from bot.app import EVENTS
 
     for name in ("manifest.yml", "manifest.socket.yml"):
-        manifest = yaml.safe_load((Path(blocks.__file__).parent / name).read_text())
+        manifest = yaml.safe_load((Path(bot.app.__file__).parent / name).read_text())
         events = set(manifest["settings"]["event_subscriptions"]["bot_events"])
         assert events == {
             "app_mention",

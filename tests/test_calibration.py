@@ -64,7 +64,7 @@ from support.question_log import question_row
     ],
 )
 def test_label_rule(question, verdict, expected, label) -> None:
-    from policybot.calibration import label_review
+    from application.calibration import label_review
 
     got, reason = label_review(question, verdict, expected)
     assert got == label, reason
@@ -72,7 +72,7 @@ def test_label_rule(question, verdict, expected, label) -> None:
 
 
 def test_kb_max_ignores_fallback_candidates() -> None:
-    from policybot.calibration import kb_max
+    from application.calibration import kb_max
 
     assert kb_max(logged_question("correct", top=0.4).scores) == pytest.approx(0.4)  # the fallback scored 0.9
     assert kb_max([dict(FALLBACK, score=0.3)]) is None
@@ -82,8 +82,8 @@ def test_kb_max_ignores_fallback_candidates() -> None:
 
 
 def test_collect_labels_and_proposal(settings, tmp_path) -> None:
+    from application.calibration import collect_labels, propose_from_reviews
     from crag.training import calibrate
-    from policybot.calibration import collect_labels, propose_from_reviews
 
     version, _ = seed_reviewed_version(settings, tmp_path, 12, 12)
     labels = collect_labels(settings, version)
@@ -102,7 +102,7 @@ def test_collect_labels_and_proposal(settings, tmp_path) -> None:
 
 
 def test_too_few_labels_is_a_clear_error(settings, policybot_home, tmp_path) -> None:
-    from policybot.calibration import CalibrationError, propose_from_reviews
+    from application.calibration import CalibrationError, propose_from_reviews
 
     version, _ = seed_reviewed_version(settings, tmp_path, 9, 12)
     with pytest.raises(CalibrationError, match=r"9 answer-present and 12 answer-absent.*at least 10 of each"):
@@ -155,10 +155,10 @@ def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_
 
 
 def test_reviewed_questions_become_training_pairs(settings) -> None:
+    from application.evaluators import TrainingError, review_pairs
+    from core import db
+    from core.models import Review
     from crag.weak_supervision import CorpusChunk
-    from policybot import db
-    from policybot.evaluators import TrainingError, review_pairs
-    from policybot.models import Review
 
     tag = uuid.uuid4().hex[:8]
     ids = {name: f"{name}-{tag}" for name in ("carryover", "sick", "hotel", "gone")}
@@ -247,8 +247,8 @@ def test_reviewed_questions_become_training_pairs(settings) -> None:
 
 def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:
     """Questions of a fresh version with votes (and one admin review), by name."""
-    from policybot import db
-    from policybot.models import EvaluatorVersion, Feedback, Review
+    from core import db
+    from core.models import EvaluatorVersion, Feedback, Review
 
     version = f"t5-votes-{tag}"
     scores = [dict(KB, score=0.61, chunk_id=f"n1-{tag}"), dict(OTHER_KB, score=0.2, chunk_id=f"n2-{tag}")]
@@ -297,7 +297,7 @@ def _voted(settings, tag: str) -> tuple[str, dict[str, object]]:
 
 
 def test_votes_become_labels_and_an_admin_review_outranks_them(settings) -> None:
-    from policybot.calibration import LabelSources, collect_labels
+    from application.calibration import LabelSources, collect_labels
 
     version, questions = _voted(settings, uuid.uuid4().hex[:8])
     ids = {name: q.id for name, q in questions.items()}
@@ -318,9 +318,9 @@ def test_votes_become_labels_and_an_admin_review_outranks_them(settings) -> None
 
 
 def test_votes_become_training_pairs(settings) -> None:
+    from application.calibration import LabelSources
+    from application.evaluators import review_pairs
     from crag.weak_supervision import CorpusChunk
-    from policybot.calibration import LabelSources
-    from policybot.evaluators import review_pairs
 
     tag = uuid.uuid4().hex[:8]
     _voted(settings, tag)

@@ -73,8 +73,8 @@ def test_docker_compose_names_the_services():
 def test_ask_by_channel_name_is_one_line_and_writes_no_row(settings, policybot_home, ingested_samples):
     from sqlalchemy import func, select
 
-    from policybot import db
-    from policybot.models import Question
+    from core import db
+    from core.models import Question
 
     def questions() -> int:
         with db.session(settings) as session:
@@ -93,9 +93,10 @@ def test_ask_by_channel_name_is_one_line_and_writes_no_row(settings, policybot_h
 def test_activate_cosine_goes_back_from_a_trained_evaluator(settings, policybot_home):
     from sqlalchemy import delete
 
-    from policybot import db, evaluators
-    from policybot.models import EvaluatorVersion
-    from policybot.runtime import load_active_evaluator
+    from application import evaluators
+    from application.runtime import load_active_evaluator
+    from core import db
+    from core.models import EvaluatorVersion
 
     previous = evaluators.active_version(settings)
     with db.session(settings) as session:
@@ -135,7 +136,7 @@ def test_activate_cosine_goes_back_from_a_trained_evaluator(settings, policybot_
 
 
 def test_demo_says_its_services_keep_running_and_how_to_stop_them(settings, capsys):
-    from policybot import services
+    from core import services
     from policybot.cli import _say_services_still_run
 
     _say_services_still_run(services.services_status(settings))

@@ -24,8 +24,8 @@ SECRET_TOKEN = "xoxb-1111-2222-thisisasecretvalue"
 
 @pytest.fixture(scope="module")
 def log_rows(settings):  # -> dict[str, int]: label -> question id
-    from policybot import db
-    from policybot.models import Feedback
+    from core import db
+    from core.models import Feedback
 
     rows = {
         "correct": _question(
@@ -154,7 +154,7 @@ def test_logs_csv_and_table(policybot_home, log_rows) -> None:
 
 
 def test_logs_show_by_id_and_by_reference(settings, policybot_home, log_rows) -> None:
-    from policybot.answering import get_question
+    from application.answering import get_question
 
     shown = policybot(policybot_home, "logs", "show", str(log_rows["correct"]))
     assert shown.returncode == 0, shown.stderr
@@ -178,9 +178,9 @@ def test_logs_show_by_id_and_by_reference(settings, policybot_home, log_rows) ->
 
 
 def test_stats_per_day_rates_feedback_and_latency(settings) -> None:
-    from policybot import db
+    from core import db
+    from core.models import Feedback
     from policybot.cli_ops import daily_stats
-    from policybot.models import Feedback
 
     day1 = datetime(2021, 6, 1, 9, tzinfo=UTC)
     day2 = day1 + timedelta(days=1)

@@ -37,7 +37,7 @@ def fresh_sign_in_throttle(settings) -> Iterator[None]:
     import redis
 
     from console.auth import THROTTLE_PREFIX
-    from policybot import services
+    from core import services
 
     yield
     client = redis.Redis.from_url(services.redis_url(settings))
@@ -165,7 +165,7 @@ def test_a_user_removed_from_config_is_signed_out(csettings, admin) -> None:
 
 
 def test_post_without_csrf_token_is_refused(csettings, admin, seeded_log) -> None:
-    from policybot.review import reviews_for
+    from application.review import reviews_for
 
     qid = seeded_log["dog"]
     for data in ({"verdict": "wrong"}, {"verdict": "wrong", "csrf_token": "forged-token"}):
@@ -259,9 +259,9 @@ def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) ->
     """About 1 in 4,096 references is all digits; a row whose id is those digits is another question."""
     from sqlalchemy import delete
 
-    from policybot import db
-    from policybot.models import Question
-    from policybot.review import find_record, record_id
+    from application.review import find_record, record_id
+    from core import db
+    from core.models import Question
 
     from support.question_log import question_row
 
@@ -298,8 +298,8 @@ def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) ->
 
 
 def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_samples) -> None:
-    from policybot.manage import list_documents
-    from policybot.review import reviews_for
+    from application.manage import list_documents
+    from application.review import reviews_for
 
     qid = seeded_log["dog"]
     leave = next(d for d in list_documents(csettings) if d.name == "leave-policy.md")
@@ -340,8 +340,8 @@ def test_review_is_stored_and_filterable(csettings, admin, seeded_log, ingested_
 
 def test_review_errors_carry_their_console_status(csettings, seeded_log) -> None:
     """The console answers with the error's `status`: 404 for a question that is not there, 400 for bad input."""
-    from policybot.errors import NotFound, UserError
-    from policybot.review import ReviewError, set_review
+    from application.review import ReviewError, set_review
+    from core.errors import NotFound, UserError
 
     with pytest.raises(NotFound, match="no logged question 987654") as missing:
         set_review(csettings, 987654, ADMIN_USER, "right")
@@ -357,7 +357,7 @@ def test_review_errors_carry_their_console_status(csettings, seeded_log) -> None
 
 
 def test_dashboard_charts_alert_and_misses(csettings, admin, seeded_log) -> None:
-    from policybot.review import incorrect_alert
+    from application.review import incorrect_alert
 
     alert = incorrect_alert(csettings, csettings.alert_margin)
     assert alert["alert"] and alert["recent_share"] > alert["prior_share"] + csettings.alert_margin
@@ -386,9 +386,9 @@ def test_dashboard_charts_alert_and_misses(csettings, admin, seeded_log) -> None
 def test_documents_access_remove_and_upload_errors(csettings, admin, ingested_samples, tmp_path) -> None:
     from sqlalchemy import text
 
+    from application.manage import get_document, list_documents
+    from core import db
     from ingestion.ingest import ingest_paths
-    from policybot import db
-    from policybot.manage import get_document, list_documents
 
     scratch = tmp_path / "console-scratch.md"
     scratch.write_text("# Scratch Policy\n\nThe scratch rule says visitors sign in at reception before 9 am.\n")
@@ -457,7 +457,7 @@ def test_documents_access_remove_and_upload_errors(csettings, admin, ingested_sa
 
 
 def test_sources_add_test_query_and_remove(csettings, admin, knowledge_base) -> None:
-    from policybot.manage import list_fallback_sources
+    from application.manage import list_fallback_sources
 
     token = _csrf(admin, "/admin/sources")
     added = admin.post(
@@ -509,7 +509,7 @@ def test_sources_add_test_query_and_remove(csettings, admin, knowledge_base) -> 
 
 
 def test_evaluators_page_activation_errors_and_queued_training(csettings, admin, ingested_samples) -> None:
-    from policybot import jobs
+    from application import jobs
     from workers.celery_app import INGEST_QUEUE, celery_app
 
     page = admin.get("/admin/evaluators")
@@ -595,7 +595,7 @@ def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_pat
 
 
 def test_csv_export_neutralises_spreadsheet_formulas() -> None:
-    from policybot.review import records_csv
+    from application.review import records_csv
 
     record = {
         "id": 1,
@@ -690,7 +690,7 @@ def test_session_secret_is_never_empty_or_short_and_made_once(csettings, tmp_pat
     from pydantic import ValidationError
 
     from console.auth import session_secret
-    from policybot.config import ConfigError, Settings
+    from core.config import ConfigError, Settings
 
     with pytest.raises(ConfigError, match="at least 32 bytes"):
         session_secret(csettings.model_copy(update={"console_secret": SecretStr("too-short")}))
@@ -763,7 +763,7 @@ def test_login_throttle_counts_before_checking_per_address_and_per_name(csetting
     import redis
 
     from console import auth
-    from policybot import services
+    from core import services
 
     throttle = auth.LoginThrottle(csettings)
     stamps: list[str | None] = []
@@ -837,7 +837,7 @@ def test_sign_in_is_refused_not_unthrottled_when_redis_is_unreachable(csettings)
 
 def test_new_password_hashes_cost_scrypt_n_2_17_and_old_ones_still_sign_in(csettings, caplog) -> None:
     from console.auth import SCRYPT_MAXMEM, hash_password, is_outdated, verify_password
-    from policybot.config import Settings, parse_scrypt_hash
+    from core.config import Settings, parse_scrypt_hash
 
     assert Settings.model_fields["console_scrypt_n"].default == 2**17
     produced = hash_password("a long enough password")
@@ -938,7 +938,7 @@ def test_an_upload_batch_is_checked_whole_before_any_file_is_written(csettings, 
 
 
 def test_small_guards_job_page_id_order_minutes_cookie_path(csettings, admin, seeded_log) -> None:
-    from policybot.models import Job
+    from core.models import Job
 
     assert "Path=/admin" in _sign_in(_client(csettings)).headers["set-cookie"]
     for path in ("/admin/documents", "/admin/evaluators"):
@@ -961,9 +961,9 @@ def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
 
     from sqlalchemy import delete
 
-    from policybot import db
-    from policybot.models import Question
-    from policybot.review import ALERT_MIN_PRIOR, incorrect_alert
+    from application.review import ALERT_MIN_PRIOR, incorrect_alert
+    from core import db
+    from core.models import Question
 
     from support.question_log import question_row
 
@@ -1010,7 +1010,7 @@ def test_incorrect_alert_needs_a_prior_baseline(csettings) -> None:
 
 
 def test_sources_page_masks_url_query_values(csettings, admin) -> None:
-    from policybot.urls import mask_query
+    from core.urls import mask_query
 
     assert (
         mask_query("https://x.example/s?api_key=SECRET&q=dog", keep=("dog",)) == "https://x.example/s?api_key=***&q=dog"
@@ -1049,7 +1049,7 @@ def test_sources_page_masks_url_query_values(csettings, admin) -> None:
     ],
 )
 def test_service_urls_are_shown_without_secrets(url: str, shown: str) -> None:
-    from policybot.urls import mask_url
+    from core.urls import mask_url
 
     assert mask_url(url) == shown
 
@@ -1058,7 +1058,7 @@ def test_console_users_hashes_are_parsed_whole() -> None:
     from pydantic import ValidationError
 
     from console.auth import hash_password
-    from policybot.config import Settings
+    from core.config import Settings
 
     good = hash_password("long enough password", 2**14)
     assert Settings(**{"POLICYBOT_CONSOLE_USERS": f"ada:{good}"}).console_accounts == {"ada": good}

@@ -141,7 +141,7 @@ def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -
 
 
 def test_upload_a_document_and_see_it_appear(page, console_url, stack, tmp_path) -> None:
-    from policybot.manage import list_documents
+    from application.manage import list_documents
 
     upload = tmp_path / "console-e2e-parking.md"
     upload.write_text(

@@ -1,4 +1,4 @@
-"""The policy-qa corpus (datasets/policy-qa/) and its validator (policybot/corpus.py).
+"""The policy-qa corpus (datasets/policy-qa/) and its validator (application/corpus.py).
 
 The first test checks the shipped corpus as a whole; the others build tiny organisations
 and show that each check catches what it is for.
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from policybot.corpus import load_corpus, section_text, validate
+from application.corpus import load_corpus, section_text, validate
 
 from support.corpus import GOOD, write_org
 

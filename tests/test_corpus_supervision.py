@@ -1,4 +1,4 @@
-"""The policy-qa corpus as training, gating and calibration data (policybot/corpus_supervision.py),
+"""The policy-qa corpus as training, gating and calibration data (application/corpus_supervision.py),
 asked through real retrieval on a database of its own."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from application.corpus_supervision import corpus_settings, labelled_data
+from application.evaluators import corpus_chunks
+from core import db
+from core.models import Document
 from crag.training import LabelledData
-from policybot import db
-from policybot.corpus_supervision import corpus_settings, labelled_data
-from policybot.evaluators import corpus_chunks
-from policybot.models import Document
 
 from support.corpus import GOOD, write_org
 

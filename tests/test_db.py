@@ -6,8 +6,8 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine, inspect, text
 
-from policybot import db, services
-from policybot.models import CHUNKS_TABLE
+from core import db, services
+from core.models import CHUNKS_TABLE
 
 from support.environment import REPO
 
@@ -41,7 +41,7 @@ def test_migrations_from_empty_twice(settings):
         from alembic.autogenerate import compare_metadata
         from alembic.migration import MigrationContext
 
-        from policybot.models import Base
+        from core.models import Base
 
         with fresh.connect() as connection:
             differences = compare_metadata(MigrationContext.configure(connection), Base.metadata)
@@ -55,7 +55,7 @@ def test_a_failed_statement_does_not_carry_its_values_into_error_messages(settin
     """Errors are logged with their message; a question's text must not ride along."""
     import sqlalchemy
 
-    from policybot import db
+    from core import db
 
     with pytest.raises(sqlalchemy.exc.DBAPIError) as raised, db.engine(settings).connect() as connection:
         connection.execute(

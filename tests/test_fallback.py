@@ -673,9 +673,9 @@ def test_a_policy_question_never_reaches_an_open_web_source(server: LocalServer)
 def test_a_source_registered_before_metadata_hosts_were_refused_is_skipped_not_fatal(settings, caplog) -> None:
     from sqlalchemy import delete
 
-    from policybot import db
-    from policybot.models import FallbackSourceRow
-    from policybot.runtime import fallback_sources
+    from application.runtime import fallback_sources
+    from core import db
+    from core.models import FallbackSourceRow
 
     with db.session(settings) as session:
         session.add(

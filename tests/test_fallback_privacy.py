@@ -371,11 +371,11 @@ def test_the_organisations_vocabulary_holds_its_words_but_not_its_names() -> Non
 def test_the_runtime_sends_words_of_the_indexed_documents_and_follows_their_changes(settings, tmp_path) -> None:
     from sqlalchemy import select
 
+    from application.runtime import fallback_preview
+    from application.vocabulary import organisation_vocabulary
+    from core import db
+    from core.models import Document
     from ingestion.ingest import ingest_paths, remove_document
-    from policybot import db
-    from policybot.models import Document
-    from policybot.runtime import fallback_preview
-    from policybot.vocabulary import organisation_vocabulary
 
     question = "Is zymurgy allowed at the office party?"  # "zymurgy" is no common English (Zipf 0)
     assert "zymurgy" not in fallback_preview(settings, question).keywords.split()

@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from application.generator import openai_generator
+from core.config import Settings
 from crag.pipeline import AskContext, CragPipeline, PipelineConfig
 from crag.types import Passage, Thresholds
-from policybot.config import Settings
-from policybot.generator import openai_generator
 
 PASSAGE = Passage(
     id="c1",
@@ -118,8 +118,8 @@ def test_no_generator_configured():
 def test_the_generator_sees_only_evidence_the_asker_may_see(chat_server, settings, ingested_samples, tmp_path):
     """A document with an access list reaches the generator only for a question asked in one of
     its channels: evidence is chosen (retrieval honours access lists) before generation."""
+    from application.runtime import Runtime, cosine_evaluator
     from ingestion.ingest import ingest_paths
-    from policybot.runtime import Runtime, cosine_evaluator
 
     path = tmp_path / "board-offsite.md"
     path.write_text("# Board Offsite\n\n## Budget\n\nThe board offsite budget is 90,000 dollars per quarter.\n")

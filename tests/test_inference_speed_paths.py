@@ -40,8 +40,8 @@ def test_bf16_is_never_combined_with_int8(saved_judge):
 
 
 def test_bf16_setting(monkeypatch):
-    from policybot import runtime
-    from policybot.config import Settings
+    from application import runtime
+    from core.config import Settings
 
     monkeypatch.setattr(runtime, "native_bf16", lambda: False)
     assert not runtime.use_bf16(Settings(POLICYBOT_EVALUATOR_BF16="auto"))

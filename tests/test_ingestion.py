@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sqlalchemy import select, text
 
+from core import db
+from core.models import CHUNKS_TABLE, Document
 from ingestion.ingest import ingest_paths, remove_document
-from policybot import db
-from policybot.models import CHUNKS_TABLE, Document
 
 from support.environment import SAMPLES
 

@@ -44,7 +44,7 @@ def _stop_postgres(stack) -> None:
 
 def _restart_postgres_after(stack, seconds: float) -> None:
     """Stop the embedded PostgreSQL, wait, start it again (the same data, a fresh server)."""
-    from policybot import services
+    from core import services
 
     _stop_postgres(stack)
     time.sleep(seconds)
@@ -53,7 +53,7 @@ def _restart_postgres_after(stack, seconds: float) -> None:
 
 def _restart_redis_without_persistence(stack) -> None:
     """What a Redis without persistence is after a restart: empty, every connection dropped."""
-    from policybot import services
+    from core import services
 
     url = services.redis_url(stack.settings)
     redis.Redis.from_url(url).flushall()
@@ -121,7 +121,7 @@ def test_a_post_whose_ts_could_not_be_saved_is_not_posted_again(stack) -> None:
     finally:
         stack.fake.before_reply.pop("chat.postMessage", None)
     time.sleep(3)  # the task meets the database down
-    from policybot import services
+    from core import services
 
     services.start_postgres(stack.settings)
     answer_question_task.delay(row.id)  # a second delivery
@@ -176,7 +176,7 @@ def test_a_question_told_the_database_is_down_is_not_replayed_later(stack) -> No
 
     from bot.app import build_app, replay_event
     from bot.recovery import replay_unhandled_events
-    from policybot import db, services
+    from core import db, services
 
     channel = "CDBLATE001"
     event = stack.mention(PARENTAL_LEAVE, channel, user="UDBLATE001")  # a user no bot has looked up yet
@@ -224,10 +224,11 @@ def _left_behind(
     (negative: overdue) but in no queue; `question` sets columns of its log row. The event."""
     from sqlalchemy import update
 
-    from bot import state
-    from policybot import db, outbox
-    from policybot.answering import record_question
-    from policybot.models import Outbox, Question, SlackMessage
+    from application import outbox
+    from application.answering import record_question
+    from core import db
+    from core.models import Outbox, Question, SlackMessage
+    from slack_outbound import state
 
     event = stack.mention(text, channel)
     now = datetime.now(UTC)
@@ -281,8 +282,8 @@ class _QueueThatLoses:
 
 
 def _owed(stack, channel: str, ts: str):  # -> Outbox row
-    from policybot import db
-    from policybot.models import Outbox
+    from core import db
+    from core.models import Outbox
 
     [row] = question_for(stack.settings, channel, ts)
     with db.session(stack.settings) as session:
@@ -293,8 +294,8 @@ def _make_due(stack, question_id: int) -> None:
     """Move a reply's due time to now, instead of waiting for it."""
     from sqlalchemy import func, update
 
-    from policybot import db
-    from policybot.models import Outbox
+    from core import db
+    from core.models import Outbox
 
     with db.session(stack.settings) as session:
         session.execute(update(Outbox).where(Outbox.question_id == question_id).values(due_at=func.now()))
@@ -355,10 +356,10 @@ def test_every_reply_owed_is_swept_from_the_outbox(stack) -> None:
     the last; after MAX_SWEEPS the asker gets the apology with the reference instead of
     silence. Replies not yet due, posted, being answered right now, or whose post may have
     reached Slack are never posted (again)."""
+    from application.answering import question_lock
     from bot.app import web_client
     from bot.listeners import CeleryEnqueuer
     from bot.recovery import MAX_SWEEPS
-    from policybot.answering import question_lock
 
     client = web_client(stack.settings)
     lost = _left_behind(stack, "CSWEEP0001", PARENTAL_LEAVE, -60)

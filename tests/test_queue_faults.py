@@ -92,15 +92,15 @@ def _bulky_markdown(paragraphs: int) -> bytes:
 
 
 def _settings_for(home: Path, **values: object):  # -> Settings
-    from policybot.config import Settings
+    from core.config import Settings
 
     return Settings(POLICYBOT_HOME=home, **values)
 
 
 @pytest.mark.services
 def test_each_home_has_a_redis_of_its_own_and_stops_only_its_own(tmp_path, monkeypatch) -> None:
-    from policybot import services
-    from policybot.services import ServiceError
+    from core import services
+    from core.services import ServiceError
 
     monkeypatch.delenv("POLICYBOT_REDIS_PORT", raising=False)  # the default: a port of the home's own
     dev, staging = _settings_for(tmp_path / "dev"), _settings_for(tmp_path / "staging")
@@ -145,7 +145,7 @@ def test_each_home_has_a_redis_of_its_own_and_stops_only_its_own(tmp_path, monke
 
 
 def test_an_answer_whose_worker_died_is_redelivered_within_minutes_by_default(monkeypatch) -> None:
-    from policybot.config import Settings
+    from core.config import Settings
     from workers.celery_app import ANSWER_HARD_LIMIT_S
 
     monkeypatch.delenv("POLICYBOT_CELERY_VISIBILITY_TIMEOUT", raising=False)
@@ -156,7 +156,7 @@ def test_an_answer_whose_worker_died_is_redelivered_within_minutes_by_default(mo
 def test_waiting_retries_and_long_ingestion_are_not_delivered_twice(settings, tmp_path) -> None:
     """Redis's visibility timeout (3 s here) is far shorter than a retry's countdown and than
     the ingestion; the worker holds both until they are due, so each runs once."""
-    from policybot import jobs
+    from application import jobs
     from workers.tasks import apologise_task, ingest_job_task
 
     env = cli_env(settings.home) | {"POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(SHORT_VISIBILITY_S)}
@@ -256,8 +256,8 @@ def test_an_upload_whose_worker_keeps_dying_gets_the_failure_reply_after_three_d
 def _claim_of(stack, channel: str, ts: str) -> int:
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import SlackMessage
+    from core import db
+    from core.models import SlackMessage
 
     with db.session(stack.settings) as session:
         return session.execute(

@@ -1,7 +1,7 @@
 """Replies on the sample documents are short and on point (issue #25, section 3): the first line
 answers, its conditions stay, and nothing from an unrelated section follows.
 
-Asked through the product's pipeline (policybot/runtime.py) over the ingested samples, judged by
+Asked through the product's pipeline (application/runtime.py) over the ingested samples, judged by
 cosine similarity: what a fresh clone answers before any evaluator is trained.
 """
 
@@ -16,7 +16,7 @@ EXPENSE_DEADLINE = "How long do I have to submit my expense report after a domes
 
 @pytest.fixture(scope="module")
 def pipeline(knowledge_base):  # -> crag.pipeline.CragPipeline
-    from policybot.runtime import Runtime, cosine_evaluator
+    from application.runtime import Runtime, cosine_evaluator
 
     return Runtime(knowledge_base, cosine_evaluator(knowledge_base)).pipeline(None)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
+from core import db
 from ingestion.ingest import ingest_paths
 from ingestion.retriever import ChunkRetriever
 from ingestion.store import chunk_table
-from policybot import db
 
 
 @pytest.mark.parametrize(
@@ -34,7 +34,7 @@ def test_similarity_query_returns_the_right_chunk(settings, ingested_samples, qu
 def test_training_reads_the_chunks_in_document_order_not_by_their_path_hashed_ids(settings, ingested_samples):
     """Chunk ids hash the file's path; the evaluator's training data must not depend on where
     the same documents were ingested from, so the corpus comes in document order."""
-    from policybot.evaluators import corpus_chunks
+    from application.evaluators import corpus_chunks
 
     chunks = [chunk for chunk in corpus_chunks(settings) if chunk.document == "leave-policy.md"]
     assert len(chunks) > 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_settings_never_show_a_secret_in_repr_str_or_dumps(tmp_path) -> None:
-    from policybot.config import Settings
+    from core.config import Settings
 
     values = {
         "DATABASE_URL": "postgresql://policybot:db-pass-4s3cr3t@db:5432/policybot",

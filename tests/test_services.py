@@ -7,14 +7,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from policybot import services
+from core import services
 
 from support.environment import REPO
 
 
 @pytest.mark.services
 def test_embedded_stack_survives_down_and_up(tmp_path, monkeypatch):
-    from policybot.config import Settings
+    from core.config import Settings
 
     own = Settings(POLICYBOT_HOME=tmp_path / "home", POLICYBOT_REDIS_PORT=6392)
     try:
@@ -72,7 +72,7 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
 
     import redis
 
-    from policybot.config import Settings
+    from core.config import Settings
 
     from support.slack import wait_until
 

@@ -149,8 +149,8 @@ deposit of 20 euros, returned when the key is handed back.
 def _documents(settings, name: str) -> list:
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import Document
+    from core import db
+    from core.models import Document
 
     with db.session(settings) as session:
         return list(session.execute(select(Document.collection).where(Document.name == name)).scalars())

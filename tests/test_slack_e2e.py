@@ -71,7 +71,7 @@ def _posted(stack, channel: str, ts: str, timeout: float = 120):
 
 
 def test_mention_gets_one_cited_answer_in_its_thread(stack) -> None:
-    from policybot.wording import describe_action
+    from core.wording import describe_action
 
     channel = "CMAIN00001"
     event = stack.mention("How many weeks of parental leave do primary caregivers get?", channel)
@@ -389,9 +389,9 @@ def test_a_message_taken_for_a_notice_is_not_taken_for_a_question_on_a_retry(sta
 
     from sqlalchemy import update
 
-    from bot import state
-    from policybot import db
-    from policybot.models import SlackMessage
+    from core import db
+    from core.models import SlackMessage
+    from slack_outbound import state
 
     channel, ts = "CKINDS0001", stack.fake.new_ts()
     with db.session(stack.settings) as session:
@@ -423,7 +423,7 @@ def test_mention_and_message_events_for_one_dm_message_are_answered_once(stack) 
 def test_bad_or_stale_signature_is_rejected_and_nothing_is_enqueued(stack) -> None:
     import redis
 
-    from policybot import services
+    from core import services
 
     channel = "CSIGNED001"
     broker = redis.Redis.from_url(services.redis_url(stack.settings))
@@ -491,8 +491,8 @@ def test_empty_mention_and_oversized_message_get_a_clear_reply(stack) -> None:
 
 
 def test_feedback_click_is_recorded_once_and_can_change(stack) -> None:
-    from policybot import db
-    from policybot.models import Feedback
+    from core import db
+    from core.models import Feedback
 
     channel = "CFEEDBK001"
     event = stack.mention("What is the deadline for submitting travel expense reports?", channel)
@@ -759,8 +759,8 @@ def test_admin_upload_is_ingested_then_answerable(stack) -> None:
 
 
 def test_non_admin_upload_is_refused(stack) -> None:
-    from policybot import db
-    from policybot.models import Document
+    from core import db
+    from core.models import Document
 
     channel = "DNONADMIN1"
     file = stack.fake.add_file("secret-plans.md", b"# Plans\n\nWe will take over the world.\n", user="UNOTADMIN1")

@@ -67,9 +67,9 @@ def endpoint(policybot_home) -> Iterator[Endpoint]:
     # No PostgreSQL or Redis: every request here is refused, or answered by Bolt itself (url_verification).
     from bot.app import build_app
     from bot.http import BackgroundServer, create_asgi_app
+    from core.config import get_settings
     from devtools.demo import slack_settings
     from devtools.fake_slack import FakeSlack
-    from policybot.config import get_settings
 
     fake = FakeSlack().start()
     server = BackgroundServer(create_asgi_app(build_app(slack_settings(get_settings(), fake)))).start()

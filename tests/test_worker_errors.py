@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
 from bot.app import web_client
-from policybot.config import Settings
+from core.config import Settings
 from workers.tasks import LATER_COUNTDOWNS_S, MAX_RETRY_AFTER_S, plan_retry, slack_failed_for_now
 
 

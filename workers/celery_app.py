@@ -55,15 +55,15 @@ DELIVERY_COUNT_TTL_S = 2 * 24 * 3600  # far longer than MAX_DELIVERIES deliverie
 
 
 def visibility_timeout() -> int:
-    from policybot.config import get_settings
+    from core.config import get_settings
 
     return get_settings().celery_visibility_timeout
 
 
 def _configuration() -> dict:
     """Read lazily (first use), so importing the module neither reads settings nor starts Redis."""
-    from policybot import services
-    from policybot.config import get_settings
+    from core import services
+    from core.config import get_settings
 
     timeout = visibility_timeout()
     # Sweep for abandoned messages often enough that one is redelivered soon after it expires.
@@ -196,8 +196,8 @@ def delivered_too_often(task: Any) -> bool:
 @worker_process_init.connect
 def load_models(**_: object) -> None:
     """In each worker process: fresh DB connections, torch threads from settings, models loaded once."""
-    from policybot import db
-    from policybot.config import get_settings
+    from core import db
+    from core.config import get_settings
 
     db.dispose_engines()  # never reuse connections opened before fork
     settings = get_settings()
@@ -207,7 +207,7 @@ def load_models(**_: object) -> None:
         torch.set_num_threads(settings.evaluator_threads)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
-    from policybot.runtime import get_runtime
+    from application.runtime import get_runtime
 
     runtime = get_runtime(settings)
     try:
@@ -215,9 +215,9 @@ def load_models(**_: object) -> None:
     except Exception:  # a cold first question is better than a worker that never starts
         log.warning("warm-up failed; the first question will load what is missing", exc_info=True)
     # What the answer task imports on its first run (Slack client, Block Kit, the action log).
+    import application.answering  # noqa: F401
     import bot.app  # noqa: F401
-    import bot.blocks  # noqa: F401
     import bot.listeners  # noqa: F401
-    import policybot.answering  # noqa: F401
+    import slack_outbound.blocks  # noqa: F401
 
     log.info("worker process %s ready: %s", os.getpid(), runtime.loaded.description)

@@ -22,7 +22,7 @@ Tasks take plain IDs and are idempotent, because delivery is at least once (acks
 - Each reply owed (the answer, or the apology) is an outbox row in PostgreSQL whose due time
   the task pushes as it moves the reply on; the bot's sweep queues the question again once that
   time passes (a Redis that lost the task), and posting goes through `outbox.post_once`, so a
-  second delivery never posts twice (policybot/outbox.py).
+  second delivery never posts twice (application/outbox.py).
 
 The tests' hooks (a slow or failing answer on purpose) are not here: devtools/test_worker_app.py.
 """
@@ -40,8 +40,8 @@ from urllib.parse import urlsplit
 
 from slack_sdk.errors import SlackApiError
 
-from policybot.errors import describe_error
-from policybot.outbox import UnsavedPost
+from application.outbox import UnsavedPost
+from core.errors import describe_error
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,
     ANSWER_SOFT_LIMIT_S,
@@ -55,9 +55,9 @@ from workers.celery_app import (
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
-    from policybot.config import Settings
-    from policybot.evaluators import Activation
-    from policybot.models import Question
+    from application.evaluators import Activation
+    from core.config import Settings
+    from core.models import Question
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def _log_given_up(task, what: str) -> None:
 
 
 def _settings() -> Settings:
-    from policybot.config import get_settings
+    from core.config import get_settings
 
     return get_settings()
 
@@ -111,8 +111,8 @@ def _settings() -> Settings:
 def earlier_questions_for(settings: Settings, row: Question) -> list:
     """The thread's earlier questions this one continues, oldest first: none when it stands
     alone; "What about contractors?" then "And interns?" reach back to the question they follow."""
+    from application.answering import get_question
     from crag.followups import continues_earlier
-    from policybot.answering import get_question
 
     earlier: list = []
     current = row
@@ -158,13 +158,13 @@ def answer_question_task(
 
 
 def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts: str | None) -> str:
-    from bot import blocks
+    from application import outbox
+    from application.answering import answer_question, get_question, mark_posted, question_lock
     from bot.app import web_client
-    from bot.askers import SLACK_USERS
-    from bot.audience import answer_place, note_private_answer
     from bot.listeners import clear_progress
-    from policybot import outbox
-    from policybot.answering import answer_question, get_question, mark_posted, question_lock
+    from slack_outbound import blocks
+    from slack_outbound.askers import SLACK_USERS
+    from slack_outbound.audience import answer_place, note_private_answer
 
     settings = _settings()
     too_often = delivered_too_often(task)
@@ -220,7 +220,7 @@ def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts:
                 answered_row = get_question(settings, question_id)
                 assert answered_row is not None
                 row = answered_row
-            # Asked where outsiders read: to the asker alone, as decided when it arrived (bot/audience.py).
+            # Asked where outsiders read: to the asker alone, as decided when it arrived (slack_outbound/audience.py).
             lead = blocks.private_answer_lead(row.channel, row.question) if row.private_reply else None
             message = blocks.answer_message(blocks.AnswerView.from_row(row), lead)
             answered = row
@@ -328,8 +328,8 @@ def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwa
 
 def _fail_question(settings: Settings, poster: WebClient, row: Question, error: BaseException) -> str:
     """A question given up: the log row says failed, and the asker is owed the apology."""
-    from policybot import outbox
-    from policybot.answering import mark_failed
+    from application import outbox
+    from application.answering import mark_failed
 
     mark_failed(settings, row.id, error, apology_due=True)
     # Slack's answer will not change for these: apologising in the same place only fails
@@ -400,7 +400,7 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
 
 
 def _apologise_later(settings: Settings, question_id: int) -> None:
-    from policybot import outbox
+    from application import outbox
 
     outbox.due_in(settings, question_id, LATER_COUNTDOWNS_S[0])
     try:
@@ -428,10 +428,10 @@ def apologise_task(self, question_id: int, db_waits: int = 0) -> str:
 
 
 def _apologise_again(task, question_id: int, db_waits: int) -> str:
+    from application import outbox
+    from application.answering import get_question, question_lock
     from bot.app import web_client
     from bot.recovery import apologise
-    from policybot import outbox
-    from policybot.answering import get_question, question_lock
 
     settings = _settings()
     if delivered_too_often(task):  # the question is marked failed already
@@ -483,8 +483,8 @@ def download_file(client: WebClient, settings: Settings, file_id: str, folder: P
     """Fetch an uploaded file with the bot token into `folder` (same name: a re-upload updates the document)."""
     import httpx
 
+    from core.config import secret_value
     from ingestion.loaders import SUPPORTED_SUFFIXES
-    from policybot.config import secret_value
 
     info: dict[str, Any] = client.files_info(file=file_id)["file"]
     name = _safe_name(str(info.get("name") or info.get("title") or file_id))
@@ -540,9 +540,9 @@ def ingest_file_task(
     """Ingest files an admin sent the bot in a DM and confirmed, into the collection the offer
     named, then say in the DM what happened; the 👀 goes whatever the outcome. `user`: who
     confirmed, as the bot saw it (the claim's record of it is what counts)."""
-    from bot import blocks, state
     from bot.app import web_client
     from bot.listeners import clear_progress
+    from slack_outbound import blocks, state
 
     settings = _settings()
     too_often = delivered_too_often(self)
@@ -618,7 +618,7 @@ def _ingest_uploads(
 
 def _start_first_training(settings: Settings) -> bool:
     """After the first ingestion, train an evaluator on the ingest queue (POLICYBOT_AUTO_TRAIN)."""
-    from policybot import evaluators
+    from application import evaluators
 
     if not settings.auto_train or evaluators.list_versions(settings):
         return False
@@ -652,9 +652,9 @@ def train_evaluator_task(
     Answer workers load the active evaluator when their process starts: restart them
     (or run `policybot worker` again) to use a newly activated version.
     """
-    from policybot import jobs
-    from policybot.errors import UserError
-    from policybot.evaluators import active_version, train_and_register
+    from application import jobs
+    from application.evaluators import active_version, train_and_register
+    from core.errors import UserError
 
     settings = _settings()
     if delivered_too_often(self):
@@ -720,9 +720,9 @@ def train_evaluator_task(
 )
 def ingest_job_task(self, job_id: int) -> str:
     """Ingest the files of a console job (uploads or a re-ingest), reporting progress per file."""
+    from application import jobs
+    from core.errors import UserError
     from ingestion.ingest import ingest_paths
-    from policybot import jobs
-    from policybot.errors import UserError
 
     settings = _settings()
     too_often = delivered_too_often(self)

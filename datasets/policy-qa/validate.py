@@ -4,14 +4,14 @@
 
 With no organisation named, the whole corpus is checked, its overall size and label shares
 included. Exit status 0 when nothing is wrong, 1 otherwise. The checks are in
-policybot/corpus.py; the test suite runs the same ones (tests/test_corpus.py).
+application/corpus.py; the test suite runs the same ones (tests/test_corpus.py).
 """
 
 from __future__ import annotations
 
 import sys
 
-from policybot.corpus import CorpusError, load_corpus, summary, validate
+from application.corpus import CorpusError, load_corpus, summary, validate
 
 
 def main(argv: list[str]) -> int:

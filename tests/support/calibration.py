@@ -33,8 +33,8 @@ ABSENT = [-0.6 + 0.07 * i for i in range(12)]  # -0.60 .. 0.17
 
 def seed_reviewed_version(settings, tmp_path: Path, n_present: int, n_absent: int) -> tuple[str, Path]:
     """A stored version with its folder, and reviewed questions logged with it."""
-    from policybot import db
-    from policybot.models import EvaluatorVersion, Review
+    from core import db
+    from core.models import EvaluatorVersion, Review
 
     version = f"t5-calib-{uuid.uuid4().hex[:8]}"
     folder = tmp_path / version
@@ -88,8 +88,8 @@ def seed_reviewed_version(settings, tmp_path: Path, n_present: int, n_absent: in
 def stored_thresholds(settings, version: str) -> tuple[float, float, float]:
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import EvaluatorVersion
+    from core import db
+    from core.models import EvaluatorVersion
 
     with db.session(settings) as session:
         row = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.version == version)).scalar_one()

@@ -49,10 +49,10 @@ def csrf_of(html: str) -> str:
 def seeded_log(settings, request) -> dict[str, int]:  # label -> question id
     """A month of questions in the module's SEED_CHANNEL (default CHANNEL): mostly Correct before
     the last week, many Incorrect in it. Each module seeds its own channel, so filters stay exact."""
-    from policybot import db
+    from core import db
 
     channel = getattr(request.module, "SEED_CHANNEL", CHANNEL)
-    from policybot.models import Feedback
+    from core.models import Feedback
 
     now = datetime.now(UTC)
     scores = [

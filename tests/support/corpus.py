@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from policybot.corpus import CORPUS_ROOT
+from application.corpus import CORPUS_ROOT
 
 sys.path.insert(0, str(CORPUS_ROOT))
 import build  # noqa: E402  (datasets/policy-qa/build.py)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def question_row(**values: Any):  # -> policybot.models.Question
-    from policybot.answering import new_reference
-    from policybot.models import Question
+def question_row(**values: Any):  # -> core.models.Question
+    from application.answering import new_reference
+    from core.models import Question
 
     defaults = dict(
         surface="mention",

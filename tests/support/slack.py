@@ -143,8 +143,8 @@ def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_e
 def question_for(settings, channel: str, message_ts: str):
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import Question
+    from core import db
+    from core.models import Question
 
     with db.session(settings) as session:
         return (
@@ -185,7 +185,7 @@ def choose_upload(
     url: str | None = None,
 ):  # -> httpx.Response
     """Click "Add to knowledge base" (or "Don't add") on the bot's offer to add an admin's files."""
-    from bot import blocks
+    from slack_outbound import blocks
 
     [button] = [b for b in buttons(offer) if b["action_id"] == (blocks.UPLOAD_ADD if add else blocks.UPLOAD_SKIP)]
     response = stack.fake.click(

@@ -15,9 +15,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from policybot import db
-from policybot.config import Settings
-from policybot.models import Job
+from core import db
+from core.config import Settings
+from core.models import Job
 
 JOB_KINDS = ("ingest", "train")
 

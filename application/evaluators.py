@@ -18,6 +18,14 @@ from typing import Literal
 import numpy as np
 from sqlalchemy import select, update
 
+from application.calibration import REVIEWS, LabelSources, review_examples
+from application.corpus_supervision import CorpusUnavailable, corpus_path, labelled_data
+from application.runtime import embed_function, reset_runtime
+from core import db
+from core.config import Settings
+from core.errors import NotFound, UserError
+from core.models import Document, EvaluatorVersion
+from core.services import ServiceError
 from crag.evaluator import METADATA_FILE, WEIGHTS_FILE, EvaluatorConfig
 from crag.training import (
     EvaluationReport,
@@ -30,14 +38,6 @@ from crag.training import (
 )
 from crag.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
-from policybot import db
-from policybot.calibration import REVIEWS, LabelSources, review_examples
-from policybot.config import Settings
-from policybot.corpus_supervision import CorpusUnavailable, corpus_path, labelled_data
-from policybot.errors import NotFound, UserError
-from policybot.models import Document, EvaluatorVersion
-from policybot.runtime import embed_function, reset_runtime
-from policybot.services import ServiceError
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from policybot import services
-from policybot.config import Settings, secret_value
+from core import services
+from core.config import Settings, secret_value
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 # Serialises concurrent `upgrade` runs (several workers starting at once).

@@ -8,11 +8,11 @@ import threading
 
 from sqlalchemy import func, select
 
+from core import db
+from core.config import Settings
+from core.models import Document
 from crag.redaction import document_vocabulary
 from ingestion.store import chunk_table
-from policybot import db
-from policybot.config import Settings
-from policybot.models import Document
 
 # Per database engine: (the documents' stamp, the vocabulary read then).
 _vocabularies: dict[object, tuple[tuple[object, ...], frozenset[str]]] = {}

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from policybot.errors import NotFound, UserError
-from policybot.wording import describe_action
+from core.errors import NotFound, UserError
+from core.wording import describe_action
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from policybot.config import Settings
+    from core.config import Settings
 
 ACTIONS = ("correct", "ambiguous", "incorrect")
 STATUSES = ("answered", "failed", "pending")
@@ -69,7 +69,7 @@ class LogFilters:
     def apply(self, query):
         from sqlalchemy import exists
 
-        from policybot.models import Feedback, Question, Review
+        from core.models import Feedback, Question, Review
 
         if self.since is not None:
             query = query.where(Question.created_at >= self.since)
@@ -105,7 +105,7 @@ class LogFilters:
 def _feedback_counts(session: Session, question_ids: list[int]) -> dict[int, tuple[int, int]]:
     from sqlalchemy import case, func, select
 
-    from policybot.models import Feedback
+    from core.models import Feedback
 
     if not question_ids:
         return {}
@@ -120,7 +120,7 @@ def _feedback_counts(session: Session, question_ids: list[int]) -> dict[int, tup
 def _latest_reviews(session: Session, question_ids: list[int]) -> dict[int, dict[str, Any]]:
     from sqlalchemy import select
 
-    from policybot.models import Review
+    from core.models import Review
 
     if not question_ids:
         return {}
@@ -146,8 +146,8 @@ def query_logs(
     """
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import Question
+    from core import db
+    from core.models import Question
 
     filters = filters or LogFilters(**legacy)
     query = filters.apply(select(Question)).order_by(Question.id.desc())
@@ -166,8 +166,8 @@ def query_logs(
 def count_logs(settings: Settings, filters: LogFilters) -> int:
     from sqlalchemy import func, select
 
-    from policybot import db
-    from policybot.models import Question
+    from core import db
+    from core.models import Question
 
     with db.session(settings) as session:
         return int(session.execute(filters.apply(select(func.count()).select_from(Question))).scalar_one())
@@ -177,8 +177,8 @@ def logged_evaluator_versions(settings: Settings) -> list[str]:
     """The evaluator versions that answered logged questions (the console's evaluator filter)."""
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import Question
+    from core import db
+    from core.models import Question
 
     with db.session(settings) as session:
         versions = session.execute(
@@ -190,7 +190,7 @@ def logged_evaluator_versions(settings: Settings) -> list[str]:
 def record_id(ref: str) -> int | None:
     """The row id `ref` names: "#123" or "id:123", or bare digits that cannot be a reference. None
     otherwise: `ref` is then looked up as a reference (e.g. Q7K2M9, or 482759: all-digit ones exist)."""
-    from policybot.answering import could_be_reference
+    from application.answering import could_be_reference
 
     ref = ref.strip()
     explicit = next((ref[len(prefix) :].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
@@ -202,8 +202,8 @@ def find_record(settings: Settings, ref: str) -> dict[str, Any] | None:
     """One logged question by the reference users quote (e.g. Q7K2M9) or by row id (`record_id`)."""
     from sqlalchemy import func, select
 
-    from policybot import db
-    from policybot.models import Question
+    from core import db
+    from core.models import Question
 
     ref = ref.strip()
     row_id = record_id(ref)
@@ -348,8 +348,8 @@ def set_review(
     """Store (or replace) one reviewer's label for a logged question."""
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import Document, Question, Review
+    from core import db
+    from core.models import Document, Question, Review
 
     if verdict not in VERDICTS:
         raise ReviewError(f"verdict must be one of {', '.join(VERDICTS)}")
@@ -381,8 +381,8 @@ def set_review(
 def reviews_for(settings: Settings, question_id: int) -> list[dict[str, Any]]:
     from sqlalchemy import select
 
-    from policybot import db
-    from policybot.models import Review
+    from core import db
+    from core.models import Review
 
     with db.session(settings) as session:
         rows = (
@@ -442,7 +442,7 @@ def daily_stats(settings: Settings, days: int = 7, now: datetime | None = None) 
     """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
     from sqlalchemy import text
 
-    from policybot import db
+    from core import db
 
     now = now or datetime.now(UTC)
     start = _day_start(now.date() - timedelta(days=days - 1))
@@ -494,7 +494,7 @@ def _incorrect_share(session: Session, since: datetime, until: datetime) -> tupl
 
 def incorrect_alert(settings: Settings, margin: float, now: datetime | None = None) -> dict[str, Any]:
     """Incorrect share of the last 7 days against the 28 days before them; `alert` when it rose by > margin."""
-    from policybot import db
+    from core import db
 
     now = now or datetime.now(UTC)
     recent_start, prior_start = now - timedelta(days=7), now - timedelta(days=35)
@@ -518,8 +518,8 @@ def incorrect_alert(settings: Settings, margin: float, now: datetime | None = No
 def _misses(settings: Settings, since: datetime) -> Sequence[Any]:
     from sqlalchemy import or_, select
 
-    from policybot import db
-    from policybot.models import Question
+    from core import db
+    from core.models import Question
 
     with db.session(settings) as session:
         return session.execute(
@@ -537,8 +537,8 @@ def misses(settings: Settings, since: datetime, limit: int = 10) -> tuple[list[t
     - documents: the knowledge-base document that ranked first (likely stale there);
     - topics: the keywords a fallback would have been sent (redacted).
     """
+    from application.vocabulary import organisation_vocabulary
     from crag.redaction import keyword_query, redact
-    from policybot.vocabulary import organisation_vocabulary
 
     vocabulary = organisation_vocabulary(settings)  # as the fallback rewrite reads them
     documents: Counter[str] = Counter()

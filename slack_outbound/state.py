@@ -16,9 +16,9 @@ from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from policybot import db
-from policybot.config import Settings
-from policybot.models import Question, SlackAssistantThread, SlackMessage, SlackUser
+from core import db
+from core.config import Settings
+from core.models import Question, SlackAssistantThread, SlackMessage, SlackUser
 
 # Slack retries an unacknowledged event after about 1 s, 1 min and 5 min: a claim younger
 # than this belongs to a delivery that is still being handled.

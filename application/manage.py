@@ -10,11 +10,11 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import CursorResult, delete, select
 
-from policybot import db
-from policybot.config import Settings
-from policybot.errors import NotFound, UserError
-from policybot.models import Document, FallbackSourceRow
-from policybot.names import InvalidName, parse_channels, validate_collection
+from core import db
+from core.config import Settings
+from core.errors import NotFound, UserError
+from core.models import Document, FallbackSourceRow
+from core.names import InvalidName, parse_channels, validate_collection
 
 
 class ManageError(UserError):
@@ -96,8 +96,8 @@ def add_fallback_source(
     open_web: bool = False,
 ) -> FallbackSourceRow:
     """Allow-list a collection or an HTTP search API; everything is validated now, not at question time."""
+    from application.runtime import http_source_config
     from crag.http_source import FieldMap
-    from policybot.runtime import http_source_config
 
     name = name.strip()
     if not name or len(name) > 100:

@@ -23,9 +23,9 @@ from typing import Any, Literal, Protocol, cast
 from sqlalchemy import func, select, text, update
 from sqlalchemy.orm import Session
 
-from policybot import db
-from policybot.config import Settings
-from policybot.models import Outbox, Question, SlackMessage
+from core import db
+from core.config import Settings
+from core.models import Outbox, Question, SlackMessage
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def margin_s(settings: Settings) -> int:
     return max(1, settings.reply_wait_s // 2)
 
 
-# As text, compiled once: the listener runs it on every question (see bot/state.py's _CLAIM).
+# As text, compiled once: the listener runs it on every question (see slack_outbound/state.py's _CLAIM).
 _ADD = text(
     "INSERT INTO outbox (question_id, due_at) VALUES (:question_id, now() + make_interval(secs => :due_in_s)) "
     "ON CONFLICT (question_id) DO NOTHING"
@@ -111,7 +111,7 @@ def post_once(settings: Settings, question_id: int, post: Callable[[], PostedRep
             session.execute(update(Outbox).where(Outbox.question_id == question_id).values(posting_since=None))
         raise
     ts = str(posted["ts"])
-    from policybot.answering import mark_posted  # here: answering imports this module
+    from application.answering import mark_posted  # here: answering imports this module
 
     try:
         mark_posted(settings, question_id, ts)

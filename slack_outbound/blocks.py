@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policybot.wording import describe_action
+from core.wording import describe_action
 
 SECTION_LIMIT = 3000
 MAX_BLOCKS = 50
@@ -56,7 +56,7 @@ class AnswerView:
 
     @classmethod
     def from_row(cls, row: Any) -> AnswerView:
-        """From a policybot.models.Question row (or anything with the same attributes)."""
+        """From a core.models.Question row (or anything with the same attributes)."""
         return cls(
             question_id=row.id,
             reference=row.reference,
@@ -261,7 +261,7 @@ def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
 
 
 def private_answer_lead(channel: str | None, question: str) -> str:
-    """What a private answer (bot/audience.py) answers: the asker's question and where they asked it."""
+    """What a private answer (slack_outbound/audience.py) answers: the asker's question and where they asked it."""
     return f"🔒 Your question in <#{channel}>: {escape(_truncate(question, 500))}"
 
 

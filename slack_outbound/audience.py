@@ -27,9 +27,9 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot import blocks
-from bot.askers import SLACK_USERS, is_guest
-from policybot.config import Settings
+from core.config import Settings
+from slack_outbound import blocks
+from slack_outbound.askers import SLACK_USERS, is_guest
 
 log = logging.getLogger(__name__)
 

@@ -19,11 +19,12 @@ from sqlalchemy import select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from application import outbox
+from core import db
+from core.config import Settings
+from core.models import Feedback, Question
 from crag.pipeline import AskContext
 from crag.types import Answer
-from policybot import db, outbox
-from policybot.config import Settings
-from policybot.models import Feedback, Question
 
 LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
 
@@ -84,7 +85,7 @@ def record_question(
 ) -> RecordedQuestion:
     """Insert a pending question in the caller's transaction (the Slack listener claims the
     message in the same one); a second insert with the same Slack event_id is a no-op.
-    `private_reply`: the answer goes to the asker alone (bot/audience.py)."""
+    `private_reply`: the answer goes to the asker alone (slack_outbound/audience.py)."""
     values = dict(
         question=question,
         surface=surface,
@@ -126,7 +127,7 @@ def answer_question(
     row = get_question(settings, question_id)
     if row is None:
         raise LookupError(f"question {question_id} does not exist")
-    from policybot.runtime import get_runtime  # here, not at the top: the bot records questions without torch
+    from application.runtime import get_runtime  # here, not at the top: the bot records questions without torch
 
     runtime = get_runtime(settings)
     started = time.perf_counter()
@@ -217,7 +218,7 @@ def question_lock(settings: Settings, question_id: int) -> Iterator[bool]:
 
 def mark_failed(settings: Settings, question_id: int, error: BaseException, *, apology_due: bool = False) -> None:
     """The question failed (for now, or for good); `apology_due`: given up, the asker is owed
-    the apology instead of the answer (in the same transaction, policybot/outbox.py)."""
+    the apology instead of the answer (in the same transaction, application/outbox.py)."""
     detail = "".join(traceback.format_exception_only(type(error), error)).strip()
     with db.session(settings) as session:
         row = session.get(Question, question_id, with_for_update=True)

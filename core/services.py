@@ -26,14 +26,14 @@ from typing import cast
 
 import redis
 
-from policybot.config import Settings, home_secret, secret_value
-from policybot.errors import UserError
-from policybot.urls import mask_url
+from core.config import Settings, home_secret, secret_value
+from core.errors import UserError
+from core.urls import mask_url
 
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "policybot"
-CORPUS_DATABASE_NAME = "policybot_corpus"  # the policy-qa corpus's documents (policybot/corpus_supervision.py)
+CORPUS_DATABASE_NAME = "policybot_corpus"  # the policy-qa corpus's documents (application/corpus_supervision.py)
 
 
 class ServiceError(UserError):

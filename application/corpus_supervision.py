@@ -28,17 +28,7 @@ import numpy as np
 from pydantic import SecretStr
 from sqlalchemy import select
 
-from crag.followups import continues_earlier
-from crag.training import HeldOut, LabelledData, Progress
-from crag.weak_supervision import CandidateSet, Pair, StripExample, split_strips
-from ingestion import embedding
-from ingestion.chunking import HEADING_SEPARATOR
-from ingestion.ingest import ingest_paths
-from ingestion.retriever import ChunkRetriever
-from ingestion.store import chunk_table
-from policybot import db, services
-from policybot.config import Settings
-from policybot.corpus import (
+from application.corpus import (
     CORPUS_ROOT,
     Corpus,
     CorpusQuestion,
@@ -47,8 +37,18 @@ from policybot.corpus import (
     normalise,
     section_matches,
 )
-from policybot.errors import UserError
-from policybot.models import Document
+from core import db, services
+from core.config import Settings
+from core.errors import UserError
+from core.models import Document
+from crag.followups import continues_earlier
+from crag.training import HeldOut, LabelledData, Progress
+from crag.weak_supervision import CandidateSet, Pair, StripExample, split_strips
+from ingestion import embedding
+from ingestion.chunking import HEADING_SEPARATOR
+from ingestion.ingest import ingest_paths
+from ingestion.retriever import ChunkRetriever
+from ingestion.store import chunk_table
 
 HARD_NEGATIVES = {"kb": 3, "fallback": 3, "none-on-topic": 4, "none-off-topic": 2}
 CACHE_VERSION = 1

@@ -24,11 +24,11 @@ from typing import Any, Literal
 
 from sqlalchemy import select
 
+from core import db
+from core.config import Settings
+from core.errors import UserError
+from core.models import EvaluatorVersion, Feedback, Question, Review
 from crag.training import calibrate
-from policybot import db
-from policybot.config import Settings
-from policybot.errors import UserError
-from policybot.models import EvaluatorVersion, Feedback, Question, Review
 
 Label = Literal["present", "absent"]
 MIN_LABELS = 10  # per side: fewer present or absent sets give thresholds too noisy to trust
@@ -310,8 +310,8 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
     Running workers keep the thresholds they loaded; they pick the new ones up on restart.
     Returns notes for the admin (e.g. a missing folder).
     """
+    from application.runtime import reset_runtime
     from crag.evaluator import update_metadata
-    from policybot.runtime import reset_runtime
 
     notes: list[str] = []
     source = {

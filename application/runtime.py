@@ -17,18 +17,18 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
+from application.generator import openai_generator
+from application.vocabulary import organisation_vocabulary
+from core import db
+from core.config import Settings
+from core.errors import UserError
+from core.models import Document, EvaluatorVersion, FallbackSourceRow
 from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
 from crag.http_source import HttpFallbackSource, HttpSourceConfig
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding
 from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
-from policybot import db
-from policybot.config import Settings
-from policybot.errors import UserError
-from policybot.generator import openai_generator
-from policybot.models import Document, EvaluatorVersion, FallbackSourceRow
-from policybot.vocabulary import organisation_vocabulary
 
 log = logging.getLogger(__name__)
 

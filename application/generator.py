@@ -11,10 +11,10 @@ import logging
 import re
 from collections.abc import Sequence
 
+from core.config import Settings, secret_value
 from crag.pipeline import Generator
 from crag.strips import recompose
 from crag.types import Citation, Strip
-from policybot.config import Settings, secret_value
 
 log = logging.getLogger(__name__)
 

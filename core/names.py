@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from policybot.errors import UserError
+from core.errors import UserError
 
 CHANNEL_ID = re.compile(r"[A-Z0-9]{1,24}")
 COLLECTION_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
