@@ -229,15 +229,6 @@ def mark_failed(settings: Settings, question_id: int, error: BaseException, *, a
                 outbox.owe_apology(session, question_id)
 
 
-def mark_posted(settings: Settings, question_id: int, answer_ts: str) -> None:
-    """The reply is in the thread: its ts on the question, and nothing more owed."""
-    with db.session(settings) as session:
-        row = session.get(Question, question_id, with_for_update=True)
-        if row is not None:
-            row.answer_ts = answer_ts
-            outbox.close(session, question_id)
-
-
 def record_feedback(settings: Settings, question_id: int, user_id: str, vote: int) -> None:
     """One vote per user and answer; a second click changes it."""
     if vote not in (-1, 1):

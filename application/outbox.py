@@ -111,13 +111,20 @@ def post_once(settings: Settings, question_id: int, post: Callable[[], PostedRep
             session.execute(update(Outbox).where(Outbox.question_id == question_id).values(posting_since=None))
         raise
     ts = str(posted["ts"])
-    from application.answering import mark_posted  # here: answering imports this module
-
     try:
         mark_posted(settings, question_id, ts)
     except Exception as error:
         raise UnsavedPost(question_id, ts) from error
     return ts
+
+
+def mark_posted(settings: Settings, question_id: int, answer_ts: str) -> None:
+    """The reply is in the thread: its ts on the question, and nothing more owed."""
+    with db.session(settings) as session:
+        row = session.get(Question, question_id, with_for_update=True)
+        if row is not None:
+            row.answer_ts = answer_ts
+            close(session, question_id)
 
 
 def close(session: Session, question_id: int) -> None:

@@ -6,16 +6,15 @@ import json
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.error import URLError
 
 from slack_bolt import Ack, App, BoltContext, BoltRequest
 from slack_sdk import WebClient
-from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import inbox
 from bot.listeners import BotIdentity, Enqueuer, Listeners
 from core.config import Settings, secret_value
+from slack_outbound.client import web_client
 from slack_outbound import blocks
 
 log = logging.getLogger(__name__)
@@ -45,33 +44,9 @@ def require_slack_settings(settings: Settings, *names: str) -> None:
 LOOKUP_TIMEOUT_S = 3
 
 
-def web_client(
-    settings: Settings, *, wait_out_rate_limits: bool = True, timeout_s: int = 15, connection_retries: int = 2
-) -> WebClient:
-    """The Slack Web API client for settings.slack_api_url (Slack itself, or a local fake).
-
-    It waits out a rate limit (Slack's Retry-After, twice) unless `wait_out_rate_limits` is
-    off: a Celery task rather retries later than sleeps inside its time limit, and a listener
-    thread must not stall behind a lookup."""
-    # Only a request never sent (urllib's URLError) is sent again: one that reached Slack before
-    # the connection dropped may have posted already, and a second post would show twice.
-    handlers: list = (
-        [ConnectionErrorRetryHandler(max_retry_count=connection_retries, error_types=[URLError])]
-        if connection_retries
-        else []
-    )
-    if wait_out_rate_limits:
-        handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
-    return WebClient(
-        token=secret_value(settings.slack_bot_token),
-        base_url=settings.slack_api_url,
-        timeout=timeout_s,
-        retry_handlers=handlers,
-    )
-
-
-def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mode: bool = False) -> App:
-    """A Bolt app for one workspace (SLACK_BOT_TOKEN), verifying requests with SLACK_SIGNING_SECRET.
+def build_app(settings: Settings, enqueuer: Enqueuer, *, socket_mode: bool = False) -> App:
+    """A Bolt app for one workspace (SLACK_BOT_TOKEN), verifying requests with SLACK_SIGNING_SECRET;
+    its listeners send work with `enqueuer` (workers/enqueuer.py's CeleryEnqueuer, or a test's).
 
     `auth.test` runs once here (against settings.slack_api_url), so a wrong token fails at
     startup and the bot knows its own user ID to ignore its own messages.
@@ -87,7 +62,7 @@ def build_app(settings: Settings, enqueuer: Enqueuer | None = None, *, socket_mo
         name="policybot",
     )
     lookups = web_client(settings, wait_out_rate_limits=False, timeout_s=LOOKUP_TIMEOUT_S, connection_retries=0)
-    listeners = Listeners(settings, enqueuer, lookups) if enqueuer is not None else Listeners(settings, lookups=lookups)
+    listeners = Listeners(settings, enqueuer, lookups)
     app.use(_store_before_ack(settings))
     register(app, listeners)
     return app

@@ -15,16 +15,18 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import threading
+import time
+from collections.abc import Sequence
 
+import uvicorn
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-
-from core.config import Settings
+from starlette.routing import BaseRoute, Route
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +86,8 @@ async def _slack_events(bolt: App, request: Request) -> Response:
     return to_starlette_response(await run_in_threadpool(bolt.dispatch, bolt_request))
 
 
-def create_asgi_app(bolt: App, console_settings: Settings | None = None) -> Starlette:
-    """Bolt at /slack/events, /healthz, and (given settings) the admin console under /admin."""
+def create_asgi_app(bolt: App, more_routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """Bolt at /slack/events and /healthz, plus `more_routes` (cli/serve.py adds the admin console's)."""
 
     async def events(request: Request) -> Response:
         return await _slack_events(bolt, request)
@@ -93,35 +95,14 @@ def create_asgi_app(bolt: App, console_settings: Settings | None = None) -> Star
     async def health(_: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    routes: list = [Route(EVENTS_PATH, events, methods=["POST"]), Route("/healthz", health, methods=["GET"])]
-    if console_settings is not None:
-        from console.app import console_routes
-
-        routes += console_routes(console_settings)
-    return Starlette(routes=routes)
-
-
-def serve(settings: Settings, host: str = "127.0.0.1", port: int = 3000, log_level: str = "info") -> None:
-    """Run the bot in HTTP mode until interrupted."""
-    import uvicorn
-
-    from bot.app import build_app, replay_event
-    from bot.recovery import QuestionSweeper
-
-    bolt = build_app(settings)
-    asgi = create_asgi_app(bolt, console_settings=settings if settings.console_accounts else None)
-    with QuestionSweeper(settings, replay=lambda body: replay_event(bolt, body)):
-        uvicorn.run(asgi, host=host, port=port, log_level=log_level, access_log=False)
+    routes: list[BaseRoute] = [Route(EVENTS_PATH, events, methods=["POST"]), Route("/healthz", health, methods=["GET"])]
+    return Starlette(routes=[*routes, *more_routes])
 
 
 class BackgroundServer:
     """uvicorn serving an ASGI app in a thread on a free local port (the demo and the tests)."""
 
     def __init__(self, asgi_app, host: str = "127.0.0.1", port: int = 0) -> None:
-        import threading
-
-        import uvicorn
-
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind((host, port))
@@ -137,8 +118,6 @@ class BackgroundServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, timeout: float = 15.0) -> BackgroundServer:
-        import time
-
         self._thread.start()
         deadline = time.monotonic() + timeout
         while not self._server.started:

@@ -27,14 +27,16 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
 from application import outbox
+from application.answering import RecordedQuestion, mark_failed, record_feedback, record_question
+from application.review import stats_summary
 from core import db, services
 from core.config import Settings
+from slack_outbound.progress import clear_progress, show_progress
 from slack_outbound import blocks, state
 from slack_outbound.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
 from slack_outbound.audience import ChannelAudience
 
 if TYPE_CHECKING:
-    from application.answering import RecordedQuestion
     from core.models import SlackMessage
 
 log = logging.getLogger(__name__)
@@ -70,8 +72,6 @@ GRATEFUL_EMOJI_CODES = frozenset(
 )
 # A bare greeting gets the hint an empty mention gets.
 GREETING_WORDS = frozenset("hi hello hey hiya yo there good morning afternoon evening day policybot bot".split())
-PROGRESS_REACTION = "eyes"
-ASSISTANT_STATUS = "is checking the policies…"
 
 
 @dataclass(frozen=True)
@@ -298,48 +298,6 @@ class Enqueuer(Protocol):
     ) -> None: ...
 
 
-class CeleryEnqueuer:
-    """Sends plain IDs to the Celery queues (the default)."""
-
-    def answer(self, question_id: int) -> None:
-        from workers.tasks import answer_question_task
-
-        answer_question_task.delay(question_id)
-
-    def ingest(
-        self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str, collection: str
-    ) -> None:
-        from workers.tasks import ingest_file_task
-
-        ingest_file_task.delay(claim_id, list(file_ids), channel, thread_ts, user, collection=collection)
-
-
-def show_progress(client: WebClient, surface: str, channel: str, thread_ts: str, message_ts: str) -> None:
-    """👀 on the question, or the agent view's "is thinking" status; never fatal."""
-    try:
-        if surface == "assistant":
-            client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status=ASSISTANT_STATUS)
-        else:
-            client.reactions_add(channel=channel, timestamp=message_ts, name=PROGRESS_REACTION)
-    except SlackApiError as error:
-        log.warning("could not show progress in %s: %s", channel, error.response.get("error"))
-
-
-def clear_progress(
-    client: WebClient, surface: str, channel: str | None, thread_ts: str | None, message_ts: str | None
-) -> None:
-    if channel is None:  # a question asked outside Slack (the CLI) shows no progress there
-        return
-    try:
-        if surface == "assistant":
-            if thread_ts is not None:
-                client.assistant_threads_setStatus(channel_id=channel, thread_ts=thread_ts, status="")
-        elif message_ts:
-            client.reactions_remove(channel=channel, timestamp=message_ts, name=PROGRESS_REACTION)
-    except SlackApiError as error:
-        log.info("could not clear progress in %s: %s", channel, error.response.get("error"))
-
-
 class RecentMessages:
     """A bounded, thread-safe memory of Slack messages, for when Redis cannot dedupe either."""
 
@@ -403,7 +361,7 @@ TAKING: dict[Kind, str] = {"question": "questions", "upload": "uploads"}
 @dataclass
 class Listeners:
     settings: Settings
-    enqueuer: Enqueuer = field(default_factory=CeleryEnqueuer)
+    enqueuer: Enqueuer  # sends questions and uploads to the workers (workers/enqueuer.py, handed over by cli/serve.py)
     # For users.info before a question is taken: quick, without waiting out rate limits, so a
     # listener thread never stalls behind it (bot/app.py builds one); else the event's client.
     lookups: WebClient | None = None
@@ -516,8 +474,6 @@ class Listeners:
 
     def on_feedback(self, body: Mapping[str, Any], client: WebClient) -> None:
         """Called after ack(): record the vote (a second click changes it) and thank the user."""
-        from application.answering import record_feedback
-
         action = (body.get("actions") or [{}])[0]
         user = (body.get("user") or {}).get("id")
         value = str(action.get("value") or "")
@@ -619,8 +575,6 @@ class Listeners:
     def _question(
         self, incoming: Incoming, client: WebClient, private_reason: str | None = None, *, offer_upload: bool = False
     ) -> None:
-        from application.answering import record_question
-
         settings = self.settings
         recorded: RecordedQuestion | None = None
         try:
@@ -693,8 +647,6 @@ class Listeners:
         taking: str = "questions",
     ) -> None:
         """Slack has its ack, so a database or queue outage is said in the thread, not left silent."""
-        from application.answering import mark_failed
-
         log.error(
             "could not take %s from %s in %s (%s): %s: %s",
             taking,
@@ -826,8 +778,6 @@ class Listeners:
         elif decision.kind == "unverified":
             message = blocks.unverified_message()
         elif decision.kind == "stats":
-            from policybot.cli_ops import stats_summary
-
             message = blocks.stats_message(stats_summary(settings, decision.days))
         else:  # pragma: no cover - every kind is handled above
             return

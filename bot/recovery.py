@@ -23,22 +23,19 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
 from application import outbox
 from application.answering import get_question, mark_failed, question_lock
 from bot import inbox
-from bot.app import web_client
-from bot.listeners import CeleryEnqueuer, Enqueuer, clear_progress
+from bot.listeners import Enqueuer
 from core import db
 from core.config import Settings
-from core.errors import describe_error
-from slack_outbound import blocks
-from workers.tasks import SLACK_CHANNEL_ERRORS
+from slack_outbound.apology import apologise
+from slack_outbound.client import web_client
 
 log = logging.getLogger(__name__)
 
@@ -54,45 +51,6 @@ MAX_SWEEPS = 3
 
 class QuestionLost(RuntimeError):
     """The queue lost a question (or its worker was killed) more times than it was queued again."""
-
-
-# What became of an apology: posted (or posted before); not posted for now (Slack is down or
-# rate-limits, the token is being replaced); or never postable (a question from the CLI, a
-# channel the bot cannot post in).
-Apology = Literal["posted", "not_posted", "refused"]
-
-
-def apologise(client: WebClient, settings: Settings, row: Any) -> Apology:
-    """Never leave the user without a reply: a short apology with the reference ID, stored
-    as the question's reply so that a later delivery never answers or apologises again."""
-    if not row.channel:
-        return "refused"  # a question from the CLI: nobody to tell in Slack
-    try:
-        posted = outbox.post_once(
-            settings,
-            row.id,
-            lambda: client.chat_postMessage(
-                channel=row.channel, thread_ts=row.thread_ts, **blocks.apology_message(row.reference)
-            ),
-        )
-    except SlackApiError as error:
-        log.error(
-            "could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error)
-        )
-        if error.response.get("error") in SLACK_CHANNEL_ERRORS:
-            outbox.close_now(settings, row.id)
-            return "refused"
-        return "not_posted"
-    except (outbox.UnsavedPost, SQLAlchemyError):
-        raise  # the database went away: the caller waits for it
-    except Exception as error:
-        log.error(
-            "could not post the apology for question %s (ref %s): %s", row.id, row.reference, describe_error(error)
-        )
-        return "not_posted"
-    if posted is not None:
-        clear_progress(client, row.surface, row.channel, row.thread_ts, row.message_ts)
-    return "posted"
 
 
 def sweep_outbox(settings: Settings, enqueuer: Enqueuer, client: WebClient) -> tuple[list[int], list[int]]:
@@ -176,13 +134,13 @@ class QuestionSweeper:
     def __init__(
         self,
         settings: Settings,
-        enqueuer: Enqueuer | None = None,
+        enqueuer: Enqueuer,
         client: WebClient | None = None,
         replay: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.settings = settings
         self.replay = replay  # runs a stored Slack event through the bot's app (bot.app.replay_event)
-        self.enqueuer = enqueuer or CeleryEnqueuer()
+        self.enqueuer = enqueuer
         self.client = client or web_client(settings)
         self.interval_s = settings.sweep_interval_s
         self._stopping = threading.Event()

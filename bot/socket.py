@@ -5,17 +5,12 @@ Needs SLACK_APP_TOKEN (xapp-..., scope connections:write) besides SLACK_BOT_TOKE
 
 from __future__ import annotations
 
+from slack_bolt import App
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+
 from core.config import Settings, secret_value
 
 
-def serve(settings: Settings) -> None:
-    """Connect and handle events until interrupted."""
-    from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-    from bot.app import build_app, replay_event, require_slack_settings
-    from bot.recovery import QuestionSweeper
-
-    require_slack_settings(settings, "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN")
-    app = build_app(settings, socket_mode=True)
-    with QuestionSweeper(settings, replay=lambda body: replay_event(app, body)):
-        SocketModeHandler(app, app_token=secret_value(settings.slack_app_token)).start()
+def serve(settings: Settings, app: App) -> None:
+    """Connect and handle events until interrupted (cli/serve.py builds the app and runs the sweep around it)."""
+    SocketModeHandler(app, app_token=secret_value(settings.slack_app_token)).start()

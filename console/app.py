@@ -33,10 +33,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from application import jobs, manage, review
+from application.uploads import check_size, checked_name, size_limit
 from console import auth, charts
 from core.config import Settings
 from core.errors import UserError
+from core.names import validate_collection
 from core.urls import mask_query
+from workers.tasks import MAX_TRAIN_MINUTES, ingest_job_task, train_evaluator_task
 
 log = logging.getLogger(__name__)
 
@@ -575,10 +578,6 @@ class Console:
         )
 
     async def upload(self, request: Request) -> Response:
-        from ingestion.ingest import validate_collection
-        from ingestion.loaders import SUPPORTED_SUFFIXES
-        from workers.tasks import _safe_name
-
         form = request.state.form
         collection = self._form_value(request, "collection") or self.settings.default_collection
         validate_collection(collection)  # InvalidName and ManageError are UserErrors: view answers 400
@@ -586,19 +585,13 @@ class Console:
         uploads = [item for item in form.getlist("files") if isinstance(item, UploadFile) and item.filename]
         if not uploads:
             raise BadRequest("choose at least one file to upload")
-        limit = int(self.settings.max_file_mb * 1024 * 1024)
         checked: list[tuple[str, UploadFile]] = []
-        for item in uploads:  # every file is checked before any is written
-            name = _safe_name(item.filename or "upload")
-            if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise BadRequest(
-                    f"{name}: unsupported file type (supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})", 415
-                )
+        for item in uploads:  # every file is checked before any is written (UploadRefused: 415 or 413)
+            name = checked_name(item.filename or "upload")
             if any(name == seen for seen, _ in checked):
                 raise BadRequest(f"{name}: chosen twice; upload each file once")
-            size = item.size if item.size is not None else len(await item.read(limit + 1))
-            if size > limit:
-                raise BadRequest(f"{name}: larger than {self.settings.max_file_mb:g} MB (POLICYBOT_MAX_FILE_MB)", 413)
+            size = item.size if item.size is not None else len(await item.read(size_limit(self.settings) + 1))
+            check_size(self.settings, name, size)
             if not size:
                 raise BadRequest(f"{name}: the file is empty")
             checked.append((name, item))
@@ -623,8 +616,6 @@ class Console:
     async def _queue_ingest(
         self, request: Request, paths: list[str], collection: str, channels: list[str] | None
     ) -> int:
-        from workers.tasks import ingest_job_task
-
         params = {"paths": paths, "collection": collection, "channels": channels}
         return await self._enqueue(request, "ingest", params, lambda job_id: ingest_job_task.delay(job_id))
 
@@ -657,7 +648,7 @@ class Console:
         return self.back(request, url("/documents", job=job_id), f"re-ingesting {document.name} (job {job_id})")
 
     async def remove(self, request: Request) -> Response:
-        from ingestion.ingest import remove_document
+        from ingestion.ingest import remove_document  # LlamaIndex: only for the pages that ingest
 
         document = await self._document(request)
         await self._call(remove_document, self.settings, document.id)
@@ -722,7 +713,7 @@ class Console:
         return self.back(request, url("/sources"), f"removed {name!r}")
 
     async def test_source(self, request: Request) -> Response:
-        from application.runtime import fallback_preview
+        from application.runtime import fallback_preview  # torch and LlamaIndex: only for a preview
 
         question = self._form_value(request, "question")
         if not question:
@@ -753,7 +744,7 @@ class Console:
     # ------------------------------------------------------------ evaluators
 
     async def evaluators(self, request: Request) -> Response:
-        from application import evaluators
+        from application import evaluators  # torch: only for the evaluator pages
 
         versions = await self._call(evaluators.list_versions, self.settings)
         recent = await self._call(jobs.recent_jobs, self.settings, "train", 5)
@@ -769,7 +760,7 @@ class Console:
         )
 
     async def activate(self, request: Request) -> Response:
-        from application import evaluators
+        from application import evaluators  # torch: only for the evaluator pages
 
         version = self._form_value(request, "version")
         await self._call(evaluators.activate_version, self.settings, version)
@@ -781,7 +772,7 @@ class Console:
 
     async def recalibrate(self, request: Request) -> Response:
         """A version's upper/lower thresholds from labelled questions: a preview, or stored with "apply"."""
-        from application import calibration
+        from application import calibration  # torch: only for the evaluator pages
 
         from_reviews, from_feedback = self._checked(request, "from_reviews"), self._checked(request, "from_feedback")
         if not (from_reviews or from_feedback):
@@ -805,8 +796,6 @@ class Console:
         return self.back(request, url("/evaluators"), message)
 
     async def train(self, request: Request) -> Response:
-        from workers.tasks import MAX_TRAIN_MINUTES, train_evaluator_task
-
         activate = self._form_value(request, "activate", "if_better")
         if activate not in ("if_better", "always", "never"):
             raise BadRequest("activate must be if_better, always or never")

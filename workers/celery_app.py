@@ -36,6 +36,9 @@ from celery import Celery  # noqa: E402
 from celery.signals import task_received, worker_process_init  # noqa: E402
 from kombu import Queue  # noqa: E402
 
+from core import db, services  # noqa: E402
+from core.config import get_settings  # noqa: E402
+
 log = logging.getLogger(__name__)
 
 ANSWER_QUEUE = "answer"
@@ -55,16 +58,11 @@ DELIVERY_COUNT_TTL_S = 2 * 24 * 3600  # far longer than MAX_DELIVERIES deliverie
 
 
 def visibility_timeout() -> int:
-    from core.config import get_settings
-
     return get_settings().celery_visibility_timeout
 
 
 def _configuration() -> dict:
     """Read lazily (first use), so importing the module neither reads settings nor starts Redis."""
-    from core import services
-    from core.config import get_settings
-
     timeout = visibility_timeout()
     # Sweep for abandoned messages often enough that one is redelivered soon after it expires.
     sweep = max(1, min(10, timeout // 10))
@@ -196,28 +194,19 @@ def delivered_too_often(task: Any) -> bool:
 @worker_process_init.connect
 def load_models(**_: object) -> None:
     """In each worker process: fresh DB connections, torch threads from settings, models loaded once."""
-    from core import db
-    from core.config import get_settings
-
     db.dispose_engines()  # never reuse connections opened before fork
     settings = get_settings()
     try:
-        import torch
+        import torch  # in each worker process, never when this module is imported
 
         torch.set_num_threads(settings.evaluator_threads)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
-    from application.runtime import get_runtime
+    from application.runtime import get_runtime  # torch and the models: in each worker process, never at import
 
     runtime = get_runtime(settings)
     try:
         runtime.warm_up()
     except Exception:  # a cold first question is better than a worker that never starts
         log.warning("warm-up failed; the first question will load what is missing", exc_info=True)
-    # What the answer task imports on its first run (Slack client, Block Kit, the action log).
-    import application.answering  # noqa: F401
-    import bot.app  # noqa: F401
-    import bot.listeners  # noqa: F401
-    import slack_outbound.blocks  # noqa: F401
-
     log.info("worker process %s ready: %s", os.getpid(), runtime.loaded.description)

@@ -38,10 +38,24 @@ from typing import TYPE_CHECKING, Any
 from urllib.error import URLError
 from urllib.parse import urlsplit
 
+import httpx
+from psycopg import OperationalError as PsycopgOperationalError
 from slack_sdk.errors import SlackApiError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
-from application.outbox import UnsavedPost
-from core.errors import describe_error
+from application import jobs, outbox
+from application.answering import answer_question, get_question, mark_failed, question_lock
+from application.outbox import UnsavedPost, mark_posted
+from application.uploads import UploadRefused, check_size, checked_name
+from core.config import get_settings, secret_value
+from core.errors import UserError, describe_error
+from crag.followups import continues_earlier
+from slack_outbound import blocks, state
+from slack_outbound.apology import apologise
+from slack_outbound.askers import SLACK_USERS
+from slack_outbound.audience import answer_place, note_private_answer
+from slack_outbound.client import SLACK_CHANNEL_ERRORS, SLACK_PERMANENT_ERRORS, SLACK_SERVER_ERRORS, web_client
+from slack_outbound.progress import clear_progress
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,
     ANSWER_SOFT_LIMIT_S,
@@ -71,15 +85,6 @@ MAX_RETRY_AFTER_S = 300  # a longer Retry-After is waited this long, then tried
 LATER_COUNTDOWNS_S = (5, 30, 120, 600, 1800)
 RETRY_COUNTDOWNS_S = (1, 3, 6)
 BUSY_RECHECK_S = 5  # another delivery holds the question's lock: look again this much later
-# chat.postMessage errors that no retry fixes: the bot is not in the channel, it is gone or
-# archived; the token is dead (until an operator replaces it).
-SLACK_CHANNEL_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
-SLACK_TOKEN_ERRORS = frozenset({"invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_authed"})
-SLACK_PERMANENT_ERRORS = SLACK_CHANNEL_ERRORS | SLACK_TOKEN_ERRORS
-# Slack saying it did not take a message for now (besides a rate limit, is_rate_limited). Not
-# fatal_error nor internal_error: "some aspect of the operation" may have succeeded (Slack's
-# docs), so the message may be posted.
-SLACK_SERVER_ERRORS = frozenset({"service_unavailable", "request_timeout"})
 MAX_CONTEXT_QUESTIONS = 3  # a chain of follow-ups reaches back at most this far
 
 
@@ -103,16 +108,12 @@ def _log_given_up(task, what: str) -> None:
 
 
 def _settings() -> Settings:
-    from core.config import get_settings
-
     return get_settings()
 
 
 def earlier_questions_for(settings: Settings, row: Question) -> list:
     """The thread's earlier questions this one continues, oldest first: none when it stands
     alone; "What about contractors?" then "And interns?" reach back to the question they follow."""
-    from application.answering import get_question
-    from crag.followups import continues_earlier
 
     earlier: list = []
     current = row
@@ -158,13 +159,6 @@ def answer_question_task(
 
 
 def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts: str | None) -> str:
-    from application import outbox
-    from application.answering import answer_question, get_question, mark_posted, question_lock
-    from bot.app import web_client
-    from bot.listeners import clear_progress
-    from slack_outbound import blocks
-    from slack_outbound.askers import SLACK_USERS
-    from slack_outbound.audience import answer_place, note_private_answer
 
     settings = _settings()
     too_often = delivered_too_often(task)
@@ -283,8 +277,6 @@ DATABASE_WAITS_S = (2, 4, 8, 15, 30, 60, 60, 60)
 def is_database_error(error: BaseException) -> bool:
     """Whether the database (not the statement) failed: a lost or refused connection, anywhere
     in the error's chain (LlamaIndex and our own helpers may wrap it)."""
-    from psycopg import OperationalError as PsycopgOperationalError
-    from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
     found = _in_chain(error, (UnsavedPost, OperationalError, InterfaceError, PsycopgOperationalError, DBAPIError))
     return found is not None and (
@@ -328,8 +320,6 @@ def _wait_for_database(task, what: str, error: BaseException, db_waits: int, kwa
 
 def _fail_question(settings: Settings, poster: WebClient, row: Question, error: BaseException) -> str:
     """A question given up: the log row says failed, and the asker is owed the apology."""
-    from application import outbox
-    from application.answering import mark_failed
 
     mark_failed(settings, row.id, error, apology_due=True)
     # Slack's answer will not change for these: apologising in the same place only fails
@@ -342,7 +332,6 @@ def _fail_question(settings: Settings, poster: WebClient, row: Question, error: 
 
 
 def _apologise(settings: Settings, poster: WebClient, row: Question) -> None:
-    from bot.recovery import apologise
 
     if apologise(poster, settings, row) == "not_posted":  # Slack is down: apologise_task waits
         _apologise_later(settings, row.id)
@@ -400,7 +389,6 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
 
 
 def _apologise_later(settings: Settings, question_id: int) -> None:
-    from application import outbox
 
     outbox.due_in(settings, question_id, LATER_COUNTDOWNS_S[0])
     try:
@@ -428,10 +416,6 @@ def apologise_task(self, question_id: int, db_waits: int = 0) -> str:
 
 
 def _apologise_again(task, question_id: int, db_waits: int) -> str:
-    from application import outbox
-    from application.answering import get_question, question_lock
-    from bot.app import web_client
-    from bot.recovery import apologise
 
     settings = _settings()
     if delivered_too_often(task):  # the question is marked failed already
@@ -465,11 +449,6 @@ class DownloadError(RuntimeError):
     pass
 
 
-def _safe_name(name: str) -> str:
-    name = Path(name).name.strip() or "upload"
-    return re.sub(r"[^A-Za-z0-9._ -]+", "_", name)[:200].lstrip(".") or "upload"
-
-
 def _trusted_file_url(settings: Settings, url: str) -> bool:
     """Only send the bot token to Slack's own file hosts (or to the configured API host: a local fake)."""
     host = (urlsplit(url).hostname or "").lower()
@@ -481,18 +460,10 @@ def _trusted_file_url(settings: Settings, url: str) -> bool:
 
 def download_file(client: WebClient, settings: Settings, file_id: str, folder: Path) -> Path:
     """Fetch an uploaded file with the bot token into `folder` (same name: a re-upload updates the document)."""
-    import httpx
-
-    from core.config import secret_value
-    from ingestion.loaders import SUPPORTED_SUFFIXES
 
     info: dict[str, Any] = client.files_info(file=file_id)["file"]
-    name = _safe_name(str(info.get("name") or info.get("title") or file_id))
-    if Path(name).suffix.lower() not in SUPPORTED_SUFFIXES:
-        raise DownloadError(f"{name}: unsupported file type (supported: {', '.join(sorted(SUPPORTED_SUFFIXES))})")
-    limit = int(settings.max_file_mb * 1024 * 1024)
-    if int(info.get("size") or 0) > limit:
-        raise DownloadError(f"{name}: larger than {settings.max_file_mb:g} MB (POLICYBOT_MAX_FILE_MB)")
+    name = checked_name(str(info.get("name") or info.get("title") or file_id))  # UploadRefused: not downloaded
+    check_size(settings, name, int(info.get("size") or 0))
     url = str(info.get("url_private_download") or info.get("url_private") or "")
     if not url or not _trusted_file_url(settings, url):
         raise DownloadError(f"{name}: Slack gave no downloadable URL on a Slack host")
@@ -514,8 +485,7 @@ def download_file(client: WebClient, settings: Settings, file_id: str, folder: P
         with partial.open("wb") as out:
             for chunk in response.iter_bytes():
                 size += len(chunk)
-                if size > limit:
-                    raise DownloadError(f"{name}: larger than {settings.max_file_mb:g} MB (POLICYBOT_MAX_FILE_MB)")
+                check_size(settings, name, size)
                 out.write(chunk)
     partial.replace(target)
     return target
@@ -540,9 +510,6 @@ def ingest_file_task(
     """Ingest files an admin sent the bot in a DM and confirmed, into the collection the offer
     named, then say in the DM what happened; the 👀 goes whatever the outcome. `user`: who
     confirmed, as the bot saw it (the claim's record of it is what counts)."""
-    from bot.app import web_client
-    from bot.listeners import clear_progress
-    from slack_outbound import blocks, state
 
     settings = _settings()
     too_often = delivered_too_often(self)
@@ -585,7 +552,7 @@ def ingest_file_task(
 def _ingest_uploads(
     client: WebClient, settings: Settings, file_ids: Sequence[str], collection: str
 ) -> tuple[list[str], bool]:
-    from ingestion.ingest import ingest_paths
+    from ingestion.ingest import ingest_paths  # LlamaIndex: loaded by the tasks that ingest, not by whoever queues them
 
     folder = settings.home / "uploads" / collection
     paths: list[Path] = []
@@ -593,7 +560,7 @@ def _ingest_uploads(
     for file_id in file_ids:
         try:
             paths.append(download_file(client, settings, file_id, folder))
-        except DownloadError as error:
+        except (DownloadError, UploadRefused) as error:
             lines.append(str(error))
     ok = not lines
     if paths:
@@ -618,7 +585,7 @@ def _ingest_uploads(
 
 def _start_first_training(settings: Settings) -> bool:
     """After the first ingestion, train an evaluator on the ingest queue (POLICYBOT_AUTO_TRAIN)."""
-    from application import evaluators
+    from application import evaluators  # torch: loaded by the tasks that train, not by whoever queues them
 
     if not settings.auto_train or evaluators.list_versions(settings):
         return False
@@ -652,9 +619,7 @@ def train_evaluator_task(
     Answer workers load the active evaluator when their process starts: restart them
     (or run `policybot worker` again) to use a newly activated version.
     """
-    from application import jobs
-    from application.evaluators import active_version, train_and_register
-    from core.errors import UserError
+    from application.evaluators import active_version, train_and_register  # torch: as above
 
     settings = _settings()
     if delivered_too_often(self):
@@ -720,9 +685,7 @@ def train_evaluator_task(
 )
 def ingest_job_task(self, job_id: int) -> str:
     """Ingest the files of a console job (uploads or a re-ingest), reporting progress per file."""
-    from application import jobs
-    from core.errors import UserError
-    from ingestion.ingest import ingest_paths
+    from ingestion.ingest import ingest_paths  # LlamaIndex: loaded by the tasks that ingest, not by whoever queues them
 
     settings = _settings()
     too_often = delivered_too_often(self)

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from cli.common import errors, fail, load_settings
 from console.auth import hash_password as make_hash
 
 console_app = typer.Typer(
@@ -26,15 +27,12 @@ def console(
     if ctx.invoked_subcommand is not None:
         return
     from console.app import PREFIX, serve  # Starlette, uvicorn and SQLAlchemy: only to serve the console
-    from policybot import cli  # circular at import time: policybot/cli.py registers these commands at its end
 
-    settings = cli._settings()
+    settings = load_settings()
     if not settings.console_accounts:
-        cli._fail(
-            "no console users: set POLICYBOT_CONSOLE_USERS=name:hash (hash from `policybot console hash-password`)"
-        )
+        fail("no console users: set POLICYBOT_CONSOLE_USERS=name:hash (hash from `policybot console hash-password`)")
     logging.getLogger().setLevel(logging.INFO)
-    cli.errors.print(f"policybot: admin console on http://{host}:{port}{PREFIX}/", highlight=False)
+    errors.print(f"policybot: admin console on http://{host}:{port}{PREFIX}/", highlight=False)
     serve(settings, host=host, port=port)
 
 
@@ -43,22 +41,21 @@ def hash_password(
     user: Annotated[str, typer.Option("--user", help="Sign-in name to print with the hash.")] = "admin",
 ) -> None:
     """Read a password (twice, not echoed; or one line from a pipe) and print a POLICYBOT_CONSOLE_USERS entry."""
-    from policybot import cli  # circular at import time: policybot/cli.py registers these commands at its end
-
     if ":" in user or "," in user or not user.strip():
-        cli._fail("the user name may not be empty or contain ':' or ','", 1)
+        fail("the user name may not be empty or contain ':' or ','", 1)
     if sys.stdin.isatty():
         password = getpass.getpass("password: ")
         if getpass.getpass("again: ") != password:
-            cli._fail("the passwords differ", 1)
+            fail("the passwords differ", 1)
     else:
         password = sys.stdin.readline().rstrip("\n")
     try:
-        hashed = make_hash(password, cli._settings().console_scrypt_n)
+        hashed = make_hash(password, load_settings().console_scrypt_n)
     except ValueError as error:
-        cli._fail(str(error), 1)
+        fail(str(error), 1)
     print(f"{user.strip()}:{hashed}")
 
 
 def register(app: typer.Typer) -> None:
+    """Add the console group to the main CLI."""
     app.add_typer(console_app, name="console")

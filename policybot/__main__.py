@@ -1,3 +1,0 @@
-from policybot.cli import run
-
-run()

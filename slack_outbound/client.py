@@ -1,0 +1,45 @@
+"""The Slack Web API client, and the Slack error codes its callers act on."""
+
+from __future__ import annotations
+
+from urllib.error import URLError
+
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+
+from core.config import Settings, secret_value
+
+# chat.postMessage errors that no retry fixes: the bot is not in the channel, it is gone or
+# archived; the token is dead (until an operator replaces it).
+SLACK_CHANNEL_ERRORS = frozenset({"channel_not_found", "not_in_channel", "is_archived"})
+SLACK_TOKEN_ERRORS = frozenset({"invalid_auth", "account_inactive", "token_revoked", "token_expired", "not_authed"})
+SLACK_PERMANENT_ERRORS = SLACK_CHANNEL_ERRORS | SLACK_TOKEN_ERRORS
+# Slack saying it did not take a message for now (besides a rate limit, is_rate_limited). Not
+# fatal_error nor internal_error: "some aspect of the operation" may have succeeded (Slack's
+# docs), so the message may be posted.
+SLACK_SERVER_ERRORS = frozenset({"service_unavailable", "request_timeout"})
+
+
+def web_client(
+    settings: Settings, *, wait_out_rate_limits: bool = True, timeout_s: int = 15, connection_retries: int = 2
+) -> WebClient:
+    """The Slack Web API client for settings.slack_api_url (Slack itself, or a local fake).
+
+    It waits out a rate limit (Slack's Retry-After, twice) unless `wait_out_rate_limits` is
+    off: a Celery task rather retries later than sleeps inside its time limit, and a listener
+    thread must not stall behind a lookup."""
+    # Only a request never sent (urllib's URLError) is sent again: one that reached Slack before
+    # the connection dropped may have posted already, and a second post would show twice.
+    handlers: list = (
+        [ConnectionErrorRetryHandler(max_retry_count=connection_retries, error_types=[URLError])]
+        if connection_retries
+        else []
+    )
+    if wait_out_rate_limits:
+        handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
+    return WebClient(
+        token=secret_value(settings.slack_bot_token),
+        base_url=settings.slack_api_url,
+        timeout=timeout_s,
+        retry_handlers=handlers,
+    )
