@@ -61,7 +61,7 @@ class BotProcess:
         from devtools.worker_process import spawn_logged
 
         self.process = spawn_logged(
-            [sys.executable, "-m", "policybot", "serve", "--http", "--port", str(self.port)], self.env, self.log_path
+            [sys.executable, "-m", "cli", "serve", "--http", "--port", str(self.port)], self.env, self.log_path
         )
         deadline = time.monotonic() + timeout
         while True:

@@ -14,8 +14,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot import inbox
 from bot.listeners import BotIdentity, Enqueuer, Listeners
 from core.config import Settings, secret_value
-from slack_outbound.client import web_client
 from slack_outbound import blocks
+from slack_outbound.client import web_client
 
 log = logging.getLogger(__name__)
 

@@ -31,10 +31,10 @@ from application.answering import RecordedQuestion, mark_failed, record_feedback
 from application.review import stats_summary
 from core import db, services
 from core.config import Settings
-from slack_outbound.progress import clear_progress, show_progress
 from slack_outbound import blocks, state
 from slack_outbound.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
 from slack_outbound.audience import ChannelAudience
+from slack_outbound.progress import clear_progress, show_progress
 
 if TYPE_CHECKING:
     from core.models import SlackMessage

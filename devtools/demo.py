@@ -135,7 +135,7 @@ def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> No
 def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> None:
     from rich.table import Table
 
-    from policybot.cli_ops import query_logs
+    from application.review import query_logs
 
     wanted = set(question_ids)
     records = [r for r in query_logs(settings, limit=max(50, len(wanted) * 2)) if r["id"] in wanted]
@@ -180,13 +180,14 @@ def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> N
     from core import db
     from core.models import Question
     from devtools.worker_process import WorkerProcess
+    from workers.enqueuer import CeleryEnqueuer
 
     fake = FakeSlack().start()
     fake.add_user(DEMO_USER, "Demo Employee")  # users.info: the asker's names are redacted from fallback queries
     server = worker = None
     try:
         local = slack_settings(settings, fake)
-        server = BackgroundServer(create_asgi_app(build_app(local))).start()
+        server = BackgroundServer(create_asgi_app(build_app(local, CeleryEnqueuer()))).start()
         log_path = settings.home / "logs" / "demo-worker.log"
         console.print(f"local Slack Web API at {fake.api_url}; Bolt app at {server.url}{EVENTS_PATH}")
         console.print(f"starting a Celery worker process (log: {log_path}) ...")

@@ -432,10 +432,12 @@ def test_bookkeeping_after_a_request_went_through_only_logs_a_database_error(sla
     """Once a question is queued, losing the note that says so must not reach the user as an outage."""
     from sqlalchemy.exc import OperationalError
 
+    from workers.enqueuer import CeleryEnqueuer
+
     def mark_enqueued(settings, claim_id: int) -> None:
         raise OperationalError("UPDATE slack_messages", {}, Exception("server closed the connection"))
 
-    Listeners(slack_settings)._bookkeep(mark_enqueued, 42)
+    Listeners(slack_settings, CeleryEnqueuer())._bookkeep(mark_enqueued, 42)
     assert "could not mark enqueued for claim 42: OperationalError" in caplog.text
 
 

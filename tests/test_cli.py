@@ -136,8 +136,8 @@ def test_activate_cosine_goes_back_from_a_trained_evaluator(settings, policybot_
 
 
 def test_demo_says_its_services_keep_running_and_how_to_stop_them(settings, capsys):
+    from cli.demo import _say_services_still_run
     from core import services
-    from policybot.cli import _say_services_still_run
 
     _say_services_still_run(services.services_status(settings))
     said = " ".join(capsys.readouterr().out.split())

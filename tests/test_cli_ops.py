@@ -178,9 +178,9 @@ def test_logs_show_by_id_and_by_reference(settings, policybot_home, log_rows) ->
 
 
 def test_stats_per_day_rates_feedback_and_latency(settings) -> None:
+    from application.review import daily_stats
     from core import db
     from core.models import Feedback
-    from policybot.cli_ops import daily_stats
 
     day1 = datetime(2021, 6, 1, 9, tzinfo=UTC)
     day2 = day1 + timedelta(days=1)
@@ -225,7 +225,7 @@ def test_stats_command(policybot_home, log_rows) -> None:
 
 
 def test_parse_since() -> None:
-    from policybot.cli_ops import parse_since
+    from application.review import parse_since
 
     now = datetime(2026, 1, 31, 12, tzinfo=UTC)
     assert parse_since("7d", now) == now - timedelta(days=7)
@@ -280,7 +280,7 @@ def test_serve_http_binds_the_port_and_verifies_signatures(settings, policybot_h
             "SLACK_API_URL": fake.api_url,
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "policybot", "serve", "--http", "--port", str(port)],
+            [sys.executable, "-m", "cli", "serve", "--http", "--port", str(port)],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

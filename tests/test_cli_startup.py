@@ -30,13 +30,13 @@ HEAVY = (
     "slack_bolt",
 )
 
-# Runs the console-script entry (policybot.cli:run) with argv, then reports what got imported.
+# Runs the console-script entry (cli.main:run) with argv, then reports what got imported.
 ENTRY = """
 import json, sys
 arguments, watched = json.loads(sys.argv[1]), set(json.loads(sys.argv[2]))
 sys.argv = ["policybot", *arguments]
 try:
-    from policybot.cli import run
+    from cli.main import run
     run()
     code = 0
 except SystemExit as exit:
@@ -104,7 +104,7 @@ def _commands(command: click.Command, path: tuple[str, ...] = ()):  # -> Iterato
 
 
 def test_every_option_has_help_that_renders_whole() -> None:
-    from policybot.cli import app
+    from cli.main import app
 
     root = typer.main.get_command(app)
     runner = CliRunner()
@@ -121,7 +121,7 @@ def test_every_option_has_help_that_renders_whole() -> None:
 
 
 def test_activate_cosine_is_documented() -> None:
-    from policybot.cli import app
+    from cli.main import app
 
     shown = CliRunner().invoke(app, ["evaluator", "activate", "--help"], terminal_width=200)
     assert "'cosine'" in shown.output
@@ -140,7 +140,7 @@ TRAINING_EVENTS = [
 
 
 def test_training_bar_never_moves_backwards() -> None:
-    from policybot.cli_progress import TrainingProgress
+    from cli.evaluator import TrainingProgress
 
     terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
     shown: list[tuple[str, float]] = []
@@ -164,7 +164,7 @@ def test_training_bar_never_moves_backwards() -> None:
 
 
 def test_training_without_a_terminal_prints_one_line_per_phase() -> None:
-    from policybot.cli_progress import TrainingProgress
+    from cli.evaluator import TrainingProgress
 
     output = io.StringIO()
     with TrainingProgress(Console(file=output, width=100)) as show:

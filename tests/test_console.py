@@ -81,7 +81,7 @@ def test_hash_password_command_makes_a_hash_that_signs_in(policybot_home) -> Non
     from console.auth import verify_password
 
     result = subprocess.run(
-        [sys.executable, "-m", "policybot", "console", "hash-password", "--user", "grace"],
+        [sys.executable, "-m", "cli", "console", "hash-password", "--user", "grace"],
         input="s3cret-enough\n",
         capture_output=True,
         text=True,
@@ -93,7 +93,7 @@ def test_hash_password_command_makes_a_hash_that_signs_in(policybot_home) -> Non
     assert user == "grace" and hashed.startswith("scrypt$") and "s3cret" not in result.stdout
     assert verify_password("s3cret-enough", hashed) and not verify_password("s3cret-enougH", hashed)
     short = subprocess.run(
-        [sys.executable, "-m", "policybot", "console", "hash-password"],
+        [sys.executable, "-m", "cli", "console", "hash-password"],
         input="short\n",
         capture_output=True,
         text=True,

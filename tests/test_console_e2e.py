@@ -38,9 +38,11 @@ ARTIFACTS = Path(os.environ.get("POLICYBOT_ARTIFACTS_DIR") or REPO / ".artifacts
 def console_url(stack) -> Iterator[str]:
     from bot.app import build_app
     from bot.http import BackgroundServer, create_asgi_app
+    from console.app import console_routes
+    from workers.enqueuer import CeleryEnqueuer
 
     settings = console_settings(stack.settings)
-    server = BackgroundServer(create_asgi_app(build_app(settings), console_settings=settings)).start()
+    server = BackgroundServer(create_asgi_app(build_app(settings, CeleryEnqueuer()), console_routes(settings))).start()
     try:
         yield server.url + "/admin"
     finally:

@@ -177,6 +177,7 @@ def test_a_question_told_the_database_is_down_is_not_replayed_later(stack) -> No
     from bot.app import build_app, replay_event
     from bot.recovery import replay_unhandled_events
     from core import db, services
+    from workers.enqueuer import CeleryEnqueuer
 
     channel = "CDBLATE001"
     event = stack.mention(PARENTAL_LEAVE, channel, user="UDBLATE001")  # a user no bot has looked up yet
@@ -199,7 +200,7 @@ def test_a_question_told_the_database_is_down_is_not_replayed_later(stack) -> No
             sql("UPDATE slack_inbox SET received_at = now() - interval '1 hour' WHERE event_id = :id"),
             {"id": body["event_id"]},
         )
-    app = build_app(stack.settings)
+    app = build_app(stack.settings, CeleryEnqueuer())
     assert body["event_id"] not in replay_unhandled_events(stack.settings, lambda stored: replay_event(app, stored))
     time.sleep(5)  # an answer, were the event replayed, would be posted by now
     assert len(stack.fake.posts(channel, event["ts"])) == 1 and question_for(stack.settings, channel, event["ts"]) == []
@@ -313,8 +314,8 @@ def test_a_ready_answer_whose_retry_redis_dropped_is_posted_by_the_sweep(stack) 
     """The issue's example: Slack rate-limits the ready answer, due again later; Redis restarts
     without persistence and drops that retry. The outbox still owes the answer: once it is
     due, the sweep queues it and the answer is posted from the log (the pipeline ran once)."""
-    from bot.app import web_client
-    from bot.listeners import CeleryEnqueuer
+    from slack_outbound.client import web_client
+    from workers.enqueuer import CeleryEnqueuer
 
     channel = "CREDISLOST"
     event = stack.mention(PARENTAL_LEAVE, channel)
@@ -357,9 +358,9 @@ def test_every_reply_owed_is_swept_from_the_outbox(stack) -> None:
     silence. Replies not yet due, posted, being answered right now, or whose post may have
     reached Slack are never posted (again)."""
     from application.answering import question_lock
-    from bot.app import web_client
-    from bot.listeners import CeleryEnqueuer
     from bot.recovery import MAX_SWEEPS
+    from slack_outbound.client import web_client
+    from workers.enqueuer import CeleryEnqueuer
 
     client = web_client(stack.settings)
     lost = _left_behind(stack, "CSWEEP0001", PARENTAL_LEAVE, -60)

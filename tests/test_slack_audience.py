@@ -108,6 +108,7 @@ def test_a_channel_with_guests_is_answered_privately_when_configured(stack, sett
     from bot.app import build_app
     from bot.http import BackgroundServer, create_asgi_app
     from devtools.demo import slack_settings
+    from workers.enqueuer import CeleryEnqueuer
 
     stack.fake.add_user("UGUESTREAD", "Gwen Guest")["is_restricted"] = True
     stack.fake.add_user("UMEMBER003", "Mia Member")
@@ -118,7 +119,7 @@ def test_a_channel_with_guests_is_answered_privately_when_configured(stack, sett
     assert "16 weeks" in stack.fake.wait_for_posts("CGUESTREAD", default["ts"], timeout=90)[0]["text"]
 
     strict = slack_settings(settings, stack.fake, private_with_guests=True)
-    server = BackgroundServer(create_asgi_app(build_app(strict))).start()
+    server = BackgroundServer(create_asgi_app(build_app(strict, CeleryEnqueuer()))).start()
     try:
         with_guests = stack.mention(PARENTAL, "CGUESTREAD")
         stack.fake.deliver(server.url + "/slack/events", stack.fake.event_body(with_guests))

@@ -70,9 +70,12 @@ def endpoint(policybot_home) -> Iterator[Endpoint]:
     from core.config import get_settings
     from devtools.demo import slack_settings
     from devtools.fake_slack import FakeSlack
+    from workers.enqueuer import CeleryEnqueuer
 
     fake = FakeSlack().start()
-    server = BackgroundServer(create_asgi_app(build_app(slack_settings(get_settings(), fake)))).start()
+    server = BackgroundServer(
+        create_asgi_app(build_app(slack_settings(get_settings(), fake), CeleryEnqueuer()))
+    ).start()
     try:
         yield Endpoint(fake, server.url + "/slack/events")
     finally:

@@ -13,8 +13,8 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
-from bot.app import web_client
 from core.config import Settings
+from slack_outbound.client import web_client
 from workers.tasks import LATER_COUNTDOWNS_S, MAX_RETRY_AFTER_S, plan_retry, slack_failed_for_now
 
 

@@ -30,7 +30,6 @@ The tests' hooks (a slow or failing answer on purpose) are not here: devtools/te
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +53,7 @@ from slack_outbound import blocks, state
 from slack_outbound.apology import apologise
 from slack_outbound.askers import SLACK_USERS
 from slack_outbound.audience import answer_place, note_private_answer
-from slack_outbound.client import SLACK_CHANNEL_ERRORS, SLACK_PERMANENT_ERRORS, SLACK_SERVER_ERRORS, web_client
+from slack_outbound.client import SLACK_PERMANENT_ERRORS, SLACK_SERVER_ERRORS, web_client
 from slack_outbound.progress import clear_progress
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,

@@ -19,7 +19,7 @@ def policybot(
     """Runs `policybot ARGS` with the test stack's environment, plus env_extra, less the variables in drop."""
     env = {key: value for key, value in (cli_env(home) | (env_extra or {})).items() if key not in drop}
     return subprocess.run(
-        [sys.executable, "-m", "policybot", *args],
+        [sys.executable, "-m", "cli", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -124,10 +124,11 @@ def running_stack(settings, tmp_path_factory: pytest.TempPathFactory, **worker_e
     from bot.http import BackgroundServer, create_asgi_app
     from devtools.demo import slack_settings
     from devtools.fake_slack import FakeSlack
+    from workers.enqueuer import CeleryEnqueuer
 
     fake = FakeSlack(bot_token=TEST_SLACK_BOT_TOKEN, signing_secret=TEST_SLACK_SIGNING_SECRET).start()
     local = slack_settings(settings, fake, admin_user_ids=ADMIN)
-    server = BackgroundServer(create_asgi_app(build_app(local))).start()
+    server = BackgroundServer(create_asgi_app(build_app(local, CeleryEnqueuer()))).start()
     log_dir = tmp_path_factory.mktemp("slack-workers")
     built = Stack(fake, local, server, None, log_dir, worker_extra_env)
     built.worker = built.start_worker("worker-main")
