@@ -12,6 +12,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +27,7 @@ from core.config import Settings
 from core.errors import NotFound, UserError
 from core.models import Document, EvaluatorVersion
 from core.services import ServiceError
-from crag.evaluator import METADATA_FILE, WEIGHTS_FILE, EvaluatorConfig
+from crag.evaluator import METADATA_FILE, WEIGHTS_FILE, EvaluatorConfig, load_evaluator
 from crag.training import (
     EvaluationReport,
     LabelledData,
@@ -175,8 +176,6 @@ def review_pairs(settings: Settings, chunks: list[CorpusChunk], sources: LabelSo
 
 
 def _metrics_json(result: TrainingResult | EvaluationReport) -> dict:
-    from dataclasses import asdict
-
     return {"evaluator": asdict(result.evaluator), "cosine": asdict(result.cosine)}
 
 
@@ -297,8 +296,6 @@ def evaluate_version(
     settings: Settings, version: str | None = None, progress: Callable[[dict], None] | None = None
 ) -> EvaluationReport:
     """Re-measure a stored evaluator (default: the active one) against cosine on the current corpus."""
-    from crag.evaluator import load_evaluator
-
     rows = [r for r in list_versions(settings) if (r.version == version if version else r.active)]
     if not rows:
         if version:

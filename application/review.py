@@ -8,6 +8,10 @@ reply and the admin console, so all three show the same rows and the same number
 - `records_csv` / `records_jsonl`: exports;
 - `set_review` / `reviews_for`: admins' right/wrong labels (later evaluator training data);
 - `incorrect_alert`, `misses`: the health gauges of the knowledge base.
+
+The queries import SQLAlchemy, the models and the database inside each function: the CLI's
+`logs` and `stats` import this module for its constants and `parse_since` before checking
+their options, and `--help` must not load SQLAlchemy (tests/test_cli_startup.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from core.config import Settings
 from core.errors import UserError
 from core.models import Document, EvaluatorVersion, FallbackSourceRow
 from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
-from crag.http_source import HttpFallbackSource, HttpSourceConfig
+from crag.http_source import FieldMap, HttpFallbackSource, HttpSourceConfig
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding
@@ -178,8 +178,6 @@ def fallback_sources(settings: Settings, channel: str | None) -> list[FallbackSo
 
 
 def http_source_config(row: FallbackSourceRow) -> HttpSourceConfig:
-    from crag.http_source import FieldMap
-
     options: dict[str, Any] = dict(row.config or {})
     field_map = options.pop("field_map", None)
     if field_map:

@@ -166,6 +166,7 @@ def account_fingerprint(settings: Settings, secret: bytes, user: str) -> str | N
 
 def sessions_valid_after(settings: Settings, user: str) -> float | None:
     """The time (epoch seconds) before which the user's sessions were ended by a logout, if any."""
+    # SQLAlchemy here, not at the top: `policybot console hash-password` imports this module and starts in an instant
     from core import db
     from core.models import ConsoleSessionCutoff
 
@@ -178,6 +179,7 @@ def end_sessions(settings: Settings, user: str) -> None:
     """Refuse every session of the user issued until now (logout, in every browser)."""
     from datetime import datetime
 
+    # SQLAlchemy here, not at the top: as in sessions_valid_after
     from sqlalchemy.dialects.postgresql import insert
 
     from core import db

@@ -21,6 +21,7 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryMode,
 )
 
+from core import services
 from core.config import Settings
 from core.names import CHANNEL_ID, COLLECTION_NAME
 from crag.types import Origin, Passage
@@ -33,8 +34,6 @@ _vector_stores: dict[str, object] = {}
 
 
 def _vector_store(settings: Settings):  # -> PGVectorStore, one per database and process
-    from core import services
-
     key = services.database_url(settings)
     if key not in _vector_stores:
         _vector_stores[key] = store.vector_store(settings)

@@ -19,6 +19,7 @@ from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from sqlalchemy import CursorResult, delete, insert, text
 from sqlalchemy.orm import Session
 
+from core import db
 from core.config import Settings
 from core.errors import UserError
 from core.models import CHUNKS_TABLE, CHUNKS_TABLE_NAME, Base, Document, chunks_table
@@ -143,8 +144,6 @@ def vector_store(settings: Settings):  # -> PGVectorStore
     """LlamaIndex's PGVectorStore over our chunk table (schema created by our migrations)."""
     from llama_index.vector_stores.postgres import PGVectorStore
     from sqlalchemy.ext.asyncio import create_async_engine
-
-    from core import db
 
     sync_engine = db.engine(settings)
     # PGVectorStore insists on an async engine too; we only ever use the sync API
