@@ -1,73 +1,114 @@
-"""Answer quality, side by side in one run: plain RAG, CRAG with cosine, CRAG with the T5 evaluator.
+"""Answer quality, side by side in one run: plain RAG, CRAG with cosine, CRAG with the trained evaluator.
 
-    .venv/bin/python -m bench.quality [--minutes 10] [--retrain] [--home DIR] [--write docs/quality.md] [--dump FILE]
+    .venv/bin/python -m bench.quality [--set samples|corpus|both] [--seeds 0,1,2] [--minutes 10]
+        [--general-minutes 12] [--per-org 60] [--retrain] [--home DIR] [--write FILE] [--dump FILE]
 
-Runs on its own POLICYBOT_HOME (default ./.policybot-bench): ingests samples/policies as
-the knowledge base and samples/hr-portal as an allow-listed fallback collection, trains
-an evaluator if none is active (or with --retrain), then asks every question in
-bench/questions.yaml through each system. Thresholds come from the evaluator's own
-calibration on weak supervision, never from these questions.
+Runs on its own POLICYBOT_HOME (default ./.policybot-bench): ingests samples/policies as the
+knowledge base and samples/hr-portal as an allow-listed fallback collection. For each seed it
+trains the general evaluator on the policy-qa corpus once (`--general-minutes`, kept in the home),
+then adapts it to that knowledge base (`--minutes`, as `policybot evaluator train --seed`); a
+seed's trained version is reused on later runs unless --retrain. Thresholds come from each
+evaluator's own calibration (weak supervision and the corpus's dev split), never from the
+questions asked here.
+
+Two sets of questions:
+- samples: the 64 questions of bench/questions.yaml over samples/;
+- corpus: the policy-qa test organisations (datasets/policy-qa), each over its own documents:
+  its knowledge base, and its fallback documents as an allow-listed collection source; an even
+  spread of --per-org questions of every label per organisation. No training, calibration or
+  tuning has seen them.
+
+(a) plain RAG answers with the top chunk; (b) CRAG with cosine similarity and the product's
+default cosine thresholds (what a user gets with no trained evaluator); (c) CRAG with the
+trained evaluator of each seed, then their mean and, column by column, the worst seed.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import os
 import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+if TYPE_CHECKING:
+    from application.runtime import LoadedEvaluator
+    from core.config import Settings
+    from crag.types import Answer, Retriever
+
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "bench" / "questions.yaml"
-CATEGORIES = ("kb", "fallback", "none")
+CATEGORIES = ("kb", "fallback", "none")  # the sample questions' categories
+CORPUS_CATEGORIES = ("kb", "fallback", "none-on-topic", "none-off-topic")
+ANSWERABLE = ("kb", "fallback")
+PORTAL_NAME = "portal"
 
 
 @dataclass
 class Outcome:
     found: bool
-    right: bool  # answered with the expected phrase and a citation of the expected document/origin
+    right: bool  # answered with the expected phrase(s) and a citation of the expected document/origin
     action: str
     seconds: float
     leads_with_answer: bool = False  # right, and the reply's first line already holds the answer
+    words: int = 0  # words of the reply, citation markers not counted (answered questions)
 
 
 @dataclass
 class SystemResult:
     name: str
-    outcomes: dict[str, list[Outcome]] = field(default_factory=lambda: {c: [] for c in CATEGORIES})
+    categories: Sequence[str] = CATEGORIES
+    outcomes: dict[str, list[Outcome]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for category in self.categories:
+            self.outcomes.setdefault(category, [])
 
     def rate(self, category: str, kind: str) -> float:
+        """kind: "right" (answerable: right answer and citation; unanswerable: abstained),
+        "wrong" (answered but not right; unanswerable: answered at all) or "abstained"."""
         items = self.outcomes[category]
         if not items:
             return 0.0
+        answerable = category in ANSWERABLE
         if kind == "right":
-            hits = sum(o.right for o in items) if category != "none" else sum(not o.found for o in items)
-        else:  # wrong: answered but not right (for "none": answered at all)
-            hits = sum(o.found and not o.right for o in items) if category != "none" else sum(o.found for o in items)
+            hits = sum(o.right for o in items) if answerable else sum(not o.found for o in items)
+        elif kind == "wrong":
+            hits = sum(o.found and not o.right for o in items) if answerable else sum(o.found for o in items)
+        else:
+            hits = sum(not o.found for o in items)
         return hits / len(items)
 
     def routing_accuracy(self) -> float:
         """Share of questions whose action fits their category (kb → correct; others → not correct)."""
         fits = [o.action == "correct" for o in self.outcomes["kb"]]
-        fits += [o.action in ("ambiguous", "incorrect") for c in ("fallback", "none") for o in self.outcomes[c]]
+        fits += [o.action in ("ambiguous", "incorrect") for c in self.categories if c != "kb" for o in self.outcomes[c]]
         return sum(fits) / len(fits) if fits else 0.0
 
     def answer_first(self) -> float:
         """Of the right answers (KB and fallback-only), the share whose first line holds the answer."""
-        right = [o for c in ("kb", "fallback") for o in self.outcomes[c] if o.right]
+        right = [o for c in ANSWERABLE for o in self.outcomes[c] if o.right]
         return sum(o.leads_with_answer for o in right) / len(right) if right else 0.0
 
+    def median_kb_words(self) -> float:
+        words = [o.words for o in self.outcomes["kb"] if o.found]
+        return statistics.median(words) if words else 0.0
+
     def median_ms(self) -> float:
-        return statistics.median(o.seconds for c in CATEGORIES for o in self.outcomes[c]) * 1000
+        return statistics.median(o.seconds for c in self.categories for o in self.outcomes[c]) * 1000
 
 
 def judge(item: dict, answer_text: str, found: bool, citations: list[tuple[str, str]]) -> bool:
-    """citations: (document, origin) pairs."""
+    """A sample question's reply is right. citations: (document, origin) pairs."""
     if item["category"] == "none" or not found:
         return False
     phrase_ok = _holds_expected_phrase(item, answer_text)
@@ -85,10 +126,20 @@ def _holds_expected_phrase(item: dict, text: str) -> bool:
     return any(phrase.lower() in text.lower() for phrase in item.get("expected_phrases", []))
 
 
-def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:
+def prepare(settings: Settings, minutes: float, retrain: bool, seed: int = 0) -> None:
+    """The samples ingested, and an evaluator active (trained now when none is, or with `retrain`)."""
+    from application import evaluators
+
+    ingest_samples(settings)
+    if retrain or evaluators.active_version(settings) is None:
+        print(f"training the evaluator ({minutes:g} min budget, seed {seed})...", flush=True)
+        result = evaluators.train_and_register(settings, budget_s=minutes * 60, activate="always", seed=seed)
+        print(f"trained {result.version}: AUC {result.evaluator.auc:.3f} vs cosine {result.cosine.auc:.3f}", flush=True)
+
+
+def ingest_samples(settings: Settings) -> None:
     from sqlalchemy import select
 
-    from application import evaluators
     from core import db
     from core.models import FallbackSourceRow
     from ingestion.ingest import ingest_paths
@@ -105,13 +156,46 @@ def prepare(settings, minutes: float, retrain: bool, seed: int = 0) -> None:
             select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")
         ).scalar_one_or_none():
             session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
-    if retrain or evaluators.active_version(settings) is None:
-        print(f"training the evaluator ({minutes:g} min budget, seed {seed})...", flush=True)
-        result = evaluators.train_and_register(settings, budget_s=minutes * 60, activate="always", seed=seed)
-        print(f"trained {result.version}: AUC {result.evaluator.auc:.3f} vs cosine {result.cosine.auc:.3f}", flush=True)
 
 
-def plain_rag(settings, question: str, top_k: int):
+def seed_evaluators(
+    settings: Settings, seeds: Sequence[int], minutes: float, general_minutes: float, retrain: bool
+) -> dict[int, str]:
+    """Each seed's trained version: the newest stored one of that seed, or trained now (the
+    general evaluator of that seed first, when `general_minutes` is above 0 and none is kept)."""
+    from application import evaluators
+
+    versions: dict[int, str] = {}
+    for seed in seeds:
+        stored = [row for row in evaluators.list_versions(settings) if (row.metrics or {}).get("seed") == seed]
+        if stored and not retrain:
+            versions[seed] = stored[0].version  # list_versions is newest first
+            continue
+        if general_minutes > 0:
+            print(
+                f"seed {seed}: the general evaluator ({general_minutes:g} min budget, kept if trained)...", flush=True
+            )
+            evaluators.pretrain_general(settings, general_minutes * 60, seed=seed)
+        print(f"seed {seed}: adapting to the samples ({minutes:g} min budget)...", flush=True)
+        result = evaluators.train_and_register(settings, budget_s=minutes * 60, activate="never", seed=seed)
+        print(
+            f"seed {seed}: {result.version}, {result.steps} steps, AUC {result.evaluator.auc:.3f} "
+            f"vs cosine {result.cosine.auc:.3f}",
+            flush=True,
+        )
+        versions[seed] = result.version
+    return versions
+
+
+def load_version(settings: Settings, version: str) -> LoadedEvaluator:
+    from application import evaluators
+    from application.runtime import load_active_evaluator
+
+    evaluators.activate_version(settings, version)
+    return load_active_evaluator(settings)
+
+
+def plain_rag(settings: Settings, question: str, top_k: int):
     """Baseline (a): top-k straight to the answer: the best chunk, always answered."""
     from application.runtime import knowledge_base_collections
     from ingestion.retriever import ChunkRetriever
@@ -122,7 +206,7 @@ def plain_rag(settings, question: str, top_k: int):
     return passages[0].text, True, [(passages[0].document, "kb")], "correct"
 
 
-def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:
+def dump_record(item: dict, system: str, answer: Answer, outcome: Outcome) -> dict:
     """One question's internals under one system, for reading misses (--dump)."""
     return {
         "id": item["id"],
@@ -151,40 +235,44 @@ def dump_record(item: dict, system: str, answer, outcome: Outcome) -> dict:
     }
 
 
-def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0):
+def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0) -> Settings:
     """Settings on the benchmark's own POLICYBOT_HOME, with the samples ingested and an evaluator trained."""
+    settings = bench_settings(home)
+    prepare(settings, minutes, retrain, seed)
+    return settings
+
+
+def bench_settings(home: Path) -> Settings:
     os.environ["POLICYBOT_HOME"] = str(home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from core.config import get_settings
 
-    settings = get_settings()
-    prepare(settings, minutes, retrain, seed)
-    return settings
+    return get_settings()
 
 
 def load_questions() -> list[dict]:
     return yaml.safe_load(QUESTIONS.read_text())
 
 
-def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Path | None = None, seed: int = 0) -> int:
-    from application.runtime import Runtime, cosine_evaluator, load_active_evaluator
+Missed = dict[str, list[str]]
 
-    settings = open_bench(home, minutes, retrain, seed)
-    items = load_questions()
-    trained = load_active_evaluator(settings)
-    systems = {
-        "(a) plain RAG": None,
-        "(b) CRAG + cosine": Runtime(settings, cosine_evaluator(settings)),
-        "(c) CRAG + T5 evaluator": Runtime(settings, trained),
-    }
+
+def ask_samples(
+    settings: Settings, systems: dict[str, LoadedEvaluator | None], dumped: list[dict] | None
+) -> tuple[dict[str, SystemResult], Missed]:
+    """The 64 sample questions through each system (None: plain RAG)."""
+    from application.runtime import Runtime
+    from bench.replies import reply_words
+
     results = {name: SystemResult(name) for name in systems}
-    wrong_examples: dict[str, list[str]] = {name: [] for name in systems}
-    dumped: list[dict] = []
-    for item in items:
-        for name, runtime in systems.items():
+    missed: Missed = {name: [] for name in systems}
+    runtimes = {name: None if loaded is None else Runtime(settings, loaded) for name, loaded in systems.items()}
+    for item in load_questions():
+        for name, runtime in runtimes.items():
             started = time.perf_counter()
+            answer = None
             if runtime is None:
                 text, found, cites, action = plain_rag(settings, item["question"], settings.top_k)
             else:
@@ -193,62 +281,300 @@ def run(minutes: float, retrain: bool, home: Path, write: Path | None, dump: Pat
                 cites = [(c.document, c.origin) for c in answer.citations]
             right = judge(item, text, found, cites)
             outcome = Outcome(
-                found, right, action, time.perf_counter() - started, right and leads_with_answer(item, text)
+                found,
+                right,
+                action,
+                time.perf_counter() - started,
+                right and leads_with_answer(item, text),
+                reply_words(text) if found else 0,
             )
             results[name].outcomes[item["category"]].append(outcome)
-            if runtime is not None and dump is not None:
+            if answer is not None and dumped is not None:
                 dumped.append(dump_record(item, name, answer, outcome))
-            failed = (item["category"] == "none" and found) or (item["category"] != "none" and not outcome.right)
-            if failed:
-                wrong_examples[name].append(f"{item['id']} ({action}, found={found})")
+            if (item["category"] == "none" and found) or (item["category"] != "none" and not right):
+                missed[name].append(f"{item['id']} ({action}, found={found})")
+    return results, missed
 
-    counts = {c: sum(1 for i in items if i["category"] == c) for c in CATEGORIES}
+
+def _same_retriever(retriever: Retriever, _context: Any) -> Retriever:
+    """The organisation's knowledge base, whoever asks (the corpus has no access lists)."""
+    return retriever
+
+
+def ask_corpus_set(
+    settings: Settings, systems: dict[str, LoadedEvaluator | None], per_org: int, dumped: list[dict] | None
+) -> tuple[dict[str, SystemResult], Missed, int]:
+    """The corpus's test organisations' questions (an even spread of `per_org` each) through each
+    system, over each organisation's own documents. Returns the results, the missed question ids
+    and the number of organisations."""
+    from application.corpus_supervision import (
+        as_asked,
+        corpus_path,
+        corpus_settings,
+        ingest_corpus,
+        kb_collection,
+        load_checked_corpus,
+        portal_collection,
+        stored_chunks,
+    )
+    from application.runtime import pipeline_config
+    from bench.corpus_routing import _every_nth
+    from bench.replies import judge as judge_reply
+    from crag.pipeline import CragPipeline
+    from crag.redaction import document_vocabulary
+    from crag.types import Citation
+    from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
+
+    path = corpus_path(settings.model_copy(update={"corpus": ""}))
+    assert path is not None
+    organisations = load_checked_corpus(path, ("test",)).in_split("test")
+    qa = corpus_settings(settings)
+    ingest_corpus(qa, organisations)
+    chunks = stored_chunks(qa, [c for org in organisations for c in (kb_collection(org), portal_collection(org))])
+    results = {name: SystemResult(name, CORPUS_CATEGORIES) for name in systems}
+    missed: Missed = {name: [] for name in systems}
+    for org in organisations:
+        texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in chunks[name]]
+        kb_retriever = ChunkRetriever(qa, [kb_collection(org)])
+        portal = CollectionFallbackSource(
+            PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback", source_name=PORTAL_NAME)
+        )
+        pipelines: dict[str, CragPipeline | None] = {}
+        for name, loaded in systems.items():
+            if loaded is None:
+                pipelines[name] = None
+                continue
+            config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
+            pipelines[name] = CragPipeline(
+                functools.partial(_same_retriever, kb_retriever),
+                loaded.evaluator,
+                [portal],
+                replace(config, vocabulary=document_vocabulary(texts)),
+            )
+        questions = _every_nth(org.questions, per_org)
+        for question in questions:
+            asked = as_asked(question)
+            for name, pipeline in pipelines.items():
+                started = time.perf_counter()
+                if pipeline is None:
+                    top = kb_retriever.retrieve(asked, qa.top_k)[:1]
+                    text, found, action = (top[0].text if top else ""), bool(top), "correct"
+                    citations = [Citation(1, "kb", "", p.document, p.title, p.section, None, 0.0) for p in top]
+                else:
+                    answer = pipeline.answer(asked)
+                    text, found, action, citations = answer.text, answer.found, answer.action.value, answer.citations
+                seconds = time.perf_counter() - started
+                reply = judge_reply(question.record, text, found, citations)
+                outcome = Outcome(found, reply.right, action, seconds, reply.first_line_right, reply.words)
+                results[name].outcomes[question.label].append(outcome)
+                answerable = question.label in ANSWERABLE
+                if (answerable and not reply.right) or (not answerable and found):
+                    missed[name].append(f"{question.id} ({action}, found={found})")
+                if dumped is not None:
+                    dumped.append(
+                        {
+                            "id": question.id,
+                            "label": question.label,
+                            "system": name,
+                            "question": asked,
+                            "action": action,
+                            "found": found,
+                            "right": reply.right,
+                            "reply": text,
+                        }
+                    )
+        print(f"  {org.id}: {len(questions)} questions", file=sys.stderr, flush=True)
+    return results, missed, len(organisations)
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    value: Callable[[SystemResult], float]
+    higher_is_better: bool
+    unit: str = "%"  # "%", "words" or "ms"
+
+    def show(self, value: float) -> str:
+        return f"{value:.0%}" if self.unit == "%" else f"{value:.0f}" if self.unit == "words" else f"{value:.0f} ms"
+
+
+def columns(categories: Sequence[str]) -> list[Column]:
+    def rate(category: str, kind: str) -> Callable[[SystemResult], float]:
+        return lambda result: result.rate(category, kind)
+
+    cols = [
+        Column("KB: right + citation", rate("kb", "right"), True),
+        Column("KB: wrong", rate("kb", "wrong"), False),
+        Column("KB: abstained", rate("kb", "abstained"), False),
+        Column("fallback-only: from fallback", rate("fallback", "right"), True),
+        Column("fallback-only: wrong", rate("fallback", "wrong"), False),
+        Column("fallback-only: abstained", rate("fallback", "abstained"), False),
+    ]
+    names = {"none": "unanswerable", "none-on-topic": "on-topic unanswerable", "none-off-topic": "off-topic"}
+    for category in categories:
+        if category in names:
+            cols.append(Column(f"{names[category]}: abstained", rate(category, "right"), True))
+    cols += [
+        Column("routing accuracy", SystemResult.routing_accuracy, True),
+        Column("right replies led by the answer", SystemResult.answer_first, True),
+        Column("median KB reply words", SystemResult.median_kb_words, False, "words"),
+        Column("median latency", SystemResult.median_ms, False, "ms"),
+    ]
+    return cols
+
+
+def table(results: dict[str, SystemResult], trained: Sequence[str], categories: Sequence[str]) -> list[str]:
+    """One row per system; with several trained evaluators (one per seed) also their mean and,
+    column by column, the worst of them."""
+    cols = columns(categories)
     lines = [
-        f"Quality benchmark: {len(items)} questions ({counts['kb']} kb, {counts['fallback']} fallback-only, "
-        f"{counts['none']} unanswerable); evaluator {trained.description}, thresholds upper {trained.thresholds.upper:.3f} "
-        f"lower {trained.thresholds.lower:.3f} strip {trained.strip_threshold:.3f}.",
-        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}.",
-        "",
-        "| system | KB: right answer + citation | KB: wrong | fallback-only: answered from fallback | fallback: wrong | "
-        "unanswerable: abstained | unanswerable: answered | right answers led by the answer | routing accuracy | "
-        "median latency |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| system | " + " | ".join(c.title for c in cols) + " |",
+        "| --- | " + " | ".join("---" for _ in cols) + " |",
     ]
     for name, result in results.items():
-        lines.append(
-            f"| {name} | {result.rate('kb', 'right'):.0%} | {result.rate('kb', 'wrong'):.0%} | "
-            f"{result.rate('fallback', 'right'):.0%} | {result.rate('fallback', 'wrong'):.0%} | "
-            f"{result.rate('none', 'right'):.0%} | {result.rate('none', 'wrong'):.0%} | "
-            f"{result.answer_first():.0%} | {result.routing_accuracy():.0%} | {result.median_ms():.0f} ms |"
+        lines.append(f"| {name} | " + " | ".join(c.show(c.value(result)) for c in cols) + " |")
+    if len(trained) > 1:
+        per_seed = [[c.value(results[name]) for name in trained] for c in cols]
+        mean = [statistics.fmean(values) for values in per_seed]
+        worst = [min(v) if c.higher_is_better else max(v) for c, v in zip(cols, per_seed, strict=True)]
+        lines.append("| (c) mean of seeds | " + " | ".join(c.show(v) for c, v in zip(cols, mean, strict=True)) + " |")
+        lines.append("| **(c) worst seed** | " + " | ".join(c.show(v) for c, v in zip(cols, worst, strict=True)) + " |")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from application.runtime import cosine_evaluator
+
+    settings = bench_settings(args.home)
+    ingest_samples(settings)
+    versions = seed_evaluators(settings, args.seeds, args.minutes, args.general_minutes, args.retrain)
+    loaded = {seed: load_version(settings, version) for seed, version in versions.items()}
+    trained_names = [f"(c) CRAG + trained, seed {seed}" for seed in versions]
+    systems: dict[str, LoadedEvaluator | None] = {
+        "(a) plain RAG": None,
+        "(b) CRAG + cosine": cosine_evaluator(settings),
+    } | {name: loaded[seed] for name, seed in zip(trained_names, versions, strict=True)}
+    dumped: list[dict] | None = [] if args.dump else None
+
+    lines = [
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}. Trained evaluators: "
+        + "; ".join(
+            f"seed {seed} {versions[seed]} (upper {e.thresholds.upper:.3f}, lower {e.thresholds.lower:.3f}, "
+            f"strip {e.strip_threshold:.3f})"
+            for seed, e in loaded.items()
         )
-    lines += ["", "Missed questions per system:"]
-    lines += [f"- {name}: {', '.join(missed) or 'none'}" for name, missed in wrong_examples.items()]
+        + ".",
+        "",
+    ]
+    system_ids = {"(a) plain RAG": "plain-rag", "(b) CRAG + cosine": "cosine"} | {
+        name: versions[seed] for name, seed in zip(trained_names, versions, strict=True)
+    }
+    for which in ("samples", "corpus"):
+        if args.set not in (which, "both"):
+            continue
+        results: dict[str, SystemResult] = {}
+        missed: Missed = {}
+        n_orgs = 0
+        for name, system in systems.items():
+            # Each system's answers are kept under the home: a later run (another seed, a crash)
+            # asks again only what it lacks. --fresh asks everything again.
+            kept = args.home / "quality-results" / f"{which}-{args.per_org}-{system_ids[name]}.json"
+            if kept.exists() and not args.fresh and dumped is None:
+                results[name], missed[name], n_orgs = _read_kept(kept, name)
+                continue
+            print(f"asking the {which} questions: {name}...", file=sys.stderr, flush=True)
+            if which == "samples":
+                one, one_missed = ask_samples(settings, {name: system}, dumped)
+            else:
+                one, one_missed, n_orgs = ask_corpus_set(settings, {name: system}, args.per_org, dumped)
+            results[name], missed[name] = one[name], one_missed[name]
+            _keep(kept, results[name], missed[name], n_orgs)
+        if which == "samples":
+            items = load_questions()
+            counts = {c: sum(1 for i in items if i["category"] == c) for c in CATEGORIES}
+            lines.append(
+                f"**Sample questions** ({len(items)}: {counts['kb']} kb, {counts['fallback']} fallback-only, "
+                f"{counts['none']} unanswerable, over samples/):"
+            )
+            categories: Sequence[str] = CATEGORIES
+        else:
+            counts = {c: len(results["(b) CRAG + cosine"].outcomes[c]) for c in CORPUS_CATEGORIES}
+            lines.append(
+                f"**Corpus test organisations** ({n_orgs} organisations, {sum(counts.values())} questions: "
+                + ", ".join(f"{n} {c}" for c, n in counts.items())
+                + "):"
+            )
+            categories = CORPUS_CATEGORIES
+        lines += ["", *table(results, trained_names, categories), ""]
+        if args.show_missed:
+            lines += ["Missed questions per system:"]
+            lines += [f"- {name}: {', '.join(ids) or 'none'}" for name, ids in missed.items()]
+            lines.append("")
+    lines.append(
+        "Right: every key phrase and a citation of the labelled document (corpus: and section), from the "
+        "knowledge base for KB questions, from the fallback for fallback-only ones. Unanswerable: abstained "
+        "is right. Routing: KB questions routed Correct, all others not. Worst seed: the worst value of "
+        "each column over the seeds."
+    )
     report = "\n".join(lines)
     print(report)
-    if dump is not None:
-        import json
-
-        dump.parent.mkdir(parents=True, exist_ok=True)
-        dump.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in dumped))
-    if write is not None:
-        write.parent.mkdir(parents=True, exist_ok=True)
-        write.write_text(
-            "# Answer quality\n\nProduced by `.venv/bin/python -m bench.quality --write docs/quality.md` "
-            f"on {time.strftime('%Y-%m-%d')}.\n\n" + report + "\n"
-        )
+    if dumped is not None:
+        args.dump.parent.mkdir(parents=True, exist_ok=True)
+        args.dump.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in dumped))
+    if args.write is not None:
+        args.write.parent.mkdir(parents=True, exist_ok=True)
+        args.write.write_text(report + "\n")
     return 0
 
 
+def _keep(path: Path, result: SystemResult, missed: list[str], n_orgs: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    outcomes = {c: [asdict(o) for o in items] for c, items in result.outcomes.items()}
+    path.write_text(
+        json.dumps({"categories": list(result.categories), "outcomes": outcomes, "missed": missed, "orgs": n_orgs})
+    )
+
+
+def _read_kept(path: Path, name: str) -> tuple[SystemResult, list[str], int]:
+    data = json.loads(path.read_text())
+    outcomes = {c: [Outcome(**o) for o in items] for c, items in data["outcomes"].items()}
+    return SystemResult(name, tuple(data["categories"]), outcomes), data["missed"], data["orgs"]
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seeds are integers separated by commas, e.g. 0,1,2 (got {text!r})") from None
+    if not seeds:
+        raise argparse.ArgumentTypeError("give at least one seed")
+    return seeds
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=10.0, help="training budget if an evaluator must be trained")
-    parser.add_argument("--retrain", action="store_true", help="train a new evaluator even if one is active")
-    parser.add_argument("--seed", type=int, default=0, help="training seed (compare several: trainings differ by seed)")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--set", choices=("samples", "corpus", "both"), default="both", help="which questions")
+    parser.add_argument("--seeds", type=_seeds, default=[0, 1, 2], help="training seeds, e.g. 0,1,2 (default)")
+    parser.add_argument("--minutes", type=float, default=10.0, help="adapting budget per seed, when one is trained")
+    parser.add_argument(
+        "--general-minutes",
+        type=float,
+        default=12.0,
+        help="the general evaluator's budget per seed, when none is kept (0: adapt from MiniLM)",
+    )
+    parser.add_argument(
+        "--per-org", type=int, default=60, help="corpus questions per test organisation, every label (0: all)"
+    )
+    parser.add_argument("--retrain", action="store_true", help="train every seed's evaluator again")
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME for the benchmark")
-    parser.add_argument("--write", type=Path, default=None, help="also write the table to this Markdown file")
-    parser.add_argument("--dump", type=Path, default=None, help="write every CRAG answer's scores and strips as JSONL")
+    parser.add_argument("--write", type=Path, default=None, help="also write the tables to this Markdown file")
+    parser.add_argument("--dump", type=Path, default=None, help="write every answer as JSONL")
+    parser.add_argument("--fresh", action="store_true", help="ask again what earlier runs kept under the home")
+    parser.add_argument("--show-missed", action="store_true", help="list the missed question ids per system")
     args = parser.parse_args(argv)
-    return run(args.minutes, args.retrain, args.home, args.write, args.dump, args.seed)
+    args.home = args.home.resolve()
+    return run(args)
 
 
 if __name__ == "__main__":
