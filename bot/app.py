@@ -1,4 +1,5 @@
-"""The Bolt app: wiring only. Listeners decide (bot/listeners.py), blocks render (slack_outbound/blocks.py)."""
+"""The Bolt app: wiring only. Who may ask is checked in bot/who_may_ask.py, listeners decide
+(bot/listeners.py), blocks render (slack_outbound/blocks.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from slack_sdk import WebClient
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import inbox
-from bot.listeners import BotIdentity, Enqueuer, Listeners
+from bot.listeners import Enqueuer, Listeners
+from bot.who_may_ask import identity, ignoring_bot_events
 from core.config import Settings, secret_value
 from slack_outbound import blocks
 from slack_outbound.client import web_client
@@ -63,6 +65,7 @@ def build_app(settings: Settings, enqueuer: Enqueuer, *, socket_mode: bool = Fal
     )
     lookups = web_client(settings, wait_out_rate_limits=False, timeout_s=LOOKUP_TIMEOUT_S, connection_retries=0)
     listeners = Listeners(settings, enqueuer, lookups)
+    app.use(ignoring_bot_events(settings))  # bots' events are dropped before they are stored
     app.use(_store_before_ack(settings))
     register(app, listeners)
     return app
@@ -103,23 +106,15 @@ def replay_event(app: App, body: dict[str, Any]) -> None:
     app.dispatch(BoltRequest(body=json.dumps(body), mode="socket_mode"))
 
 
-def _identity(context: BoltContext) -> BotIdentity:
-    return BotIdentity(
-        user_id=context.bot_user_id,
-        bot_id=context.bot_id,
-        teams=frozenset(team for team in (context.team_id, context.enterprise_id) if team),
-    )
-
-
 def register(app: App, listeners: Listeners) -> None:
     @app.event("app_mention")
     def app_mention(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
-        listeners.on_mention(body, event, client, _identity(context))
+        listeners.on_mention(body, event, client, identity(context))
         _carried_out(listeners.settings, body)
 
     @app.event("message")
     def message(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
-        listeners.on_message(body, event, client, _identity(context))
+        listeners.on_message(body, event, client, identity(context))
         _carried_out(listeners.settings, body)
 
     @app.event("assistant_thread_started")

@@ -1,5 +1,9 @@
 """Listeners decide; they never run the pipeline.
 
+Events from bots never get here (bot/who_may_ask.py, Bolt middleware); who else may ask is
+checked with that module's predicates: outsiders in `decide_*`, guests and bot users from
+users.info after the ack (`Listeners`).
+
 `decide_*` are pure functions from a Slack event to a `Decision`. `Listeners` carries a
 decision out with a few fast steps: claim the message (one answer per Slack message, even
 when Slack sends it twice or retries), record the question, show progress (👀 or the agent
@@ -29,6 +33,13 @@ from sqlalchemy.exc import SQLAlchemyError
 from application import outbox
 from application.answering import RecordedQuestion, mark_failed, record_feedback, record_question
 from application.review import stats_summary
+from bot.who_may_ask import (
+    BotIdentity,
+    lacks_writer_team,
+    outsider_team,
+    profile_refusal,
+    writer_team,
+)
 from core import db, services
 from core.config import Settings
 from slack_outbound import blocks, state
@@ -98,13 +109,6 @@ class Decision:
     offer_upload: bool = False  # a question from an admin with files: also ask whether to add them
 
 
-@dataclass(frozen=True)
-class BotIdentity:
-    user_id: str | None
-    bot_id: str | None
-    teams: frozenset[str] = frozenset()  # the workspace (and Enterprise Grid organisation) the app is installed in
-
-
 # ----------------------------------------------------------------- decide (pure)
 
 
@@ -133,32 +137,6 @@ def _ignored_subtype(event: Mapping[str, Any], settings: Settings) -> str | None
     if subtype in HUMAN_SUBTYPES or (subtype == "bot_message" and not settings.ignore_bots):
         return None
     return f"subtype {subtype}"
-
-
-def _from_a_bot(event: Mapping[str, Any], me: BotIdentity, ignore_bots: bool) -> str | None:
-    """Why a message comes from a bot we should not answer (None: answer it)."""
-    user = event.get("user")
-    bot_id = event.get("bot_id")
-    if (me.user_id and user == me.user_id) or (me.bot_id and bot_id == me.bot_id):
-        return "own message"
-    if (bot_id or event.get("subtype") == "bot_message" or event.get("bot_profile")) and ignore_bots:
-        return "another bot (POLICYBOT_IGNORE_BOTS)"
-    return None
-
-
-UNKNOWN_TEAM = "unknown"  # a writer in a Slack Connect conversation whose team Slack would not tell
-
-
-def _outside_team(event: Mapping[str, Any], me: BotIdentity, settings: Settings, shared_externally: bool) -> str | None:
-    """The team of a member of another organisation writing in a Slack Connect channel or DM
-    (None for our own members). Policies are internal: outsiders are not answered unless
-    POLICYBOT_ANSWER_OUTSIDERS is on. Their team is `user_team`; ours are the installation's
-    and POLICYBOT_MEMBER_TEAMS (other workspaces of an Enterprise Grid organisation). A
-    writer of no named team (a webhook's post) is no member either."""
-    if not shared_externally or settings.answer_outsiders:
-        return None
-    team = str(event.get("user_team") or event.get("source_team") or UNKNOWN_TEAM)
-    return team if team not in me.teams | settings.member_teams else None
 
 
 def _incoming(event: Mapping[str, Any], event_id: str | None, surface: Surface, me: BotIdentity) -> Incoming:
@@ -232,13 +210,10 @@ def decide_mention(
         return Decision("ignore", reason=ignored)
     if event.get("edited"):
         return Decision("ignore", reason="edited message")
-    why = _from_a_bot(event, me, settings.ignore_bots)
-    if why:
-        return Decision("ignore", reason=why)
     if not event.get("channel") or not event.get("ts"):
         return Decision("ignore", reason="no channel or ts")
     incoming = _incoming(event, event_id, "mention", me)
-    outside = _outside_team(event, me, settings, shared_externally)
+    outside = outsider_team(event, me, settings, shared_externally)
     if outside:
         return Decision("outsider", incoming, reason=f"a member of another organisation (team {outside})")
     return _question_or_notice(incoming, settings)
@@ -261,14 +236,11 @@ def decide_message(
         return Decision("ignore", reason=ignored)
     if event.get("hidden"):
         return Decision("ignore", reason="hidden message")
-    why = _from_a_bot(event, me, settings.ignore_bots)
-    if why:
-        return Decision("ignore", reason=why)
     if not event.get("channel") or not event.get("ts") or not (event.get("user") or event.get("bot_id")):
         return Decision("ignore", reason="no channel, ts or user")
     surface: Surface = "assistant" if in_assistant_thread(str(event["channel"]), event.get("thread_ts")) else "dm"
     incoming = _incoming(event, event_id, surface, me)
-    outside = _outside_team(event, me, settings, shared_externally)
+    outside = outsider_team(event, me, settings, shared_externally)
     if outside:
         return Decision("outsider", incoming, reason=f"a member of another organisation (team {outside})")
     is_admin = incoming.user in settings.admins
@@ -402,13 +374,7 @@ class Listeners:
         completed from users.info: the writer's workspace, or on Enterprise Grid their
         organisation and its workspaces, one of ours if any is. A writer whose team cannot be
         told is taken for an outsider, since policies are internal."""
-        if (
-            not body.get("is_ext_shared_channel")
-            or self.settings.answer_outsiders
-            or not event.get("user")
-            or event.get("user_team")
-            or event.get("source_team")
-        ):
+        if not lacks_writer_team(body, event, self.settings):
             return event
         try:
             teams = teams_of(self._slack_user(client, str(event["user"])) or {})
@@ -417,9 +383,7 @@ class Listeners:
                 "%s: the writer in the shared conversation %s is taken for an outsider", error, event.get("channel")
             )
             teams = ()
-        ours = me.teams | self.settings.member_teams
-        team = next((team for team in teams if team in ours), teams[0] if teams else UNKNOWN_TEAM)
-        return {**event, "user_team": team}
+        return {**event, "user_team": writer_team(teams, me.teams | self.settings.member_teams)}
 
     def _in_assistant_thread(self, channel: str, thread_ts: str | None) -> bool:
         try:
@@ -546,11 +510,11 @@ class Listeners:
                 return decision
             log.warning("%s: asking %s to ask again", error, incoming.user)
             return Decision("unverified", incoming, reason=str(error))
-        if self.settings.ignore_bots and user.get("is_bot"):
-            return Decision("ignore", reason=f"{incoming.user} is a bot user (users.info; POLICYBOT_IGNORE_BOTS)")
-        if checks_guest and is_guest(user):
-            return Decision("outsider", incoming, reason="a guest of the workspace")
-        return decision
+        refusal = profile_refusal(incoming.user, user, self.settings, asks_question=decision.kind == "question")
+        if refusal is None:
+            return decision
+        kind, reason = refusal
+        return Decision(kind, incoming if kind == "outsider" else None, reason=reason)
 
     def _greets_a_guest(self, client: WebClient, user_id: str | None) -> bool:
         """Whether a greeting would go to a guest, who gets the members-only notice instead.

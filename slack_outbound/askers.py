@@ -5,7 +5,7 @@
   Raghunathan, how many vacation days..."). Names are rare words, so the keyword rewrite
   would otherwise rank them first.
 - Whether they are a guest of the workspace, and which workspace or Enterprise Grid
-  organisation they belong to (bot/listeners.py: policies are for members).
+  organisation they belong to (bot/who_may_ask.py: policies are for members).
 
 Needs the `users:read` scope; without it the lookup fails, the process logs why (every five
 minutes, not per question), and the other redactions still apply.

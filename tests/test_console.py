@@ -853,7 +853,7 @@ def test_new_password_hashes_cost_scrypt_n_2_17_and_old_ones_still_sign_in(csett
     old_hash = default_cost.console_accounts[ADMIN_USER]
     assert parse_scrypt_hash(old_hash)[0] == 2**14 and is_outdated(old_hash, default_cost)
     client = _client(default_cost)
-    with caplog.at_level("WARNING", logger="console.app"):
+    with caplog.at_level("WARNING", logger="console.pages.login"):
         assert _sign_in(client).status_code == 303
     assert "password hash cheaper than new ones" in caplog.text
     assert "policybot console hash-password" in client.get("/admin/activity").text
@@ -865,7 +865,7 @@ def test_failed_sign_ins_are_throttled_and_not_logged_by_name(csettings, caplog)
 
     client = _client(csettings)
     token = csrf_of(client.get("/admin/login").text)
-    with caplog.at_level("WARNING", logger="console.app"):
+    with caplog.at_level("WARNING", logger="console.pages.login"):
         for _ in range(LOGIN_MAX_FAILURES):
             wrong = client.post(
                 "/admin/login", data={"username": "mallory-the-name", "password": "guess", "csrf_token": token}
