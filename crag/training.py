@@ -35,24 +35,10 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 import torch
 
+from crag.checkpoint import METADATA_FILE, load_weights, save_evaluator, update_metadata
 from crag.decision import decide
-from crag.evaluator import (
-    METADATA_FILE,
-    CachedEvaluator,
-    CosineEvaluator,
-    EvaluatorConfig,
-    JudgeBundle,
-    MiniLMT5Judge,
-    T5EncoderJudge,
-    build_judge,
-    collate,
-    encode_pairs,
-    evaluator_from_bundle,
-    load_weights,
-    quantize_int8_linear,
-    save_evaluator,
-    update_metadata,
-)
+from crag.inference import CachedEvaluator, CosineEvaluator, evaluator_from_bundle, quantize_int8_linear
+from crag.judge import EvaluatorConfig, JudgeBundle, MiniLMT5Judge, T5EncoderJudge, build_judge, collate, encode_pairs
 from crag.types import Action, Evaluator, Thresholds
 from crag.weak_supervision import (
     CandidateSet,

@@ -310,7 +310,7 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
     Running workers keep the thresholds they loaded; they pick the new ones up on restart.
     Returns notes for the admin (e.g. a missing folder).
     """
-    from crag.evaluator import update_metadata
+    from crag.checkpoint import update_metadata
     from policybot.runtime import reset_runtime
 
     notes: list[str] = []

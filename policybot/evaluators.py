@@ -18,7 +18,8 @@ from typing import Literal
 import numpy as np
 from sqlalchemy import select, update
 
-from crag.evaluator import METADATA_FILE, WEIGHTS_FILE, EvaluatorConfig
+from crag.checkpoint import METADATA_FILE, WEIGHTS_FILE
+from crag.judge import EvaluatorConfig
 from crag.training import (
     EvaluationReport,
     LabelledData,
@@ -297,7 +298,7 @@ def evaluate_version(
     settings: Settings, version: str | None = None, progress: Callable[[dict], None] | None = None
 ) -> EvaluationReport:
     """Re-measure a stored evaluator (default: the active one) against cosine on the current corpus."""
-    from crag.evaluator import load_evaluator
+    from crag.checkpoint import load_evaluator
 
     rows = [r for r in list_versions(settings) if (r.version == version if version else r.active)]
     if not rows:

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy import select
 
-from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
+from crag.checkpoint import load_evaluator
 from crag.http_source import HttpFallbackSource, HttpSourceConfig
+from crag.inference import CachedEvaluator, CosineEvaluator, native_bf16
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding

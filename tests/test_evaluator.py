@@ -21,21 +21,10 @@ import numpy as np
 import pytest
 import torch
 
-from crag.evaluator import (
-    CachedEvaluator,
-    CosineEvaluator,
-    EvaluatorConfig,
-    PassageStateCache,
-    build_judge,
-    collate,
-    detect_format,
-    encode_pairs,
-    evaluator_from_bundle,
-    load_evaluator,
-    load_weights,
-    minilm_folder,
-    save_evaluator,
-)
+from crag.checkpoint import detect_format, load_evaluator, load_weights, save_evaluator
+from crag.inference import CachedEvaluator, CosineEvaluator, evaluator_from_bundle
+from crag.judge import EvaluatorConfig, PassageStateCache, build_judge, collate, encode_pairs
+from crag.minilm import minilm_folder
 from crag.training import calibrate, evaluate_evaluator, held_out_passages, roc_auc, train_evaluator, within_time
 from crag.weak_supervision import (
     CorpusChunk,
