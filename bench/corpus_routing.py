@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from crag.checkpoint import load_evaluator
     from crag.inference import CachedEvaluator
-    from crag.training import cosine_with_known, measure
+    from crag.metrics import cosine_with_known, measure
     from policybot.corpus_supervision import ask_corpus, corpus_path, held_out, load_checked_corpus
     from policybot.evaluators import active_version
     from policybot.runtime import embed_function

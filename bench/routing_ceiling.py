@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0, help="training budget if no evaluator is active yet")
     args = parser.parse_args(argv)
     settings = open_bench(args.home, args.minutes, retrain=False)
-    from crag.training import roc_auc
+    from crag.metrics import roc_auc
     from policybot.runtime import cosine_evaluator, load_active_evaluator
 
     questions = load_questions()

@@ -8,7 +8,7 @@ for, counts as one bare review (others' votes are shown, never counted): 👍 is
 "wrong" without an expected document; an admin's review of the same question outranks it. Each label,
 read together with what the pipeline did (the `questions` action log), says whether the knowledge base's
 candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
-each question is its set's score, and `crag.training.calibrate` turns the two score lists
+each question is its set's score, and `crag.metrics.calibrate` turns the two score lists
 into thresholds, as it does for the simulated sets of training. Only the upper and lower
 thresholds are recalibrated: reviews say nothing about single strips, so the strip threshold
 is kept.
@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from sqlalchemy import select
 
-from crag.training import calibrate
+from crag.metrics import calibrate
 from policybot import db
 from policybot.config import Settings
 from policybot.errors import UserError

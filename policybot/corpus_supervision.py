@@ -29,7 +29,9 @@ from pydantic import SecretStr
 from sqlalchemy import select
 
 from crag.followups import continues_earlier
-from crag.training import HeldOut, LabelledData, Progress
+from crag.metrics import HeldOut
+from crag.progress import Progress
+from crag.training import LabelledData
 from crag.weak_supervision import CandidateSet, Pair, StripExample, split_strips
 from ingestion import embedding
 from ingestion.chunking import HEADING_SEPARATOR

@@ -20,15 +20,8 @@ from sqlalchemy import select, update
 
 from crag.checkpoint import METADATA_FILE, WEIGHTS_FILE
 from crag.judge import EvaluatorConfig
-from crag.training import (
-    EvaluationReport,
-    LabelledData,
-    TrainingResult,
-    evaluate_evaluator,
-    general_fingerprint,
-    train_evaluator,
-    train_general,
-)
+from crag.metrics import EvaluationReport, evaluate_evaluator
+from crag.training import LabelledData, TrainingResult, general_fingerprint, train_evaluator, train_general
 from crag.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
 from policybot import db
