@@ -8,7 +8,7 @@ for, counts as one bare review (others' votes are shown, never counted): 👍 is
 "wrong" without an expected document; an admin's review of the same question outranks it. Each label,
 read together with what the pipeline did (the `questions` action log), says whether the knowledge base's
 candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
-each question is its set's score, and `crag.training.calibrate` turns the two score lists
+each question is its set's score, and `crag.metrics.calibrate` turns the two score lists
 into thresholds, as it does for the simulated sets of training. Only the upper and lower
 thresholds are recalibrated: reviews say nothing about single strips, so the strip threshold
 is kept.
@@ -28,7 +28,7 @@ from core import db
 from core.config import Settings
 from core.errors import UserError
 from core.models import EvaluatorVersion, Feedback, Question, Review
-from crag.training import calibrate
+from crag.metrics import calibrate
 
 Label = Literal["present", "absent"]
 MIN_LABELS = 10  # per side: fewer present or absent sets give thresholds too noisy to trust
@@ -311,7 +311,7 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
     Returns notes for the admin (e.g. a missing folder).
     """
     from application.runtime import reset_runtime
-    from crag.evaluator import update_metadata
+    from crag.checkpoint import update_metadata
 
     notes: list[str] = []
     source = {

@@ -27,16 +27,10 @@ from core.config import Settings
 from core.errors import NotFound, UserError
 from core.models import Document, EvaluatorVersion
 from core.services import ServiceError
-from crag.evaluator import METADATA_FILE, WEIGHTS_FILE, EvaluatorConfig, load_evaluator
-from crag.training import (
-    EvaluationReport,
-    LabelledData,
-    TrainingResult,
-    evaluate_evaluator,
-    general_fingerprint,
-    train_evaluator,
-    train_general,
-)
+from crag.checkpoint import METADATA_FILE, WEIGHTS_FILE, load_evaluator
+from crag.judge import EvaluatorConfig
+from crag.metrics import EvaluationReport, evaluate_evaluator
+from crag.training import LabelledData, TrainingResult, general_fingerprint, train_evaluator, train_general
 from crag.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
 

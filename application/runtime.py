@@ -23,8 +23,9 @@ from core import db
 from core.config import Settings
 from core.errors import UserError
 from core.models import Document, EvaluatorVersion, FallbackSourceRow
-from crag.evaluator import CachedEvaluator, CosineEvaluator, load_evaluator, native_bf16
+from crag.checkpoint import load_evaluator
 from crag.http_source import FieldMap, HttpFallbackSource, HttpSourceConfig
+from crag.inference import CachedEvaluator, CosineEvaluator, native_bf16
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding

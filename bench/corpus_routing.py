@@ -61,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     from application.corpus_supervision import ask_corpus, corpus_path, held_out, load_checked_corpus
     from application.evaluators import active_version
     from application.runtime import embed_function
-    from crag.evaluator import CachedEvaluator, load_evaluator
-    from crag.training import cosine_with_known, measure
+    from crag.checkpoint import load_evaluator
+    from crag.inference import CachedEvaluator
+    from crag.metrics import cosine_with_known, measure
 
     os.environ["POLICYBOT_HOME"] = str(args.home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's

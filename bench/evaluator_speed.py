@@ -107,7 +107,8 @@ def t5_large_evaluator(int8: bool):  # -> TorchEvaluator
     from transformers import AutoTokenizer, T5ForSequenceClassification
     from transformers.initialization import no_init_weights
 
-    from crag.evaluator import TorchEvaluator, minilm_folder, quantize_int8_linear
+    from crag.inference import TorchEvaluator, quantize_int8_linear
+    from crag.minilm import minilm_folder
 
     with no_init_weights():  # transformers' own init of ~0.8B weights takes about a minute here
         model = T5ForSequenceClassification(t5_large_config()).eval()
@@ -174,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from application import evaluators
-    from crag.evaluator import load_evaluator, native_bf16
+    from crag.checkpoint import load_evaluator
+    from crag.inference import native_bf16
+    from crag.judge import encode_pairs
 
     report = Report("evaluator_speed", "Evaluator throughput and per-question scoring").begin()
     settings = prepared_settings()
@@ -198,9 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     lengths = [
         len(r["input_ids"])
         for q, p in sample
-        for r in __import__("crag.evaluator", fromlist=["encode_pairs"]).encode_pairs(
-            default_fp32.tokenizer, default_fp32.kind, q, [p], 512
-        )
+        for r in encode_pairs(default_fp32.tokenizer, default_fp32.kind, q, [p], 512)
     ]
     report.add(
         f"Inputs: {len(sets)} benchmark questions, each with its top-{settings.top_k} retrieved chunks "

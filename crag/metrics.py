@@ -1,0 +1,397 @@
+"""Measuring an evaluator on held-out questions, against cosine similarity, and calibrating its thresholds.
+
+Metrics:
+* ``auc``: pair-level ROC AUC, positives against hard and random negatives of held-out
+  questions (entity swaps and focus swaps are reported apart in ``auc_by_kind``: cosine
+  cannot see swaps by construction, and both would make the number incomparable across
+  versions of the data).
+* ``routing_accuracy``: simulated retrieval sets of held-out template and heading questions,
+  with the answer present (source chunk among the candidates) or absent (source chunk and its
+  near-duplicates removed), routed by the CRAG decision. Present->Correct and
+  absent->Incorrect count 1, Ambiguous counts 0.5 (safe but costs a fallback query), the
+  opposite action 0. Thresholds are cross-fitted: calibrated on one half of the questions and
+  applied to the other, so the number is not measured on the data that set the thresholds.
+
+`evaluate_evaluator` measures any Evaluator so (`policybot evaluator eval`); crag/training.py
+measures and calibrates a freshly trained one with the same code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any, TypeVar
+
+import numpy as np
+
+from crag.decision import decide
+from crag.inference import CachedEvaluator, CosineEvaluator
+from crag.progress import PhaseEmitter, Progress, phase_emitter
+from crag.types import Action, Evaluator, Thresholds
+from crag.weak_supervision import (
+    CandidateSet,
+    CorpusChunk,
+    Embed,
+    Pair,
+    StripExample,
+    WeakSupervision,
+    build_weak_supervision,
+)
+
+# Calibration knobs (see calibrate()).
+# upper: the highest threshold within this of the best Youden's J. Zero: on weak-supervision
+# sets J is flat (best 0.30-0.36), and a slack of 0.02 put upper at the strict end of a wide
+# plateau, 0.1-0.3 above the best cut and decided by noise (docs/quality.md, "Calibration").
+UPPER_J_SLACK = 0.0
+STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
+ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
+PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
+MIN_CALIBRATION_QUESTIONS = 40  # fewer held-out questions give thresholds too noisy to trust
+
+
+@dataclass
+class Metrics:
+    auc: float
+    auc_by_kind: dict[str, float]  # "hard", "random", "swap", "focus", and per question kind
+    routing_accuracy: float
+    action_rates: dict[str, dict[str, float]]  # {"present"|"absent": {action: share}}
+    thresholds: dict[str, float]  # {"upper", "lower", "strip"} calibrated on all held-out sets
+    thresholds_source: str  # "cross-fitted" or "fixed" (given thresholds were applied)
+    n_pairs: int
+    n_sets: int
+    score_std: float  # a collapsed model scores everything alike
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EvaluationReport:
+    evaluator: Metrics
+    cosine: Metrics
+    n_val_pairs: int
+    n_sets: int
+    seconds: float
+    evaluator_version: str = ""
+
+    @property
+    def beats_cosine(self) -> bool:
+        return better_than_cosine(self.evaluator, self.cosine)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "beats_cosine": self.beats_cosine}
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """What metrics and calibration score, as `WeakSupervision` holds it for pseudo-queries:
+    labelled pairs (AUC), retrieval sets with or without their answer (routing, upper and
+    lower thresholds) and strips (strip threshold)."""
+
+    val_pairs: list[Pair]
+    calibration_sets: list[CandidateSet]
+    strip_examples: list[StripExample]
+
+
+def merged_held_out(*parts: HeldOut | WeakSupervision) -> HeldOut:
+    return HeldOut(
+        [p for part in parts for p in part.val_pairs],
+        [s for part in parts for s in part.calibration_sets],
+        [e for part in parts for e in part.strip_examples],
+    )
+
+
+def better_than_cosine(model: Metrics, cosine: Metrics) -> bool:
+    """Better ranking (AUC) without routing worse: the two things the pipeline uses."""
+    return model.auc > cosine.auc and model.routing_accuracy >= cosine.routing_accuracy
+
+
+# ---------------------------------------------------------------------------------------
+# Metrics and calibration
+# ---------------------------------------------------------------------------------------
+
+
+def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float:
+    """Mann-Whitney AUC with tied scores counted half; NaN without both classes."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels, dtype=bool)
+    n_pos, n_neg = int(y.sum()), int((~y).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(len(s))
+    sorted_s = s[order]
+    i = 0
+    while i < len(s):  # average ranks over ties
+        j = i
+        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _youden(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate thresholds (midpoints between observed scores) and Youden's J at each."""
+    values = np.unique(np.concatenate([pos, neg]))
+    cuts = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2.0, [values[-1] + 1e-6]])
+    tpr = (pos[None, :] >= cuts[:, None]).mean(1)
+    fpr = (neg[None, :] >= cuts[:, None]).mean(1)
+    return cuts, tpr - fpr
+
+
+def calibrate(
+    present_max: Sequence[float],
+    absent_max: Sequence[float],
+    strip_pos: Sequence[float] = (),
+    strip_neg: Sequence[float] = (),
+) -> dict[str, float]:
+    """(upper, lower, strip) from max-scores of answer-present and answer-absent sets.
+
+    upper: separates present from absent sets best (Youden's J); among equally good
+      thresholds the highest, since a wrong "Correct" answers from the wrong passage.
+    lower: below it fall most absent sets and almost no present set, so "Incorrect"
+      (knowledge base dropped) is only chosen when evidence is clearly missing.
+    strip: separates answer-bearing strips from strips of unrelated chunks, taking the lowest
+      nearly-best threshold, because refinement also keeps only the top strips.
+    """
+    pos, neg = np.asarray(present_max, float), np.asarray(absent_max, float)
+    if len(pos) == 0 or len(neg) == 0:
+        raise ValueError("calibration needs answer-present and answer-absent sets")
+    cuts, j = _youden(pos, neg)
+    upper = float(cuts[np.flatnonzero(j >= j.max() - UPPER_J_SLACK).max()])
+    lower = float(min(upper, np.quantile(neg, ABSENT_QUANTILE), np.quantile(pos, PRESENT_QUANTILE)))
+    if len(strip_pos) and len(strip_neg):
+        cuts_s, j_s = _youden(np.asarray(strip_pos, float), np.asarray(strip_neg, float))
+        strip = float(cuts_s[np.flatnonzero(j_s >= j_s.max() - STRIP_J_SLACK).min()])
+        strip = min(strip, upper)
+    else:
+        strip = lower
+    return {"upper": upper, "lower": lower, "strip": strip}
+
+
+def _route(
+    sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: dict[str, float]
+) -> list[tuple[bool, Action]]:
+    t = Thresholds(upper=thresholds["upper"], lower=thresholds["lower"])
+    return [(s.present, decide([scores[(s.question, p)] for p in s.passages], t)) for s in sets]
+
+
+def _routing_credit(routed: Sequence[tuple[bool, Action]]) -> float:
+    credit = []
+    for present, action in routed:
+        if action == Action.AMBIGUOUS:
+            credit.append(0.5)
+        else:
+            credit.append(1.0 if (action == Action.CORRECT) == present else 0.0)
+    return float(np.mean(credit)) if credit else float("nan")
+
+
+class _EmbedCache:
+    """An `embed` that remembers vectors, seeded with the chunk embeddings we already have."""
+
+    def __init__(self, embed: Embed, known: dict[str, np.ndarray] | None = None):
+        self.embed = embed
+        self.known: dict[str, np.ndarray] = dict(known or {})
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self.known))
+        if missing:
+            for text, vec in zip(missing, np.asarray(self.embed(missing), dtype=np.float32)):
+                self.known[text] = vec
+        return np.stack([self.known[t] for t in texts])
+
+
+def held_out_passages(ws: WeakSupervision | HeldOut) -> dict[str, dict[str, None]]:
+    """Every passage each held-out question is scored against by some metric (question -> passages)."""
+    needed: dict[str, dict[str, None]] = {}
+    for p in ws.val_pairs:
+        needed.setdefault(p.question, {})[p.passage] = None
+    for s in ws.calibration_sets:
+        needed.setdefault(s.question, {}).update(dict.fromkeys(s.passages))
+    for e in ws.strip_examples:
+        needed.setdefault(e.question, {})[e.text] = None
+    return needed
+
+
+HeldOutData = TypeVar("HeldOutData", WeakSupervision, HeldOut)
+
+
+def within_time(
+    ws: HeldOutData, seconds_per_pair: float, seconds_left: float, min_questions: int = MIN_CALIBRATION_QUESTIONS
+) -> tuple[HeldOutData, str | None]:
+    """The held-out questions that can be scored in the time left, and a note when some were left out.
+
+    Questions that calibrate thresholds (template and heading questions) come first, in a
+    fixed hashed order so the subset spans the whole corpus; at least `min_questions` are
+    always kept, because fewer give thresholds too noisy to trust.
+    """
+    needed = held_out_passages(ws)
+    if sum(len(passages) for passages in needed.values()) * seconds_per_pair <= seconds_left:
+        return ws, None
+    calibrating = {s.question for s in ws.calibration_sets}
+    order = sorted(needed, key=lambda q: (q not in calibrating, hashlib.sha1(q.encode()).hexdigest()))
+    chosen: set[str] = set()
+    cost = 0.0
+    for question in order:
+        question_cost = len(needed[question]) * seconds_per_pair
+        if len(chosen) >= min_questions and cost + question_cost > seconds_left:
+            break
+        chosen.add(question)
+        cost += question_cost
+    subset = replace(
+        ws,
+        val_pairs=[p for p in ws.val_pairs if p.question in chosen],
+        calibration_sets=[s for s in ws.calibration_sets if s.question in chosen],
+        strip_examples=[e for e in ws.strip_examples if e.question in chosen],
+    )
+    return (
+        subset,
+        f"measured and calibrated on {len(chosen)} of {len(needed)} held-out questions to stay within the time budget",
+    )
+
+
+def _score_everything(
+    evaluator: Evaluator, ws: WeakSupervision | HeldOut, emit: PhaseEmitter
+) -> dict[tuple[str, str], float]:
+    """Score every (question, passage) that any metric needs, one call per question."""
+    needed = held_out_passages(ws)
+    scores: dict[tuple[str, str], float] = {}
+    total = len(needed)
+    for i, (question, passages) in enumerate(needed.items()):
+        texts = list(passages)
+        for text, value in zip(texts, evaluator.score(question, texts)):
+            scores[(question, text)] = float(value)
+        if i % 5 == 0 or i == total - 1:
+            emit("calibrate", i + 1, total)
+    return scores
+
+
+def measure(
+    evaluator: Evaluator,
+    ws: WeakSupervision | HeldOut,
+    *,
+    fixed_thresholds: dict[str, float] | None = None,
+    progress: Progress | None = None,
+    t0: float | None = None,
+) -> Metrics:
+    """All metrics of one evaluator on the held-out part of `ws`."""
+    emit = phase_emitter(progress, time.monotonic() if t0 is None else t0)
+    scores = _score_everything(evaluator, ws, emit)
+
+    pairs = ws.val_pairs
+    main = [p for p in pairs if p.kind in ("positive", "hard", "random")]  # swaps and focus pairs are reported apart
+    auc = roc_auc([scores[(p.question, p.passage)] for p in main], [p.label for p in main])
+    by_kind: dict[str, float] = {}
+    positives = [p for p in pairs if p.label == 1]
+    for kind in ("hard", "random", "swap", "focus"):
+        subset = positives + [p for p in pairs if p.kind == kind]
+        if any(p.kind == kind for p in pairs):
+            by_kind[kind] = roc_auc([scores[(p.question, p.passage)] for p in subset], [p.label for p in subset])
+    for qkind in ("cloze", "template", "heading", "corpus"):
+        subset = [p for p in main if p.query_kind == qkind]
+        if subset:
+            by_kind[f"q:{qkind}"] = roc_auc(
+                [scores[(p.question, p.passage)] for p in subset], [p.label for p in subset]
+            )
+
+    sets = ws.calibration_sets
+
+    def set_max(s: CandidateSet) -> float:
+        return max(scores[(s.question, p)] for p in s.passages)
+
+    def fit(subset: Sequence[CandidateSet]) -> dict[str, float]:
+        questions = {s.question for s in subset}
+        strips = [e for e in ws.strip_examples if e.question in questions]
+        return calibrate(
+            [set_max(s) for s in subset if s.present],
+            [set_max(s) for s in subset if not s.present],
+            [scores[(e.question, e.text)] for e in strips if e.label == 1],
+            [scores[(e.question, e.text)] for e in strips if e.label == 0],
+        )
+
+    if not sets:
+        thresholds = {"upper": 0.0, "lower": 0.0, "strip": 0.0}
+        return Metrics(auc, by_kind, float("nan"), {}, thresholds, "none", len(pairs), 0, _std(scores))
+    thresholds = fit(sets)
+    if fixed_thresholds is not None:
+        routed = _route(sets, scores, fixed_thresholds)
+        source = "fixed"
+    else:
+        # Cross-fitting: thresholds from one half of the questions route the other half.
+        questions = sorted({s.question for s in sets})
+        fold = {q: int(hashlib.sha1(q.encode()).hexdigest(), 16) % 2 for q in questions}
+        halves = [[s for s in sets if fold[s.question] == f] for f in (0, 1)]
+        routed, source = [], "cross-fitted"
+        for train_half, test_half in ((halves[0], halves[1]), (halves[1], halves[0])):
+            if any(s.present for s in train_half) and any(not s.present for s in train_half) and test_half:
+                routed += _route(test_half, scores, fit(train_half))
+        if not routed:  # too few questions to split: in-sample, and say so
+            routed, source = _route(sets, scores, thresholds), "in-sample"
+    rates: dict[str, dict[str, float]] = {}
+    for label, present in (("present", True), ("absent", False)):
+        actions = [a for p, a in routed if p == present]
+        rates[label] = {a.value: (sum(x == a for x in actions) / len(actions) if actions else 0.0) for a in Action}
+    return Metrics(
+        auc=auc,
+        auc_by_kind=by_kind,
+        routing_accuracy=_routing_credit(routed),
+        action_rates=rates,
+        thresholds=thresholds,
+        thresholds_source=source,
+        n_pairs=len(pairs),
+        n_sets=len(sets),
+        score_std=_std(scores),
+    )
+
+
+def _std(scores: dict[Any, float]) -> float:
+    return float(np.std(list(scores.values()))) if scores else 0.0
+
+
+def cosine_with_known(embed: Embed, known: dict[str, np.ndarray]) -> CosineEvaluator:
+    """Cosine similarity that reuses the vectors already stored for these passages."""
+    return CosineEvaluator(_EmbedCache(embed, known))
+
+
+def cosine_for(ws: WeakSupervision, embed: Embed) -> CosineEvaluator:
+    return cosine_with_known(embed, {c.text: ws.embeddings[i] for i, c in enumerate(ws.chunks)})
+
+
+def evaluate_evaluator(
+    evaluator: Evaluator,
+    chunks: Sequence[CorpusChunk],
+    embed: Embed,
+    *,
+    seed: int = 0,
+    val_fraction: float = 0.2,
+    thresholds: Thresholds | dict[str, float] | None = None,
+    progress: Progress | None = None,
+) -> EvaluationReport:
+    """Measure an evaluator and cosine similarity on the held-out split of this corpus.
+
+    With the seed used in training, the split is the one training held out. Given
+    `thresholds` (default: the evaluator's own calibrated ones, if it has any), routing is
+    measured with them; the report also carries freshly calibrated thresholds (recalibration).
+    """
+    t0 = time.monotonic()
+    ws = build_weak_supervision(chunks, embed, seed=seed, val_fraction=val_fraction)
+    if thresholds is None:
+        thresholds = getattr(evaluator, "thresholds", None)
+    fixed = None
+    if isinstance(thresholds, Thresholds):
+        fixed = {"upper": thresholds.upper, "lower": thresholds.lower}
+    elif isinstance(thresholds, dict):
+        fixed = dict(thresholds)
+    model_metrics = measure(CachedEvaluator(evaluator), ws, fixed_thresholds=fixed, progress=progress, t0=t0)
+    cosine_metrics = measure(cosine_for(ws, embed), ws)
+    return EvaluationReport(
+        evaluator=model_metrics,
+        cosine=cosine_metrics,
+        n_val_pairs=len(ws.val_pairs),
+        n_sets=len(ws.calibration_sets),
+        seconds=time.monotonic() - t0,
+        evaluator_version=evaluator.version,
+    )
