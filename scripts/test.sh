@@ -16,7 +16,7 @@ lint_step() {  # quiet when it passes; on a finding, the tool's report and what 
 }
 lint_step "ruff check (lint)" .venv/bin/ruff check --quiet .
 lint_step "ruff format --check (run .venv/bin/ruff format . to fix)" .venv/bin/ruff format --check --quiet .
-lint_step "import contracts (crag stays free of Slack, Celery, SQLAlchemy, LlamaIndex and our other packages)" \
+lint_step "import contracts (the layers point one way; crag stays free of Slack, Celery, SQLAlchemy, LlamaIndex and our other packages)" \
   .venv/bin/lint-imports
 lint_step "mypy (types)" .venv/bin/mypy
 echo "lint: ruff, ruff format, import contracts and mypy passed"
