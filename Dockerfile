@@ -4,7 +4,8 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 \
     HF_HUB_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false \
-    POLICYBOT_HOME=/data
+    POLICYBOT_HOME=/data \
+    POLICYBOT_CORPUS=/app/datasets/policy-qa
 
 WORKDIR /app
 # The CPU build of torch first, so nothing pulls the multi-GB CUDA wheels.
@@ -17,10 +18,14 @@ COPY workers ./workers
 COPY core ./core
 COPY application ./application
 COPY slack_outbound ./slack_outbound
-COPY policybot ./policybot
 COPY console ./console
+COPY cli ./cli
+COPY devtools ./devtools
 COPY migrations ./migrations
 COPY samples ./samples
+# The labelled corpus every `policybot evaluator train` learns from (docs/evaluator.md); the
+# installed packages cannot find it beside themselves, so its place is set.
+COPY datasets ./datasets
 RUN pip install --no-cache-dir .
 
 VOLUME /data
