@@ -23,7 +23,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from bench.quality import REPO
+from bench.common import REPO
 from crag.decision import decide
 from crag.types import Action, Evaluator, Thresholds
 
@@ -37,7 +37,7 @@ def category(asked) -> str:
     return CATEGORIES[0] if any(asked.holds_answer(c) for c in asked.candidates) else CATEGORIES[1]
 
 
-def _every_nth(items: list, wanted: int) -> list:
+def every_nth(items: list, wanted: int) -> list:
     """An even spread of `wanted` items (questions are written topic by topic), or all of them."""
     if wanted <= 0 or wanted >= len(items):
         return items
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus = load_checked_corpus(path, ("dev", "test"))
     asked, embeddings = ask_corpus(settings, corpus.in_split("dev") + corpus.in_split("test"))
     dev = [a for org in corpus.in_split("dev") for a in asked[org.id]]
-    test = [a for org in corpus.in_split("test") for a in _every_nth(asked[org.id], args.per_org)]
+    test = [a for org in corpus.in_split("test") for a in every_nth(asked[org.id], args.per_org)]
 
     evaluator = CachedEvaluator(load_evaluator(row.path, threads=settings.evaluator_threads))
     cosine = cosine_with_known(embed_function(settings), embeddings)

@@ -26,7 +26,6 @@ trained evaluator of each seed, then their mean and, column by column, the worst
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import platform
@@ -34,23 +33,26 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import yaml
+
+from bench.common import REPO
+from bench.corpus_routing import every_nth
+from bench.replies import judge as judge_reply
+from bench.replies import kb_retriever, organisation_pipeline, reply_words, split_documents
 
 if TYPE_CHECKING:
     from application.runtime import LoadedEvaluator
     from core.config import Settings
-    from crag.types import Answer, Retriever
+    from crag.types import Answer
 
-REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "bench" / "questions.yaml"
 CATEGORIES = ("kb", "fallback", "none")  # the sample questions' categories
 CORPUS_CATEGORIES = ("kb", "fallback", "none-on-topic", "none-off-topic")
 ANSWERABLE = ("kb", "fallback")
-PORTAL_NAME = "portal"
 
 
 @dataclass
@@ -264,7 +266,6 @@ def ask_samples(
 ) -> tuple[dict[str, SystemResult], Missed]:
     """The 64 sample questions through each system (None: plain RAG)."""
     from application.runtime import Runtime
-    from bench.replies import reply_words
 
     results = {name: SystemResult(name) for name in systems}
     missed: Missed = {name: [] for name in systems}
@@ -296,68 +297,32 @@ def ask_samples(
     return results, missed
 
 
-def _same_retriever(retriever: Retriever, _context: Any) -> Retriever:
-    """The organisation's knowledge base, whoever asks (the corpus has no access lists)."""
-    return retriever
-
-
 def ask_corpus_set(
     settings: Settings, systems: dict[str, LoadedEvaluator | None], per_org: int, dumped: list[dict] | None
 ) -> tuple[dict[str, SystemResult], Missed, int]:
     """The corpus's test organisations' questions (an even spread of `per_org` each) through each
     system, over each organisation's own documents. Returns the results, the missed question ids
     and the number of organisations."""
-    from application.corpus_supervision import (
-        as_asked,
-        corpus_path,
-        corpus_settings,
-        ingest_corpus,
-        kb_collection,
-        load_checked_corpus,
-        portal_collection,
-        stored_chunks,
-    )
-    from application.runtime import pipeline_config
-    from bench.corpus_routing import _every_nth
-    from bench.replies import judge as judge_reply
-    from crag.pipeline import CragPipeline
-    from crag.redaction import document_vocabulary
+    from application.corpus_supervision import as_asked
     from crag.types import Citation
-    from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
 
-    path = corpus_path(settings.model_copy(update={"corpus": ""}))
-    assert path is not None
-    organisations = load_checked_corpus(path, ("test",)).in_split("test")
-    qa = corpus_settings(settings)
-    ingest_corpus(qa, organisations)
-    chunks = stored_chunks(qa, [c for org in organisations for c in (kb_collection(org), portal_collection(org))])
+    documents = split_documents(settings, "test")
+    qa = documents.qa
     results = {name: SystemResult(name, CORPUS_CATEGORIES) for name in systems}
     missed: Missed = {name: [] for name in systems}
-    for org in organisations:
-        texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in chunks[name]]
-        kb_retriever = ChunkRetriever(qa, [kb_collection(org)])
-        portal = CollectionFallbackSource(
-            PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback", source_name=PORTAL_NAME)
-        )
-        pipelines: dict[str, CragPipeline | None] = {}
-        for name, loaded in systems.items():
-            if loaded is None:
-                pipelines[name] = None
-                continue
-            config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
-            pipelines[name] = CragPipeline(
-                functools.partial(_same_retriever, kb_retriever),
-                loaded.evaluator,
-                [portal],
-                replace(config, vocabulary=document_vocabulary(texts)),
-            )
-        questions = _every_nth(org.questions, per_org)
+    for org in documents.organisations:
+        pipelines = {
+            name: None if loaded is None else organisation_pipeline(documents, org, loaded)
+            for name, loaded in systems.items()
+        }
+        plain = kb_retriever(documents, org)
+        questions = every_nth(org.questions, per_org)
         for question in questions:
             asked = as_asked(question)
             for name, pipeline in pipelines.items():
                 started = time.perf_counter()
                 if pipeline is None:
-                    top = kb_retriever.retrieve(asked, qa.top_k)[:1]
+                    top = plain.retrieve(asked, qa.top_k)[:1]
                     text, found, action = (top[0].text if top else ""), bool(top), "correct"
                     citations = [Citation(1, "kb", "", p.document, p.title, p.section, None, 0.0) for p in top]
                 else:
@@ -384,7 +349,7 @@ def ask_corpus_set(
                         }
                     )
         print(f"  {org.id}: {len(questions)} questions", file=sys.stderr, flush=True)
-    return results, missed, len(organisations)
+    return results, missed, len(documents.organisations)
 
 
 @dataclass(frozen=True)

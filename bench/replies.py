@@ -35,14 +35,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.corpus_routing import _every_nth
-from bench.quality import REPO
+from bench.common import REPO
+from bench.corpus_routing import every_nth
 
 if TYPE_CHECKING:
-    from application.corpus import QuestionRecord
+    from application.corpus import Organisation, QuestionRecord
+    from application.corpus_supervision import StoredChunk
+    from application.runtime import LoadedEvaluator
+    from core.config import Settings
     from crag.compose import ReplyShape
-    from crag.pipeline import AskContext
+    from crag.pipeline import AskContext, CragPipeline
     from crag.types import Answer, Retriever
+    from ingestion.retriever import ChunkRetriever
 
 PORTAL_NAME = "portal"
 _MARKER = re.compile(r"\s*\[(\d+)\]\s*$")
@@ -199,42 +203,84 @@ def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str
     return "\n".join(lines)
 
 
-def _same_retriever(retriever: Retriever, _context: AskContext) -> Retriever:
+def same_retriever(retriever: Retriever, _context: AskContext) -> Retriever:
     """The organisation's knowledge base, whoever asks (the corpus has no access lists)."""
     return retriever
 
 
-def ask(
-    organisations,
-    qa,
-    chunks,
-    loaded,
-    base_config,
-    per_org: int,
-) -> tuple[list[Judged], list[tuple[QuestionRecord, str, Answer]], list[str]]:
-    """Every organisation's sampled kb and fallback questions through the pipeline, over its own
-    documents: judged, with the answers and one JSON line each."""
-    from application.corpus_supervision import as_asked, kb_collection, portal_collection
+@dataclass(frozen=True)
+class SplitDocuments:
+    """A split's organisations with their documents ingested into the corpus database."""
+
+    organisations: list[Organisation]
+    qa: Settings  # the settings on the corpus database
+    chunks: dict[str, list[StoredChunk]]  # live chunks per collection
+
+
+def split_documents(settings: Settings, split: str) -> SplitDocuments:
+    """The shipped corpus's organisations of `split`, ingested once per home (unchanged files are skipped)."""
+    from application.corpus_supervision import (
+        corpus_path,
+        corpus_settings,
+        ingest_corpus,
+        kb_collection,
+        load_checked_corpus,
+        portal_collection,
+        stored_chunks,
+    )
+
+    path = corpus_path(settings.model_copy(update={"corpus": ""}))
+    assert path is not None
+    organisations = load_checked_corpus(path, (split,)).in_split(split)
+    qa = corpus_settings(settings)
+    ingest_corpus(qa, organisations)
+    chunks = stored_chunks(qa, [c for org in organisations for c in (kb_collection(org), portal_collection(org))])
+    return SplitDocuments(organisations, qa, chunks)
+
+
+def kb_retriever(documents: SplitDocuments, org: Organisation) -> ChunkRetriever:
+    from application.corpus_supervision import kb_collection
+    from ingestion.retriever import ChunkRetriever
+
+    return ChunkRetriever(documents.qa, [kb_collection(org)])
+
+
+def organisation_pipeline(documents: SplitDocuments, org: Organisation, loaded: LoadedEvaluator) -> CragPipeline:
+    """The product's pipeline over one organisation's documents: its knowledge base, and its
+    fallback documents as an allow-listed collection source."""
+    from application.corpus_supervision import kb_collection, portal_collection
+    from application.runtime import pipeline_config
     from crag.pipeline import CragPipeline
     from crag.redaction import document_vocabulary
     from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
 
+    qa = documents.qa
+    texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in documents.chunks[name]]
+    portal = CollectionFallbackSource(
+        PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback", source_name=PORTAL_NAME)
+    )
+    config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
+    return CragPipeline(
+        functools.partial(same_retriever, kb_retriever(documents, org)),
+        loaded.evaluator,
+        [portal],
+        replace(config, vocabulary=document_vocabulary(texts)),
+    )
+
+
+def ask(
+    documents: SplitDocuments, loaded: LoadedEvaluator, per_org: int
+) -> tuple[list[Judged], list[tuple[QuestionRecord, str, Answer]], list[str]]:
+    """Every organisation's sampled kb and fallback questions through the pipeline, over its own
+    documents: judged, with the answers and one JSON line each."""
+    from application.corpus_supervision import as_asked
+
     results: list[Judged] = []
     replies: list[tuple[QuestionRecord, str, Answer]] = []
     dumped: list[str] = []
-    for org in organisations:
-        texts = [c.text for name in (kb_collection(org), portal_collection(org)) for c in chunks[name]]
-        portal = CollectionFallbackSource(
-            PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback", source_name=PORTAL_NAME)
-        )
-        kb_retriever = ChunkRetriever(qa, [kb_collection(org)])
-        pipeline = CragPipeline(
-            functools.partial(_same_retriever, kb_retriever),
-            loaded.evaluator,
-            [portal],
-            replace(base_config, vocabulary=document_vocabulary(texts)),
-        )
-        questions = _every_nth([q for q in org.questions if q.label in ("kb", "fallback")], per_org)
+    for org in documents.organisations:
+        pipeline = organisation_pipeline(documents, org, loaded)
+        questions = every_nth([q for q in org.questions if q.label in ("kb", "fallback")], per_org)
         for question in questions:
             answer = pipeline.answer(as_asked(question))
             judged = judge(question.record, answer.text, answer.found, answer.citations)
@@ -294,28 +340,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from application.corpus_supervision import (
-        corpus_path,
-        corpus_settings,
-        ingest_corpus,
-        kb_collection,
-        load_checked_corpus,
-        portal_collection,
-        stored_chunks,
-    )
-    from application.runtime import cosine_evaluator, load_active_evaluator, pipeline_config
+    from application.runtime import cosine_evaluator, load_active_evaluator
     from core.config import get_settings
     from crag.compose import REPLY_SHAPE
 
     settings = get_settings()
     loaded = load_active_evaluator(settings) if args.trained else cosine_evaluator(settings)
-    path = corpus_path(settings.model_copy(update={"corpus": ""}))
-    assert path is not None
-    organisations = load_checked_corpus(path, (args.split,)).in_split(args.split)
-    qa = corpus_settings(settings)
-    ingest_corpus(qa, organisations)
-    chunks = stored_chunks(qa, [c for org in organisations for c in (kb_collection(org), portal_collection(org))])
-    base_config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
+    documents = split_documents(settings, args.split)
 
     kept = args.home / f"replies-{args.split}-{args.per_org}.pickle"
     if args.reuse and kept.exists():
@@ -323,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         results = recompose(replies, REPLY_SHAPE, loaded.strip_threshold)  # as the current code composes them
         dumped: list[str] = []
     else:
-        results, replies, dumped = ask(organisations, qa, chunks, loaded, base_config, args.per_org)
+        results, replies, dumped = ask(documents, loaded, args.per_org)
         if args.tune:
             kept.write_bytes(pickle.dumps(replies))
     print(summary(args.split, loaded.description, figures(results)))
