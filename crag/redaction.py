@@ -29,8 +29,10 @@ URL_PLACEHOLDER = "[url]"
 # formats pass their own pattern.
 DEFAULT_EMPLOYEE_ID_PATTERN = r"\b(?:EMP[\s_-]?\d{4,8}|E\d{5,8})\b"
 # Whatever the ID's shape, a number the asker calls their employee number or ID.
+# ("employee id = 48213", "emp no. 48213" and "my id is 48213" too: people write all of them.)
 _CALLED_AN_EMPLOYEE_ID = re.compile(
-    r"\b((?:employee|staff|personnel|badge|payroll)\s*(?:id|number|no\.?|num|#)\s*(?:is\s+)?[:#]?\s*)"
+    r"\b((?:(?:employee|emp|staff|personnel|badge|payroll)\s*(?:id|number|no\.?|num|#)|my\s+id)"
+    r"\s*(?:is\s+)?[:#=]?\s*)"
     r"([A-Z]{0,4}[-_]?\d{3,10})\b",
     re.IGNORECASE,
 )

@@ -71,6 +71,10 @@ def test_employee_ids_are_redacted_with_the_default_pattern() -> None:
         ("My ID is EMP 12345 or EMP_12345", "My ID is [employee-id] or [employee-id]"),
         ("employee number 48213 - am I eligible?", "employee number [employee-id] - am I eligible?"),
         ("my staff id: AB-9921", "my staff id: [employee-id]"),
+        ("my employee id = 48213, thanks", "my employee id = [employee-id], thanks"),
+        ("emp no. 48213 here", "emp no. [employee-id] here"),
+        ("my id is 48213", "my id is [employee-id]"),
+        ("room id 48213 is booked", "room id 48213 is booked"),  # only people's IDs
     ],
 )
 def test_numbers_written_together_or_labelled_are_redacted(text: str, redacted: str) -> None:
