@@ -1,5 +1,4 @@
-"""Errors a user can fix (the CLI prints their message as one line instead of a traceback), and
-how other errors are described in logs."""
+"""Errors a user can fix: the CLI prints their message as one line instead of a traceback."""
 
 
 class UserError(RuntimeError):
@@ -16,12 +15,3 @@ class NotFound(UserError):
     `class ManageNotFound(ManageError, NotFound)`, so that `except ManageError` still catches it."""
 
     status = 404
-
-
-def describe_error(error: BaseException) -> str:
-    """One line for a log: a Slack API error by its code only (the request holds the token)."""
-    from slack_sdk.errors import SlackApiError
-
-    if isinstance(error, SlackApiError):
-        return f"Slack API error {error.response.get('error')}"
-    return f"{type(error).__name__}: {error}"

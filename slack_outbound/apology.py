@@ -12,9 +12,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from application import outbox
 from core.config import Settings
-from core.errors import describe_error
 from slack_outbound import blocks
-from slack_outbound.client import SLACK_CHANNEL_ERRORS
+from slack_outbound.client import SLACK_CHANNEL_ERRORS, describe_error
 from slack_outbound.progress import clear_progress
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,12 @@
-"""The Slack Web API client, and the Slack error codes its callers act on."""
+"""The Slack Web API client, the Slack error codes its callers act on, and how an error is named in
+a log without the token."""
 
 from __future__ import annotations
 
 from urllib.error import URLError
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from core.config import Settings, secret_value
@@ -43,3 +45,10 @@ def web_client(
         timeout=timeout_s,
         retry_handlers=handlers,
     )
+
+
+def describe_error(error: BaseException) -> str:
+    """One line for a log: a Slack API error by its code only (the request holds the token)."""
+    if isinstance(error, SlackApiError):
+        return f"Slack API error {error.response.get('error')}"
+    return f"{type(error).__name__}: {error}"

@@ -47,13 +47,13 @@ from application.answering import answer_question, get_question, mark_failed, qu
 from application.outbox import UnsavedPost, mark_posted
 from application.uploads import UploadRefused, check_size, checked_name
 from core.config import get_settings, secret_value
-from core.errors import UserError, describe_error
+from core.errors import UserError
 from crag.followups import continues_earlier
 from slack_outbound import blocks, state
 from slack_outbound.apology import apologise
 from slack_outbound.askers import SLACK_USERS
 from slack_outbound.audience import answer_place, note_private_answer
-from slack_outbound.client import SLACK_PERMANENT_ERRORS, SLACK_SERVER_ERRORS, web_client
+from slack_outbound.client import SLACK_PERMANENT_ERRORS, SLACK_SERVER_ERRORS, describe_error, web_client
 from slack_outbound.progress import clear_progress
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,
