@@ -28,7 +28,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -177,8 +177,6 @@ def sessions_valid_after(settings: Settings, user: str) -> float | None:
 
 def end_sessions(settings: Settings, user: str) -> None:
     """Refuse every session of the user issued until now (logout, in every browser)."""
-    from datetime import datetime
-
     # SQLAlchemy here, not at the top: as in sessions_valid_after
     from sqlalchemy.dialects.postgresql import insert
 
@@ -360,6 +358,7 @@ class LoginThrottle:
 
     async def check(self, settings: Settings, user: str, password: str) -> bool:
         """check_credentials in a worker thread, once one of the VERIFY_SLOTS is free (LoginBusy after VERIFY_WAIT_S)."""
+        # Starlette and anyio: not at the top, where `policybot console hash-password` would load them
         from starlette.concurrency import run_in_threadpool
 
         deadline = time.monotonic() + VERIFY_WAIT_S

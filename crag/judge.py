@@ -90,6 +90,8 @@ class EvaluatorConfig:
 
 def quiet_transformers() -> None:
     """No progress bars or warnings from transformers while a judge loads."""
+    # transformers (seconds): only to build or load a model, not for whoever imports crag for its
+    # configs and metrics (application/evaluators.py: the console's evaluator pages, `evaluator list`)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -113,7 +115,7 @@ def use_fused_gelu(model: ModuleT) -> ModuleT:
     """T5's "gated-gelu" builds the tanh GELU from Python ops (transformers'
     NewGELUActivation); PyTorch's fused kernel computes the same function (to 3e-7) about 5x
     faster, and that activation was a sixth of a warm scoring pass."""
-    from transformers.activations import GELUTanh, NewGELUActivation
+    from transformers.activations import GELUTanh, NewGELUActivation  # transformers: as in quiet_transformers
 
     for module in list(model.modules()):
         for name, child in module.named_children():
@@ -123,7 +125,7 @@ def use_fused_gelu(model: ModuleT) -> ModuleT:
 
 
 def _t5_config(config: EvaluatorConfig, d_model: int, vocab_size: int) -> Any:
-    from transformers import T5Config
+    from transformers import T5Config  # transformers: as in quiet_transformers
 
     return T5Config(
         vocab_size=vocab_size,
@@ -184,7 +186,7 @@ class MiniLMT5Judge(nn.Module):
         self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False
     ):
         super().__init__()
-        from transformers import BertModel, T5EncoderModel
+        from transformers import BertModel, T5EncoderModel  # transformers: as in quiet_transformers
 
         self.minilm = BertModel(bert_config, add_pooling_layer=False)
         self.t5 = T5EncoderModel(t5_config)  # fed inputs_embeds: its token table is unused
@@ -304,7 +306,7 @@ class T5EncoderJudge(nn.Module):
 
     def __init__(self, t5_config: Any):
         super().__init__()
-        from transformers import T5EncoderModel
+        from transformers import T5EncoderModel  # transformers: as in quiet_transformers
 
         self.t5 = T5EncoderModel(t5_config)
         self.head = nn.Linear(t5_config.d_model, 1)
@@ -340,7 +342,7 @@ class JudgeBundle:
 
 def build_judge(config: EvaluatorConfig) -> JudgeBundle:
     """A fresh judge for training: MiniLM weights from the package, T5 blocks from scratch."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import AutoTokenizer, BertConfig, BertModel  # transformers: as in quiet_transformers
 
     quiet_transformers()
     folder = minilm_folder()
