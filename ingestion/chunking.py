@@ -133,6 +133,7 @@ def first_title(markdown: str) -> str | None:
 @lru_cache(maxsize=4)
 def word_piece_counter(model_folder: str) -> Callable[[str], list[str]]:
     """The embedding model's tokenizer as SentenceSplitter's token counter."""
+    # transformers (seconds): only to chunk; the readers and upload checks import this module for its Markdown helpers
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_folder, local_files_only=True)
@@ -145,7 +146,7 @@ def chunk_markdown(
     chunk_tokens: int = 200,
     overlap_tokens: int = 20,
 ) -> list[ChunkDraft]:
-    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.core.node_parser import SentenceSplitter  # LlamaIndex (a second): only to chunk, as above
 
     # "\n\n" between paragraphs: SentenceSplitter splits on paragraphs first, then
     # sentences, and only then (for a single giant sentence) on words.

@@ -52,7 +52,7 @@ SYMBOL_LOOKALIKES = {0xD2: "®", 0xD3: "©", 0xD4: "™", 0xE2: "®", 0xE3: "©"
 def _symbol_font_table(font: str) -> dict[int, str] | None:
     """Code -> character for a symbol font (named as Word writes it: any case, spaces, "MT"
     suffixes), or None for a text font."""
-    from pypdf._codecs import charset_encoding
+    from pypdf._codecs import charset_encoding  # pypdf: only for a .docx with symbol fonts, not for every upload check
 
     name = "".join(font.lower().split())
     if name.startswith("wingdings2"):
@@ -115,6 +115,7 @@ def check_zip_sizes(path: Path) -> None:
 
 
 def read_docx_blocks(path: Path) -> list[DocxBlock]:
+    # python-docx: only when a .docx is read, not for whoever imports the readers (application/uploads.py)
     import docx
     from docx.opc.exceptions import PackageNotFoundError
 
@@ -161,7 +162,7 @@ def _numbering(paragraph: etree._Element) -> tuple[str, str] | None:
 
 def _paragraph_styles(document: Document) -> dict[str, list[str]]:
     """Paragraph style id -> its name and the names of the styles it is based on."""
-    from docx.enum.style import WD_STYLE_TYPE
+    from docx.enum.style import WD_STYLE_TYPE  # python-docx: as in read_docx_blocks
 
     parents: dict[str, tuple[str, str | None]] = {}
     for style in document.styles:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from core.config import Settings
 from core.errors import UserError
+from crag.minilm import minilm_folder
 
 
 class EmbeddingError(UserError):
@@ -24,15 +25,15 @@ def embedding_folder(settings: Settings) -> Path:
                 "models are never downloaded"
             )
         return folder.resolve()
-    from crag.minilm import minilm_folder  # one place knows where the packaged model lives
-
-    return minilm_folder()
+    return minilm_folder()  # one place knows where the packaged model lives
 
 
 @lru_cache(maxsize=2)
 def _load(folder: str, batch_size: int):  # -> HuggingFaceEmbedding
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # LlamaIndex's HuggingFace embedding and transformers (seconds): only once the model loads, and
+    # after the two settings above, which huggingface_hub reads once, when it is imported
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
     from transformers.utils import logging as transformers_logging
 

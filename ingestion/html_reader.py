@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import charset_normalizer
 from bs4 import BeautifulSoup, Comment, Declaration, ProcessingInstruction, XMLParsedAsHTMLWarning
 from bs4.dammit import EncodingDetector
 from markdownify import MarkdownConverter
@@ -151,8 +152,6 @@ def _undeclared(raw: bytes) -> str:
     letters = [char for char in western if char.isalpha()]
     if sum(not char.isascii() for char in letters) * 10 <= 3 * len(letters):
         return western
-    import charset_normalizer
-
     guess = charset_normalizer.from_bytes(raw).best()
     return str(guess) if guess is not None else western
 

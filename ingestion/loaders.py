@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tenacity import stop_after_attempt
 from wordfreq import zipf_frequency
 
 from ingestion.chunking import code_lines, first_title, heading_text, keep_as_text
@@ -62,6 +63,7 @@ def load_document(path: Path) -> LoadedDocument:
 
 
 def _read_flat(path: Path) -> str:
+    # LlamaIndex's readers (a second): only to read a file, not for the upload checks that import this module
     from llama_index.readers.file import FlatReader
 
     raw = path.read_bytes()
@@ -155,8 +157,7 @@ def _is_yaml_mapping(fields: str) -> bool:
 
 
 def _read_pdf(path: Path) -> str:
-    from llama_index.readers.file import PDFReader
-    from tenacity import stop_after_attempt
+    from llama_index.readers.file import PDFReader  # LlamaIndex's readers: as in _read_flat
 
     # PDFReader retries every failure three times: a corrupt local file fails the same way
     # each time, and the retry would hide pypdf's reason behind tenacity's RetryError.

@@ -17,6 +17,7 @@ from typing import Any, cast
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from sqlalchemy import CursorResult, delete, insert, text
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.orm import Session
 
 from core import db
@@ -142,8 +143,9 @@ def chunk_texts(session: Session, document_id: int) -> list[tuple[str, str, int]
 
 def vector_store(settings: Settings):  # -> PGVectorStore
     """LlamaIndex's PGVectorStore over our chunk table (schema created by our migrations)."""
+    # LlamaIndex's Postgres store: it loads asyncpg and psycopg2, which only it uses, not the
+    # modules that import this one for chunk_table (application/evaluators.py, vocabulary.py)
     from llama_index.vector_stores.postgres import PGVectorStore
-    from sqlalchemy.ext.asyncio import create_async_engine
 
     sync_engine = db.engine(settings)
     # PGVectorStore insists on an async engine too; we only ever use the sync API
