@@ -6,7 +6,6 @@ question, from any surface, leaves exactly one action-log row.
 
 from __future__ import annotations
 
-import secrets
 import time
 import traceback
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from application import outbox
 from core import db
 from core.config import Settings
 from core.models import Feedback, Question
+from core.names import new_reference
 from crag.pipeline import AskContext
 from crag.types import Answer
 
@@ -34,19 +34,6 @@ class RecordedQuestion:
     id: int
     reference: str
     created: bool  # False when this Slack event was already recorded (a retried delivery)
-
-
-REFERENCE_ALPHABET, REFERENCE_LENGTH = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789", 6
-
-
-def new_reference() -> str:
-    """A short ID people can quote to an admin ("ref Q7K2M9")."""
-    return "".join(secrets.choice(REFERENCE_ALPHABET) for _ in range(REFERENCE_LENGTH))
-
-
-def could_be_reference(text: str) -> bool:
-    """Whether `text` has the shape of a reference (about 1 in 4,096 is all digits, like "482759")."""
-    return len(text) == REFERENCE_LENGTH and all(character in REFERENCE_ALPHABET for character in text.upper())
 
 
 # As text, compiled once: SQLAlchemy never caches its PostgreSQL INSERT construct
@@ -127,7 +114,9 @@ def answer_question(
     row = get_question(settings, question_id)
     if row is None:
         raise LookupError(f"question {question_id} does not exist")
-    from application.runtime import get_runtime  # here, not at the top: the bot records questions without torch
+    # torch, transformers and LlamaIndex (application/runtime.py): the bot imports this module to record
+    # questions and must not load them; only the worker that answers does
+    from application.runtime import get_runtime
 
     runtime = get_runtime(settings)
     started = time.perf_counter()

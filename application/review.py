@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from core.errors import NotFound, UserError
+from core.names import could_be_reference
 from core.wording import describe_action
 
 if TYPE_CHECKING:
@@ -194,8 +195,6 @@ def logged_evaluator_versions(settings: Settings) -> list[str]:
 def record_id(ref: str) -> int | None:
     """The row id `ref` names: "#123" or "id:123", or bare digits that cannot be a reference. None
     otherwise: `ref` is then looked up as a reference (e.g. Q7K2M9, or 482759: all-digit ones exist)."""
-    from application.answering import could_be_reference
-
     ref = ref.strip()
     explicit = next((ref[len(prefix) :].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
     digits = explicit if explicit is not None else ref if not could_be_reference(ref) else ""
@@ -541,6 +540,8 @@ def misses(settings: Settings, since: datetime, limit: int = 10) -> tuple[list[t
     - documents: the knowledge-base document that ranked first (likely stale there);
     - topics: the keywords a fallback would have been sent (redacted).
     """
+    # LlamaIndex (application/vocabulary.py reads ingestion/store.py) and wordfreq (crag/redaction.py):
+    # only for the gauges, not on every CLI start (cli/logs.py imports this module at the top)
     from application.vocabulary import organisation_vocabulary
     from crag.redaction import keyword_query, redact
 

@@ -1,4 +1,4 @@
-"""Names people type: Slack channel IDs and collection names.
+"""Names people type: Slack channel IDs, collection names and questions' references.
 
 Checked here, with nothing heavier than `re` imported, so the CLI refuses a bad one at once;
 the retriever accepts exactly these too (PGVectorStore pastes filter values into SQL).
@@ -7,6 +7,7 @@ the retriever accepts exactly these too (PGVectorStore pastes filter values into
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Sequence
 
 from core.errors import UserError
@@ -34,3 +35,16 @@ def validate_collection(name: str) -> str:
     if not COLLECTION_NAME.fullmatch(name):
         raise InvalidName(f"invalid collection name {name!r}: use lowercase letters, digits, '-' and '_'")
     return name
+
+
+REFERENCE_ALPHABET, REFERENCE_LENGTH = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789", 6
+
+
+def new_reference() -> str:
+    """A short ID people can quote to an admin ("ref Q7K2M9")."""
+    return "".join(secrets.choice(REFERENCE_ALPHABET) for _ in range(REFERENCE_LENGTH))
+
+
+def could_be_reference(text: str) -> bool:
+    """Whether `text` has the shape of a reference (about 1 in 4,096 is all digits, like "482759")."""
+    return len(text) == REFERENCE_LENGTH and all(character in REFERENCE_ALPHABET for character in text.upper())

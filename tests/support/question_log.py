@@ -6,8 +6,8 @@ from typing import Any
 
 
 def question_row(**values: Any):  # -> core.models.Question
-    from application.answering import new_reference
     from core.models import Question
+    from core.names import new_reference
 
     defaults = dict(
         surface="mention",
