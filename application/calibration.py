@@ -28,6 +28,7 @@ from core import db
 from core.config import Settings
 from core.errors import UserError
 from core.models import EvaluatorVersion, Feedback, Question, Review
+from crag.checkpoint import update_metadata
 from crag.metrics import calibrate
 
 Label = Literal["present", "absent"]
@@ -310,8 +311,8 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
     Running workers keep the thresholds they loaded; they pick the new ones up on restart.
     Returns notes for the admin (e.g. a missing folder).
     """
+    # application/runtime.py loads LlamaIndex and the retriever (seconds): only to store, not for a dry run
     from application.runtime import reset_runtime
-    from crag.checkpoint import update_metadata
 
     notes: list[str] = []
     source = {

@@ -50,6 +50,7 @@ def checked_reply(reply: str, citations: Sequence[Citation]) -> str | None:
 def openai_generator(settings: Settings) -> Generator | None:
     if not settings.generator_url:
         return None
+    # LlamaIndex's OpenAI-like client (a second): only where a generator endpoint is configured
     from llama_index.core.llms import ChatMessage
     from llama_index.llms.openai_like import OpenAILike
 

@@ -15,6 +15,7 @@ from core.config import Settings
 from core.errors import NotFound, UserError
 from core.models import Document, FallbackSourceRow
 from core.names import InvalidName, parse_channels, validate_collection
+from crag.http_source import FieldMap
 
 
 class ManageError(UserError):
@@ -46,7 +47,7 @@ def get_document(settings: Settings, document_id: int) -> Document | None:
 
 def set_document_access(settings: Settings, document_id: int, channels: Sequence[str]) -> Document:
     """Restrict a document to askers in these channels (empty: everyone); applies to its chunks at once."""
-    from ingestion import store
+    from ingestion import store  # LlamaIndex (a second): only to change access, not for the listings
 
     allowed = parse_channels(channels)
     with db.session(settings) as session:
@@ -96,8 +97,8 @@ def add_fallback_source(
     open_web: bool = False,
 ) -> FallbackSourceRow:
     """Allow-list a collection or an HTTP search API; everything is validated now, not at question time."""
+    # application/runtime.py loads torch and LlamaIndex (seconds): only to add a source, not for the listings
     from application.runtime import http_source_config
-    from crag.http_source import FieldMap
 
     name = name.strip()
     if not name or len(name) > 100:
