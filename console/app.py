@@ -15,6 +15,7 @@ pages poll (console/pages/jobs.py).
 
 from __future__ import annotations
 
+import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -63,8 +64,6 @@ def create_standalone_app(settings: Settings) -> Starlette:
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8080) -> None:
-    import uvicorn
-
     uvicorn.run(
         create_standalone_app(settings), host=host, port=port, log_level="info", access_log=False, proxy_headers=True
     )
