@@ -41,7 +41,7 @@ def demo(
     """Run the whole local loop on the embedded stack with the sample policies; the services keep running after it."""
     from sqlalchemy import select  # SQLAlchemy: writes the database
 
-    from application import evaluators
+    from application import evaluators  # torch: the demo trains an evaluator
     from core import db, services  # SQLAlchemy, torch, the embedded servers: the demo uses them all
     from core.models import FallbackSourceRow  # SQLAlchemy: the table
 
@@ -75,7 +75,7 @@ def demo(
         else:
             evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
         if slack:
-            # devtools (the local Slack fake, worker subprocesses) is loaded only when the demo runs
+            # devtools/demo.py loads Slack Bolt, Celery and httpx (the local Slack fake): only for the demo's Slack loop
             from devtools.demo import run_local_slack_loop
 
             console.rule("[bold]6. questions through the local Slack loop")

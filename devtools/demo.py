@@ -17,9 +17,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import SecretStr
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+from sqlalchemy import select
 
+from application.review import query_logs
+from bot.app import build_app
+from bot.http import EVENTS_PATH, BackgroundServer, create_asgi_app
+from core import db
 from core.config import Settings, secret_value
+from core.models import Question
 from devtools.fake_slack import Call, FakeSlack
+from devtools.worker_process import WorkerProcess
+from workers.enqueuer import CeleryEnqueuer
 
 DEMO_CHANNEL = "CDEMOPOLICY"
 DEMO_USER = "UDEMOUSER"
@@ -111,9 +122,6 @@ def render_post(call: Call) -> list[tuple[str, str]]:
 
 
 def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> None:
-    from rich.panel import Panel
-    from rich.text import Text
-
     body = Text()
     body.append(f"{user}: ", style="bold cyan")
     body.append(question + "\n")
@@ -133,10 +141,6 @@ def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> No
 
 
 def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> None:
-    from rich.table import Table
-
-    from application.review import query_logs
-
     wanted = set(question_ids)
     records = [r for r in query_logs(settings, limit=max(50, len(wanted) * 2)) if r["id"] in wanted]
     table = Table(
@@ -173,15 +177,6 @@ def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> 
 
 def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> None:
     """Start a local Slack, the Bolt HTTP app and a Celery worker; ask `questions`; show threads and log rows."""
-    from sqlalchemy import select
-
-    from bot.app import build_app
-    from bot.http import EVENTS_PATH, BackgroundServer, create_asgi_app
-    from core import db
-    from core.models import Question
-    from devtools.worker_process import WorkerProcess
-    from workers.enqueuer import CeleryEnqueuer
-
     fake = FakeSlack().start()
     fake.add_user(DEMO_USER, "Demo Employee")  # users.info: the asker's names are redacted from fallback queries
     server = worker = None

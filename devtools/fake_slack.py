@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+import httpx
 
 
 def sign(signing_secret: str, timestamp: str | int, body: str | bytes) -> str:
@@ -252,10 +254,8 @@ class FakeSlack:
         secret: str | None = None,
         signature: str | None = None,
         timeout: float = 10.0,
-    ):  # -> httpx.Response
+    ) -> httpx.Response:
         """POST an Events API body to the app, signed as Slack signs it (or not, when told)."""
-        import httpx
-
         raw = json.dumps(body)
         headers = self.signed_headers(raw, timestamp=timestamp, secret=secret)
         if signature is not None:
@@ -276,12 +276,8 @@ class FakeSlack:
         message: Mapping[str, Any],
         block_id: str = "feedback",
         timeout: float = 10.0,
-    ):  # -> httpx.Response
+    ) -> httpx.Response:
         """A `block_actions` interaction (a button click), form-encoded and signed like Slack's."""
-        from urllib.parse import urlencode
-
-        import httpx
-
         payload = {
             "type": "block_actions",
             "team": {"id": self.team_id},
