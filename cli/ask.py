@@ -45,7 +45,7 @@ def ask(
         fail(f"--channel takes a Slack channel ID, not {channel!r} ({CHANNEL_ID_HINT})", 1)
     from application import answering  # SQLAlchemy and the CRAG pipeline: only for a question that can be asked
     from application.runtime import get_runtime  # torch, transformers and LlamaIndex: loads the models
-    from core import db
+    from core import db  # SQLAlchemy: writes the question to the log
 
     runtime = get_runtime(settings)
     if runtime.loaded.is_cosine and not as_json:

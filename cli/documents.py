@@ -78,7 +78,8 @@ def ingest(
 
 
 def _print_ingest_report(report: IngestReport) -> None:
-    from ingestion.ingest import FileStatus  # already loaded: the ingest that made the report imported it
+    # LlamaIndex (ingestion/ingest.py): not at the top, for `--help`; here it is loaded already, by the ingest that made the report
+    from ingestion.ingest import FileStatus
 
     colours = {
         "added": "green",
