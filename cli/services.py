@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import typer
 from rich.table import Table
 
 from cli.common import console, load_settings
-
-if TYPE_CHECKING:
-    from core.services import ServiceStatus
-
+from core import services
+from core.services import ServiceStatus
 
 services_app = typer.Typer(help="Manage the embedded PostgreSQL+pgvector and Redis.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
@@ -22,16 +18,12 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 @services_app.command("up")
 def services_up() -> None:
     """Start the embedded services (nothing starts for DATABASE_URL / REDIS_URL)."""
-    from core import services  # the embedded servers' wiring and the Redis client: only where services are used
-
     print_status(services.services_up(load_settings()))
 
 
 @services_app.command("down")
 def services_down() -> None:
     """Stop the embedded services; their data stays under POLICYBOT_HOME."""
-    from core import services  # the embedded servers' wiring and the Redis client: only where services are used
-
     stopped = services.services_down(load_settings())
     console.print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
 
@@ -39,8 +31,6 @@ def services_down() -> None:
 @services_app.command("status")
 def services_status() -> None:
     """Show whether each service is running and where."""
-    from core import services  # the embedded servers' wiring and the Redis client: only where services are used
-
     statuses = services.services_status(load_settings())
     print_status(statuses)
     if not all(status.running for status in statuses):

@@ -197,12 +197,13 @@ def load_models(**_: object) -> None:
     db.dispose_engines()  # never reuse connections opened before fork
     settings = get_settings()
     try:
-        import torch  # in each worker process, never when this module is imported
+        # torch (seconds): in each worker process, not in those that import this module to queue tasks (serve, the console)
+        import torch
 
         torch.set_num_threads(settings.evaluator_threads)
     except ImportError:  # pragma: no cover - torch is a dependency
         pass
-    from application.runtime import get_runtime  # torch and the models: in each worker process, never at import
+    from application.runtime import get_runtime  # torch, LlamaIndex and the models: as torch above
 
     runtime = get_runtime(settings)
     try:
