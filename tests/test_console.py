@@ -356,7 +356,9 @@ def test_review_errors_carry_their_console_status(csettings, seeded_log) -> None
 # ------------------------------------------------------------------ dashboard
 
 
-def test_dashboard_charts_alert_and_misses(csettings, admin, seeded_log) -> None:
+def test_dashboard_charts_alert_and_misses(csettings, admin, seeded_log, ingested_samples) -> None:
+    # The miss topics are the fallback's keywords, read against the ingested documents' own
+    # vocabulary ("minibar" is in samples/policies/travel-expenses.md): hence ingested_samples.
     from application.review import incorrect_alert
 
     alert = incorrect_alert(csettings, csettings.alert_margin)
