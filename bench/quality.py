@@ -345,6 +345,10 @@ def ask_corpus_set(
                             "action": action,
                             "found": found,
                             "right": reply.right,
+                            "document": question.record.document,
+                            "section": question.record.section,
+                            "phrases": list(question.record.phrases),
+                            "citations": [[c.origin, c.document, c.section] for c in citations],
                             "reply": text,
                         }
                     )
