@@ -17,7 +17,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.config import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_HOME = REPO / ".policybot-bench-perf"
@@ -54,7 +57,6 @@ def use_bench_home(home: Path | None = None) -> Path:
 
 def prepared_settings(train_minutes: float = 3.0):  # -> Settings
     """The bench stack up, the sample corpus ingested, an evaluator trained once (reused later)."""
-    from bench.quality import prepare
     from core import services
     from core.config import get_settings
 
@@ -62,6 +64,39 @@ def prepared_settings(train_minutes: float = 3.0):  # -> Settings
     services.services_up(settings)
     prepare(settings, train_minutes, retrain=False)
     return settings
+
+
+def prepare(settings: Settings, minutes: float, retrain: bool, seed: int = 0) -> None:
+    """The samples ingested, and an evaluator active (trained now when none is, or with `retrain`)."""
+    from application import evaluators
+
+    ingest_samples(settings)
+    if retrain or evaluators.active_version(settings) is None:
+        print(f"training the evaluator ({minutes:g} min budget, seed {seed})...", flush=True)
+        result = evaluators.train_and_register(settings, budget_s=minutes * 60, activate="always", seed=seed)
+        print(f"trained {result.version}: AUC {result.evaluator.auc:.3f} vs cosine {result.cosine.auc:.3f}", flush=True)
+
+
+def ingest_samples(settings: Settings) -> None:
+    """samples/policies as the knowledge base, samples/hr-portal as the allow-listed HR-portal collection."""
+    from sqlalchemy import select
+
+    from core import db
+    from core.models import FallbackSourceRow
+    from ingestion.ingest import ingest_paths
+
+    for folder, collection in (
+        (REPO / "samples" / "policies", "policies"),
+        (REPO / "samples" / "hr-portal", "hr-portal"),
+    ):
+        report = ingest_paths(settings, [folder], collection=collection, prune=True)
+        if report.failed:
+            raise SystemExit(f"ingestion failed: {report.failed}")
+    with db.session(settings) as session:
+        if not session.execute(
+            select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")
+        ).scalar_one_or_none():
+            session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
 
 
 def load_average() -> str:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from bench.common import REPO
+from bench.common import REPO, ingest_samples, prepare
 from bench.corpus_routing import every_nth
 from bench.replies import judge as judge_reply
 from bench.replies import kb_retriever, organisation_pipeline, reply_words, split_documents
@@ -126,38 +126,6 @@ def leads_with_answer(item: dict, answer_text: str) -> bool:
 
 def _holds_expected_phrase(item: dict, text: str) -> bool:
     return any(phrase.lower() in text.lower() for phrase in item.get("expected_phrases", []))
-
-
-def prepare(settings: Settings, minutes: float, retrain: bool, seed: int = 0) -> None:
-    """The samples ingested, and an evaluator active (trained now when none is, or with `retrain`)."""
-    from application import evaluators
-
-    ingest_samples(settings)
-    if retrain or evaluators.active_version(settings) is None:
-        print(f"training the evaluator ({minutes:g} min budget, seed {seed})...", flush=True)
-        result = evaluators.train_and_register(settings, budget_s=minutes * 60, activate="always", seed=seed)
-        print(f"trained {result.version}: AUC {result.evaluator.auc:.3f} vs cosine {result.cosine.auc:.3f}", flush=True)
-
-
-def ingest_samples(settings: Settings) -> None:
-    from sqlalchemy import select
-
-    from core import db
-    from core.models import FallbackSourceRow
-    from ingestion.ingest import ingest_paths
-
-    for folder, collection in (
-        (REPO / "samples" / "policies", "policies"),
-        (REPO / "samples" / "hr-portal", "hr-portal"),
-    ):
-        report = ingest_paths(settings, [folder], collection=collection, prune=True)
-        if report.failed:
-            raise SystemExit(f"ingestion failed: {report.failed}")
-    with db.session(settings) as session:
-        if not session.execute(
-            select(FallbackSourceRow).where(FallbackSourceRow.name == "HR portal")
-        ).scalar_one_or_none():
-            session.add(FallbackSourceRow(name="HR portal", kind="collection", collection="hr-portal"))
 
 
 def seed_evaluators(
