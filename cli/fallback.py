@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from cli.common import AsJson, console, fail, load_settings
-
-if TYPE_CHECKING:
-    pass
-
 
 # ------------------------------------------------------------------ fallback
 

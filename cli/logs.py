@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.panel import Panel
@@ -24,9 +24,6 @@ from application.review import (
     records_csv,
 )
 from cli.common import console, fail, load_settings
-
-if TYPE_CHECKING:
-    pass
 
 
 def logs(

@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from cli.common import errors, fail, load_settings
 from core.config import Settings
-
-if TYPE_CHECKING:
-    pass
-
 
 QUEUES = ("answer", "ingest")
 
