@@ -41,8 +41,8 @@ import yaml
 
 from bench.common import REPO, ingest_samples, prepare
 from bench.corpus_routing import every_nth
+from bench.replies import SplitDocuments, kb_retriever, organisation_pipeline, reply_words, split_documents
 from bench.replies import judge as judge_reply
-from bench.replies import kb_retriever, organisation_pipeline, reply_words, split_documents
 
 if TYPE_CHECKING:
     from application.runtime import LoadedEvaluator
@@ -266,15 +266,14 @@ def ask_samples(
 
 
 def ask_corpus_set(
-    settings: Settings, systems: dict[str, LoadedEvaluator | None], per_org: int, dumped: list[dict] | None
+    documents: SplitDocuments, systems: dict[str, LoadedEvaluator | None], per_org: int, dumped: list[dict] | None
 ) -> tuple[dict[str, SystemResult], Missed, int]:
     """The corpus's test organisations' questions (an even spread of `per_org` each) through each
-    system, over each organisation's own documents. Returns the results, the missed question ids
-    and the number of organisations."""
+    system, over each organisation's own documents (`split_documents(settings, "test")`). Returns
+    the results, the missed question ids and the number of organisations."""
     from application.corpus_supervision import as_asked
     from crag.types import Citation
 
-    documents = split_documents(settings, "test")
     qa = documents.qa
     results = {name: SystemResult(name, CORPUS_CATEGORIES) for name in systems}
     missed: Missed = {name: [] for name in systems}
@@ -413,6 +412,7 @@ def run(args: argparse.Namespace) -> int:
         results: dict[str, SystemResult] = {}
         missed: Missed = {}
         n_orgs = 0
+        documents: SplitDocuments | None = None  # the test organisations, ingested once per run when asked
         for name, system in systems.items():
             # Each system's answers are kept under the home: a later run (another seed, a crash)
             # asks again only what it lacks. --fresh asks everything again.
@@ -424,7 +424,8 @@ def run(args: argparse.Namespace) -> int:
             if which == "samples":
                 one, one_missed = ask_samples(settings, {name: system}, dumped)
             else:
-                one, one_missed, n_orgs = ask_corpus_set(settings, {name: system}, args.per_org, dumped)
+                documents = documents or split_documents(settings, "test")
+                one, one_missed, n_orgs = ask_corpus_set(documents, {name: system}, args.per_org, dumped)
             results[name], missed[name] = one[name], one_missed[name]
             _keep(kept, results[name], missed[name], n_orgs)
         if which == "samples":
