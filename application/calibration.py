@@ -8,7 +8,7 @@ for, counts as one bare review (others' votes are shown, never counted): 👍 is
 "wrong" without an expected document; an admin's review of the same question outranks it. Each label,
 read together with what the pipeline did (the `questions` action log), says whether the knowledge base's
 candidates held the answer ("present") or not ("absent"); the highest knowledge-base score of
-each question is its set's score, and `crag.metrics.calibrate` turns the two score lists
+each question is its set's score, and `crag.training.metrics.calibrate` turns the two score lists
 into thresholds, as it does for the simulated sets of training. Only the upper and lower
 thresholds are recalibrated: reviews say nothing about single strips, so the strip threshold
 is kept.
@@ -17,19 +17,21 @@ is kept.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import select
 
+from application.thresholds import store_thresholds, stored_thresholds
 from core import db
 from core.config import Settings
 from core.errors import UserError
 from core.models import EvaluatorVersion, Feedback, Question, Review
-from crag.checkpoint import update_metadata
-from crag.metrics import calibrate
+from crag.training.metrics import calibrate
+from crag.training.saving import update_metadata
+from crag.types import Thresholds
 
 Label = Literal["present", "absent"]
 MIN_LABELS = 10  # per side: fewer present or absent sets give thresholds too noisy to trust
@@ -245,8 +247,8 @@ def review_examples(settings: Settings, sources: LabelSources = REVIEWS) -> tupl
 @dataclass
 class Proposal:
     version: str
-    current: dict[str, float]
-    proposed: dict[str, float]
+    current: Thresholds
+    proposed: Thresholds
     n_present: int
     n_absent: int
     skipped: dict[str, int]
@@ -259,8 +261,8 @@ class Proposal:
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": self.version,
-            "current": self.current,
-            "proposed": self.proposed,
+            "current": self.current.to_dict(),
+            "proposed": self.proposed.to_dict(),
             "labels": {"present": self.n_present, "absent": self.n_absent},
             "skipped": self.skipped,
             "sources": self.sources.describe(),
@@ -288,7 +290,7 @@ def propose_from_reviews(
     with db.session(settings) as session:
         row = _version_row(session, version)
         version = row.version
-        current = {"upper": row.upper, "lower": row.lower, "strip": row.strip_threshold}
+        current = stored_thresholds(row)
     labels = collect_labels(settings, version, sources)
     n_present, n_absent = len(labels.present), len(labels.absent)
     if n_present < min_labels or n_absent < min_labels:
@@ -300,8 +302,7 @@ def propose_from_reviews(
             f"answer-absent questions; calibration needs at least {min_labels} of each "
             f"({sum(labels.skipped.values())} labelled questions were skipped as ambiguous). {more}."
         )
-    proposed = calibrate(labels.present, labels.absent)
-    proposed["strip"] = current["strip"]  # reviews carry no strip labels
+    proposed = replace(calibrate(labels.present, labels.absent), strip=current.strip)  # reviews carry no strip labels
     return Proposal(version, current, proposed, n_present, n_absent, dict(labels.skipped), sources)
 
 
@@ -320,18 +321,16 @@ def apply_proposal(settings: Settings, proposal: Proposal) -> list[str]:
         "n_reviews": proposal.n_reviews,
         "present": proposal.n_present,
         "absent": proposal.n_absent,
-        "previous": proposal.current,
+        "previous": proposal.current.to_dict(),
         "at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     with db.session(settings) as session:
         row = _version_row(session, proposal.version)
-        row.upper = float(proposal.proposed["upper"])
-        row.lower = float(proposal.proposed["lower"])
-        row.strip_threshold = float(proposal.proposed["strip"])
+        store_thresholds(row, proposal.proposed)
         row.metrics = {**(row.metrics or {}), "thresholds_calibration": source}
         folder = Path(row.path)
     if folder.is_dir():
-        update_metadata(folder, {"thresholds": proposal.proposed, "thresholds_calibration": source})
+        update_metadata(folder, {"thresholds": proposal.proposed.to_dict(), "thresholds_calibration": source})
     else:
         notes.append(f"{folder} does not exist: only the database row was updated")
     reset_runtime()  # this process; other workers on restart

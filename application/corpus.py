@@ -22,7 +22,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from crag.redaction import STOPWORDS
+from crag.text import PUNCTUATION_FOLD, STOPWORDS
 from ingestion.chunking import split_sections
 from ingestion.loaders import SUPPORTED_SUFFIXES, LoadError, load_document
 
@@ -214,26 +214,13 @@ def _short(error: Exception) -> str:
 
 # --- text matching -------------------------------------------------------------------------
 
-_FOLD = str.maketrans(
-    {
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u2013": "-",
-        "\u2014": "-",
-        "\u00a0": " ",
-        "\u2011": "-",
-        "\u202f": " ",
-    }
-)
 _MARKUP = re.compile(r"\*\*|__|`|\\(?=[^\w\s])")
 _NUMBERING = re.compile(r"^(?:(?:section|part|article|§)\s*)?[\dA-Za-z]{0,3}(?:[.)]\d+)*[.):]?\s+", re.IGNORECASE)
 
 
 def normalise(text: str) -> str:
     """Case, quotes, dashes, Markdown emphasis and spacing folded: how a phrase is looked up."""
-    text = unicodedata.normalize("NFKC", text).translate(_FOLD)
+    text = unicodedata.normalize("NFKC", text).translate(PUNCTUATION_FOLD)
     text = _MARKUP.sub("", text)
     return " ".join(text.lower().split())
 

@@ -42,10 +42,10 @@ from core.config import Settings
 from core.errors import UserError
 from core.models import Document
 from crag.followups import continues_earlier
-from crag.metrics import HeldOut
-from crag.progress import Progress
-from crag.training import LabelledData
-from crag.weak_supervision import CandidateSet, Pair, StripExample, split_strips
+from crag.training.metrics import HeldOut
+from crag.training.progress import Progress
+from crag.training.train import LabelledData
+from crag.training.weak_supervision import CandidateSet, Pair, StripExample, split_strips
 from ingestion import embedding
 from ingestion.chunking import HEADING_SEPARATOR
 from ingestion.ingest import ingest_paths

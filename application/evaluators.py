@@ -29,9 +29,9 @@ from core.models import Document, EvaluatorVersion
 from core.services import ServiceError
 from crag.checkpoint import METADATA_FILE, WEIGHTS_FILE, load_evaluator
 from crag.judge import EvaluatorConfig
-from crag.metrics import EvaluationReport, evaluate_evaluator
-from crag.training import LabelledData, TrainingResult, general_fingerprint, train_evaluator, train_general
-from crag.weak_supervision import CorpusChunk, Pair
+from crag.training.metrics import EvaluationReport, evaluate_evaluator
+from crag.training.train import LabelledData, TrainingResult, general_fingerprint, train_evaluator, train_general
+from crag.training.weak_supervision import CorpusChunk, Pair
 from ingestion.store import chunk_table
 
 log = logging.getLogger(__name__)
@@ -233,9 +233,9 @@ def train_and_register(
             version=result.version,
             kind="minilm_t5",
             path=str(result.folder),
-            upper=float(thresholds["upper"]),
-            lower=float(thresholds["lower"]),
-            strip_threshold=float(thresholds["strip"]),
+            upper=thresholds.upper,
+            lower=thresholds.lower,
+            strip_threshold=thresholds.strip,
             metrics=_metrics_json(result)
             | {
                 "n_train_pairs": result.n_train_pairs,

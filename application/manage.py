@@ -15,7 +15,7 @@ from core.config import Settings
 from core.errors import NotFound, UserError
 from core.models import Document, FallbackSourceRow
 from core.names import InvalidName, parse_channels, validate_collection
-from crag.http_source import FieldMap
+from ingestion.http_source import FieldMap
 
 
 class ManageError(UserError):

@@ -18,25 +18,25 @@ import numpy as np
 from sqlalchemy import select
 
 from application.generator import openai_generator
+from application.thresholds import stored_thresholds
 from application.vocabulary import organisation_vocabulary
 from core import db
 from core.config import Settings
 from core.errors import UserError
 from core.models import Document, EvaluatorVersion, FallbackSourceRow
 from crag.checkpoint import load_evaluator
-from crag.http_source import FieldMap, HttpFallbackSource, HttpSourceConfig
 from crag.inference import CachedEvaluator, CosineEvaluator, native_bf16
 from crag.pipeline import AskContext, CragPipeline, FallbackPlan, PipelineConfig, plan_fallback
 from crag.types import Evaluator, FallbackSource, Retriever, Thresholds
 from ingestion import embedding
+from ingestion.http_source import FieldMap, HttpFallbackSource, HttpSourceConfig
 from ingestion.retriever import ChunkRetriever, CollectionFallbackSource
 
 log = logging.getLogger(__name__)
 
 # Cosine-similarity thresholds for all-MiniLM-L6-v2 when no evaluator has been trained:
 # measured on the sample question set (bench/quality), overridable like any threshold.
-COSINE_THRESHOLDS = Thresholds(upper=0.55, lower=0.30)
-COSINE_STRIP_THRESHOLD = 0.35
+COSINE_THRESHOLDS = Thresholds(upper=0.55, lower=0.30, strip=0.35)
 
 
 class EvaluatorNotReady(UserError):
@@ -47,7 +47,6 @@ class EvaluatorNotReady(UserError):
 class LoadedEvaluator:
     evaluator: Evaluator
     thresholds: Thresholds
-    strip_threshold: float
     is_cosine: bool
     description: str
 
@@ -66,13 +65,13 @@ def use_bf16(settings: Settings) -> bool:
     return settings.evaluator_bf16 == "on" or (settings.evaluator_bf16 == "auto" and native_bf16())
 
 
-def _thresholds(settings: Settings, upper: float, lower: float, strip: float) -> tuple[Thresholds, float]:
+def _thresholds(settings: Settings, calibrated: Thresholds) -> Thresholds:
     """Calibrated values, each overridable by POLICYBOT_UPPER / _LOWER / _STRIP_THRESHOLD."""
-    chosen = Thresholds(
-        upper=settings.upper_threshold if settings.upper_threshold is not None else upper,
-        lower=settings.lower_threshold if settings.lower_threshold is not None else lower,
+    return Thresholds(
+        upper=settings.upper_threshold if settings.upper_threshold is not None else calibrated.upper,
+        lower=settings.lower_threshold if settings.lower_threshold is not None else calibrated.lower,
+        strip=settings.strip_threshold if settings.strip_threshold is not None else calibrated.strip,
     )
-    return chosen, settings.strip_threshold if settings.strip_threshold is not None else strip
 
 
 def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
@@ -94,13 +93,8 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
                 f"{folder} carries no calibrated thresholds: set POLICYBOT_UPPER and POLICYBOT_LOWER "
                 "(the paper used 0.59/-0.99 on PopQA) or calibrate it with `policybot evaluator eval`"
             )
-        thresholds, strip = _thresholds(
-            settings,
-            calibrated.upper if calibrated else 0.0,
-            calibrated.lower if calibrated else 0.0,
-            loaded.strip_threshold if loaded.strip_threshold is not None else -0.5,
-        )
-        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"checkpoint {folder}")
+        thresholds = _thresholds(settings, calibrated or Thresholds(upper=0.0, lower=0.0))
+        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, False, f"checkpoint {folder}")
 
     with db.session(settings) as session:
         active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
@@ -113,8 +107,8 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
             bf16=use_bf16(settings),
             passage_cache_mb=settings.evaluator_cache_mb,
         )
-        thresholds, strip = _thresholds(settings, active.upper, active.lower, active.strip_threshold)
-        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, strip, False, f"trained evaluator {active.version}")
+        thresholds = _thresholds(settings, stored_thresholds(active))
+        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, False, f"trained evaluator {active.version}")
 
     if stored:
         return cosine_evaluator(
@@ -126,9 +120,9 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
 
 
 def cosine_evaluator(settings: Settings, description: str = "cosine similarity") -> LoadedEvaluator:
-    thresholds, strip = _thresholds(settings, COSINE_THRESHOLDS.upper, COSINE_THRESHOLDS.lower, COSINE_STRIP_THRESHOLD)
+    thresholds = _thresholds(settings, COSINE_THRESHOLDS)
     cosine = CachedEvaluator(CosineEvaluator(embed_function(settings)))
-    return LoadedEvaluator(cosine, thresholds, strip, True, description)
+    return LoadedEvaluator(cosine, thresholds, True, description)
 
 
 def fallback_collections(settings: Settings) -> set[str]:
@@ -213,16 +207,15 @@ class Runtime:
         def retriever_for(context: AskContext) -> Retriever:
             return ChunkRetriever(settings, kb, channel=context.channel)
 
-        config = pipeline_config(settings, self.loaded.thresholds, self.loaded.strip_threshold)
+        config = pipeline_config(settings, self.loaded.thresholds)
         return CragPipeline(
             retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config, generator=self.generator
         )
 
 
-def pipeline_config(settings: Settings, thresholds: Thresholds, strip_threshold: float) -> PipelineConfig:
+def pipeline_config(settings: Settings, thresholds: Thresholds) -> PipelineConfig:
     return PipelineConfig(
         thresholds=thresholds,
-        strip_threshold=strip_threshold,
         top_k=settings.top_k,
         strip_mode=settings.strip_mode,
         strips_top_n=settings.strips_top_n,
@@ -239,7 +232,7 @@ def fallback_preview(
 
     Loads no model: classification, redaction and the keyword rewrite need none.
     """
-    config = pipeline_config(settings, COSINE_THRESHOLDS, COSINE_STRIP_THRESHOLD)  # thresholds play no part
+    config = pipeline_config(settings, COSINE_THRESHOLDS)  # thresholds play no part
     return plan_fallback(
         question,
         AskContext(asker_names=tuple(asker_names), channel=channel),

@@ -23,9 +23,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from application.thresholds import stored_thresholds
 from bench.common import REPO
 from crag.decision import decide
-from crag.types import Action, Evaluator, Thresholds
+from crag.types import Action, Evaluator
 
 CATEGORIES = ("kb, answer retrieved", "kb, answer not retrieved", "fallback", "none-on-topic", "none-off-topic")
 
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     from application.runtime import embed_function
     from crag.checkpoint import load_evaluator
     from crag.inference import CachedEvaluator
-    from crag.metrics import cosine_with_known, measure
+    from crag.training.metrics import cosine_with_known, measure
 
     os.environ["POLICYBOT_HOME"] = str(args.home)
     os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     cosine = cosine_with_known(embed_function(settings), embeddings)
     thresholds = {
         "cosine": measure(cosine, held_out(dev)).thresholds,
-        "T5 evaluator": {"upper": row.upper, "lower": row.lower, "strip": row.strip_threshold},
+        "T5 evaluator": stored_thresholds(row),
     }
     judges: dict[str, Evaluator] = {"cosine": cosine, "T5 evaluator": evaluator}
     lines = [
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         for a in test:
             if a.candidates:
                 scores = judge.score(a.asked, [c.text for c in a.candidates])
-                action = decide(list(scores), Thresholds(upper=t["upper"], lower=t["lower"]))
+                action = decide(list(scores), t)
             else:
                 action = Action.INCORRECT
             routed[category(a)][action] += 1

@@ -397,7 +397,7 @@ def run(args: argparse.Namespace) -> int:
         f"Python {platform.python_version()}. Trained evaluators: "
         + "; ".join(
             f"seed {seed} {versions[seed]} (upper {e.thresholds.upper:.3f}, lower {e.thresholds.lower:.3f}, "
-            f"strip {e.strip_threshold:.3f})"
+            f"strip {e.thresholds.strip:.3f})"
             for seed, e in loaded.items()
         )
         + ".",

@@ -259,7 +259,7 @@ def organisation_pipeline(documents: SplitDocuments, org: Organisation, loaded: 
     portal = CollectionFallbackSource(
         PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback", source_name=PORTAL_NAME)
     )
-    config = pipeline_config(qa, loaded.thresholds, loaded.strip_threshold)
+    config = pipeline_config(qa, loaded.thresholds)
     return CragPipeline(
         functools.partial(same_retriever, kb_retriever(documents, org)),
         loaded.evaluator,
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     kept = args.home / f"replies-{args.split}-{args.per_org}.pickle"
     if args.reuse and kept.exists():
         replies = pickle.loads(kept.read_bytes())
-        results = recompose(replies, REPLY_SHAPE, loaded.strip_threshold)  # as the current code composes them
+        results = recompose(replies, REPLY_SHAPE, loaded.thresholds.strip)  # as the current code composes them
         dumped: list[str] = []
     else:
         results, replies, dumped = ask(documents, loaded, args.per_org)
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             kept.write_bytes(pickle.dumps(replies))
     print(summary(args.split, loaded.description, figures(results)))
     if args.tune:
-        print(tune(replies, loaded.strip_threshold))
+        print(tune(replies, loaded.thresholds.strip))
     if args.dump and dumped:
         args.dump.write_text("".join(line + "\n" for line in dumped), encoding="utf-8")
     return 0

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = open_bench(args.home, args.minutes, retrain=False)
     from application.runtime import cosine_evaluator, load_active_evaluator
-    from crag.metrics import roc_auc
+    from crag.training.metrics import roc_auc
 
     questions = load_questions()
     categories = np.asarray([q["category"] for q in questions])

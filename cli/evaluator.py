@@ -82,7 +82,7 @@ def evaluator_train(
                     "version": result.version,
                     "activated": activated,
                     "beats_cosine": result.beats_cosine,
-                    "thresholds": result.thresholds,
+                    "thresholds": result.thresholds.to_dict(),
                     "evaluator": {"auc": result.evaluator.auc, "routing_accuracy": result.evaluator.routing_accuracy},
                     "cosine": {"auc": result.cosine.auc, "routing_accuracy": result.cosine.routing_accuracy},
                     "steps": result.steps,
@@ -98,7 +98,7 @@ def evaluator_train(
     console.print(table)
     t = result.thresholds
     console.print(
-        f"thresholds: upper {t['upper']:.3f}, lower {t['lower']:.3f}, strip {t['strip']:.3f}; "
+        f"thresholds: upper {t.upper:.3f}, lower {t.lower:.3f}, strip {t.strip:.3f}; "
         f"{result.n_train_pairs} training pairs, {result.steps} steps in {result.seconds:.0f}s, seed {seed}"
     )
     for note in result.notes:
@@ -304,8 +304,9 @@ def evaluator_calibrate(
         "proposed",
         title=f"evaluator {proposal.version}: thresholds from {proposal.sources.describe()}",
     )
+    current, proposed = proposal.current.to_dict(), proposal.proposed.to_dict()
     for key in ("upper", "lower", "strip"):
-        table.add_row(key, f"{proposal.current[key]:.3f}", f"{proposal.proposed[key]:.3f}")
+        table.add_row(key, f"{current[key]:.3f}", f"{proposed[key]:.3f}")
     console.print(table)
     console.print(
         f"labels: {proposal.n_present} answer-present, {proposal.n_absent} answer-absent "

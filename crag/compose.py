@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crag.redaction import STOPWORDS
-from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key, split_sentences
+from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
+from crag.text import content_words, split_sentences
 from crag.types import Citation, Passage, Strip
 
 ABSTENTION_LEAD = "I couldn't find this in the approved policy sources. "
@@ -317,29 +317,6 @@ def is_breadcrumb(sentence: str) -> bool:
         return False
     says_something = bool(set(re.findall(r"\b[a-z][a-z']*\b", text)) & RULE_VERBS) or any(mark in text for mark in ":;")
     return not says_something and not _QUANTITY_AFTER_ARROW.search(text)
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-cased, stemmed words that are not stopwords ("Expenses" and "expense" match)."""
-    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())
-    return {_stem(w) for w in words if w not in STOPWORDS}
-
-
-def _stem(word: str) -> str:
-    """A tiny suffix stripper: enough to match plurals and -ed/-ing forms."""
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            break
-    if len(word) > 3 and word[-1] == word[-2]:
-        word = word[:-1]  # "submitt" -> "submit"
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]  # "expense" and "expens" meet
-    return word
 
 
 # --- tidying -----------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ The CRAG paper falls back to web search. For company policy the web proves nothi
 and the application decides per question class which of them may be queried. Policy
 questions never reach an open-web source, whatever the configuration says.
 
-Pure decisions, no I/O: the hardened HTTP source lives in crag/http_source.py.
+Pure decisions, no I/O: the hardened HTTP source lives in ingestion/http_source.py.
 """
 
 from __future__ import annotations

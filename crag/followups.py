@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from crag.redaction import STOPWORDS, WORD_TOKEN
+from crag.text import STOPWORDS, WORD_TOKEN
 
 # Openings that lean on what was said before, whatever follows.
 _LEANING_OPENING = re.compile(

@@ -87,13 +87,8 @@ class TorchEvaluator:
     def thresholds(self) -> Thresholds | None:
         t = self._threshold_dict()
         if "upper" in t and "lower" in t:
-            return Thresholds(upper=float(t["upper"]), lower=float(t["lower"]))
+            return Thresholds.from_dict(t)
         return None
-
-    @property
-    def strip_threshold(self) -> float | None:
-        t = self._threshold_dict()
-        return float(t["strip"]) if "strip" in t else None
 
     def logits(self, question: str, passages: Sequence[str]) -> list[float]:
         if not passages:

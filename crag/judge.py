@@ -54,7 +54,7 @@ class EvaluatorConfig:
     batch_size: int = 32
     threads: int | None = None  # torch.set_num_threads; None leaves torch's default
     quantize_int8: bool = False  # dynamic int8 of Linear layers (deprecated torch API)
-    # Training (used by crag/fitting.py and crag/training.py).
+    # Training (used by crag/training/fitting.py and crag/training/train.py).
     train_max_length: int = 256  # policy chunks are <= 256 word pieces; shorter is faster
     train_batch_size: int = 16
     # Measured on 151 policy chunks with a 3-minute budget (~100 steps): freezing 4 of 6

@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class PipelineConfig:
     thresholds: Thresholds
-    strip_threshold: float
     top_k: int = 10
     strip_mode: StripMode = "sentences"
     strips_top_n: int = 5
@@ -161,7 +160,7 @@ class CragPipeline:
             kept = sorted(kept, key=lambda strip: -(strip.score or 0.0))[: config.strips_top_n]
             if kept:
                 answer.text, answer.citations = compose_extractive(
-                    question, document_order(kept), config.reply_shape, floor=config.strip_threshold
+                    question, document_order(kept), config.reply_shape, floor=config.thresholds.strip
                 )
                 # The sources the reply cites, not every source asked nor every strip kept.
                 answer.sources_used += sorted(
@@ -186,7 +185,7 @@ class CragPipeline:
             question,
             passages,
             self.evaluator,
-            strip_threshold=self.config.strip_threshold if strip_threshold is None else strip_threshold,
+            strip_threshold=self.config.thresholds.strip if strip_threshold is None else strip_threshold,
             top_n=self.config.strips_top_n if top_n is None else top_n,
             mode=self.config.strip_mode,
         )

@@ -12,11 +12,12 @@ is still composed for the user's original question.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from wordfreq import zipf_frequency
+
+from crag.text import STOPWORDS, WORD_TOKEN, fold_accents
 
 EMAIL_PLACEHOLDER = "[email]"
 PHONE_PLACEHOLDER = "[phone]"
@@ -72,7 +73,7 @@ def redact(
     are the names, so a name typed without its accents is still found. Only the keyword
     rewrite reads the result.
     """
-    text = _fold(text)
+    text = fold_accents(text)
     text = _SLACK_USER.sub(USER_PLACEHOLDER, text)
     text = _SLACK_MAILTO.sub(EMAIL_PLACEHOLDER, text)
     text = _SLACK_TEL.sub(PHONE_PLACEHOLDER, text)
@@ -82,13 +83,7 @@ def redact(
     text = _CALLED_AN_EMPLOYEE_ID.sub(lambda m: m.group(1) + EMPLOYEE_ID_PLACEHOLDER, text)
     text = re.sub(employee_id_pattern, EMPLOYEE_ID_PLACEHOLDER, text, flags=re.IGNORECASE)
     text = _PHONE.sub(_phone_replacement, _PHONE_LABEL.sub(r"\1 ", text))
-    return _redact_names(text, [_fold(name) for name in asker_names])
-
-
-def _fold(text: str) -> str:
-    """Accents off, curly quotes straight ("Núñez" → "Nunez", "O’Brien" → "O'Brien")."""
-    decomposed = unicodedata.normalize("NFKD", text.replace("’", "'").replace("‘", "'"))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _redact_names(text, [fold_accents(name) for name in asker_names])
 
 
 def _phone_replacement(match: re.Match[str]) -> str:
@@ -180,28 +175,6 @@ _FILLER_PHRASES = re.compile(
     re.IGNORECASE,
 )
 
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are aren't as at be because been before
-    being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-    don't down during each few for from further had hadn't has hasn't have haven't having he he'd
-    he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
-    is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
-    or other ought our ours ourselves out over own same shan't she she'd she'll she's should
-    shouldn't so some such than that that's the their theirs them themselves then there there's
-    these they they'd they'll they're they've this those through to too under until up very was
-    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
-    who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours
-    yourself yourselves
-    im ive id dont doesnt didnt cant wont isnt arent whats hows
-    whose whether whats also just still ever even really actually basically maybe perhaps
-    may might must shall will get gets got getting go going make need needs want wants like
-    know knows tell ask asking question questions quick hey hi hello thanks thank please pls plz
-    wondering wonder anyone someone somebody anybody everyone everybody something anything
-    thing things stuff way ok okay yes yeah folks team guys lot lots much many long able allowed
-    possible kind sort bit currently now today per next another other others ext
-    """.split()
-)
 
 # Policy vocabulary: always sendable, even capitalised, and lifted when trimming to N.
 # Words rarer than common English that policy questions need ("bereavement", "sabbatical") belong here.
@@ -298,7 +271,6 @@ _TERM = re.compile(
     re.IGNORECASE,
 )
 _ACRONYM = re.compile(r"\b[A-Z]{2,5}\b")
-WORD_TOKEN = re.compile(r"[^\W_]+(?:[.,'’-][^\W_]+)*")  # any script's letters and digits
 _SENTENCE_END = re.compile(r"[?!;\n]")
 
 
@@ -423,7 +395,7 @@ def document_vocabulary(texts: Iterable[str]) -> frozenset[str]:
     """
     vocabulary: set[str] = set()
     for text in texts:
-        text = _fold(text)
+        text = fold_accents(text)
         text = _BARE_URL.sub(" ", _EMAIL.sub(" ", text))
         text = re.sub(r"@\S+", " ", text)
         for token in WORD_TOKEN.findall(text):

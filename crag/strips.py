@@ -18,145 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Literal
 
+from crag.text import BULLET_LINE, HEADING_LINE, TABLE_ROW, split_sentences
 from crag.types import Evaluator, Passage, Strip
 
 StripMode = Literal["sentences", "words"]
-
-# --- sentence splitting -------------------------------------------------------------
-
-# Abbreviations after which a period never ends a sentence (they precede a name, number or
-# more words). Compared lower-case, without the final period.
-_NEVER_FINAL_ABBREVIATIONS = frozenset(
-    """
-    mr mrs ms mx dr prof sr jr st rev hon gen col capt lt sgt
-    no nos nr art sec sect ch fig figs vol vols pp p para paras ref refs
-    e.g eg i.e ie cf viz vs approx appx ca incl excl min max dept div est ext tel ph
-    jan feb mar apr jun jul aug sep sept oct nov dec
-    mon tue tues wed thu thur thurs fri sat sun
-    """.split()
-)
-
-# Abbreviations that may end a sentence too. After these we split only when the next word
-# is a typical sentence opener; otherwise we keep going (merging two sentences is safe,
-# cutting one is not).
-_MAYBE_FINAL_ABBREVIATIONS = frozenset("etc inc ltd co corp llc plc bros a.m p.m am pm u.s u.k e.u".split())
-
-_SENTENCE_OPENERS = frozenset(
-    """
-    the this that these those there it its if when where while all any each every some no
-    you your we our they their he she i a an in on at for from to by as after before during
-    please note employees employee managers staff contractors submit
-    """.split()
-)
-
-# Sentence-final punctuation, optional closing quotes/brackets, then whitespace.
-_BOUNDARY = re.compile(r"""[.!?]+["'”’)\]]*\s+""")
-# The next sentence must start like one (capital, digit, quote, bracket or currency).
-_SENTENCE_START = re.compile(r"""["'“‘(\[]*[A-Z0-9$€£]""")
-_WORD_BEFORE_PERIOD = re.compile(r"""(?:^|[\s(\["'“‘])([A-Za-z][A-Za-z.]*)[.!?]+["'”’)\]]*\s+$""")
-_FIRST_WORD = re.compile(r"""["'“‘(\[]*([A-Za-z]+)""")
-
-_BULLET = re.compile(r"^\s*(?:[-*+•·▪◦–—]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?=\s)|\([ivxlc]+\))\s+")
-_HEADING = re.compile(r"^\s*#{1,6}\s+")
-_TABLE_ROW = re.compile(r"^\s*\|")
-_LIST_MARKER_ONLY = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]+)[.)]$")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split text into whole sentences.
-
-    Blocks first (blank lines, headings, bullet items and table rows each start a new
-    block; wrapped lines are joined), then sentences inside each block. A period ends a
-    sentence only when whitespace and a sentence-like start follow and the word before it
-    is not a known abbreviation or an initial, so "U.S.", "e.g.", "No. 5", "Jan. 5, 2026",
-    "$1,250.50" and "2.5 days" never cause a cut.
-    """
-    sentences: list[str] = []
-    for block in _blocks(text):
-        sentences.extend(_split_block(block))
-    return sentences
-
-
-def _blocks(text: str) -> list[str]:
-    """Group lines into blocks: paragraphs, single headings, bullet items, table rows."""
-    blocks: list[list[str]] = []
-    current: list[str] = []
-    current_is_item = False  # the current block is a bullet item
-
-    def close() -> None:
-        nonlocal current, current_is_item
-        if current:
-            blocks.append(current)
-        current, current_is_item = [], False
-
-    for line in text.splitlines():
-        if not line.strip():
-            close()
-        elif _HEADING.match(line) or _TABLE_ROW.match(line):
-            close()
-            blocks.append([line])
-        elif _BULLET.match(line):
-            close()
-            current, current_is_item = [line], True
-        elif current_is_item and not _continues_item(line, current[-1]):
-            close()
-            current = [line]
-        else:
-            current.append(line)
-        if current and not current_is_item and current[-1].rstrip().endswith(":"):
-            # "The following are reimbursable:" introduces a list: a block of its own.
-            close()
-    close()
-    return [" ".join(part.strip() for part in block) for block in blocks]
-
-
-def _continues_item(line: str, previous: str) -> bool:
-    """A wrapped bullet line is indented, starts in lower case, or follows a line that stops
-    mid-sentence ("- Hotels are reimbursed up to" / "200 USD per night.")."""
-    unfinished = not previous.rstrip().endswith((".", "!", "?", ":", ";"))
-    return line[:1].isspace() or line.lstrip()[:1].islower() or unfinished
-
-
-def _split_block(block: str) -> list[str]:
-    block = re.sub(r"\s+", " ", block).strip()
-    if not block:
-        return []
-    sentences: list[str] = []
-    start = 0
-    for match in _BOUNDARY.finditer(block):
-        end = match.end()
-        if end >= len(block):
-            break
-        if _LIST_MARKER_ONLY.match(block[start:end].strip()):
-            continue  # "1. Book via the portal.": the marker belongs to its item
-        if _is_sentence_end(block[start:end], block[end:]):
-            sentences.append(block[start:end].strip())
-            start = end
-    tail = block[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return sentences
-
-
-def _is_sentence_end(before: str, after: str) -> bool:
-    """Decide whether the punctuation ending `before` closes a sentence."""
-    if not _SENTENCE_START.match(after):
-        return False  # "e.g. the", "per diem. and": lower case continues the sentence
-    punctuation = before.rstrip()
-    if punctuation.endswith(("?", "!")) or re.search(r"[?!][\"'”’)\]]*$", punctuation):
-        return True
-    word_match = _WORD_BEFORE_PERIOD.search(before)
-    if word_match is None:
-        return True  # a number, amount or closing bracket before the period
-    word = word_match.group(1).lower().rstrip(".")
-    if word in _NEVER_FINAL_ABBREVIATIONS:
-        return False
-    is_initial = len(word) == 1 or re.fullmatch(r"(?:[a-z]\.)+[a-z]", word) is not None
-    if word in _MAYBE_FINAL_ABBREVIATIONS or is_initial:
-        first_word = _FIRST_WORD.match(after)
-        return first_word is not None and first_word.group(1).lower() in _SENTENCE_OPENERS
-    return True
-
 
 # --- applicability (scope) sentences --------------------------------------------------
 
@@ -262,14 +127,14 @@ def join_sentences(sentences: Sequence[str]) -> str:
 
 def is_list_item(sentence: str) -> bool:
     """A bullet or numbered item ("- $3,000 for engineering roles;", "2) Keep receipts.")."""
-    return _BULLET.match(sentence) is not None
+    return BULLET_LINE.match(sentence) is not None
 
 
 def _is_structural(sentence: str) -> bool:
     return bool(
-        _HEADING.match(sentence)
+        HEADING_LINE.match(sentence)
         or is_list_item(sentence)
-        or _TABLE_ROW.match(sentence)
+        or TABLE_ROW.match(sentence)
         or sentence.rstrip().endswith(":")
     )
 

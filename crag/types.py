@@ -6,7 +6,7 @@ step (retrieve, evaluate, decide, refine, fall back, compose) can be tested alon
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, Protocol
@@ -28,10 +28,25 @@ class Thresholds:
 
     upper: float
     lower: float
+    strip: float = -0.5  # refinement drops strips below it (the CRAG paper's value, until calibrated)
 
     def __post_init__(self) -> None:
         if self.lower > self.upper:
             raise ValueError(f"lower threshold {self.lower} is above upper threshold {self.upper}")
+
+    def to_dict(self) -> dict[str, float]:
+        """As metadata.json and the API write it."""
+        return {"upper": self.upper, "lower": self.lower, "strip": self.strip}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, float]) -> Thresholds:
+        """From metadata.json; a folder calibrated without strips keeps the default strip."""
+        strip = values.get("strip")
+        return cls(
+            upper=float(values["upper"]),
+            lower=float(values["lower"]),
+            strip=float(strip) if strip is not None else cls.strip,
+        )
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from typing import Literal
 import docx
 from fpdf import FPDF
 
+from crag.text import fold_punctuation
+
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES_SRC = REPO / "samples" / "src"
 SAMPLES_OUT = REPO / "samples" / "policies"
@@ -31,18 +33,7 @@ SAMPLE_TARGETS: dict[str, Literal["pdf", "docx"]] = {
 DOC_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 
 # fpdf2 core fonts are latin-1 only
-_LATIN1 = str.maketrans(
-    {
-        "\u2018": "'",
-        "\u2019": "'",
-        "\u201c": '"',
-        "\u201d": '"',
-        "\u2013": "-",
-        "\u2014": "-",
-        "\u2026": "...",
-        "\u2022": "-",
-    }
-)
+_LATIN1 = str.maketrans({"\u2026": "...", "\u2022": "-"})  # beyond crag.text's quote and dash folding
 
 
 @dataclass(frozen=True)
@@ -88,7 +79,7 @@ def write_pdf(blocks: list[Block], title: str, path: Path, author: str) -> None:
     pdf.add_page()
     sizes = {1: 18, 2: 14, 3: 12}
     for b in blocks:
-        text = b.text.translate(_LATIN1)
+        text = fold_punctuation(b.text).translate(_LATIN1)
         if b.kind == "heading":
             pdf.ln(4 if b.level > 1 else 0)
             pdf.set_font("Helvetica", "B", sizes[b.level])

@@ -7,6 +7,8 @@ import uuid
 
 import pytest
 
+from crag.types import Thresholds
+
 from support.calibration import (
     ABSENT,
     FALLBACK,
@@ -83,7 +85,7 @@ def test_kb_max_ignores_fallback_candidates() -> None:
 
 def test_collect_labels_and_proposal(settings, tmp_path) -> None:
     from application.calibration import collect_labels, propose_from_reviews
-    from crag.metrics import calibrate
+    from crag.training.metrics import calibrate
 
     version, _ = seed_reviewed_version(settings, tmp_path, 12, 12)
     labels = collect_labels(settings, version)
@@ -94,10 +96,10 @@ def test_collect_labels_and_proposal(settings, tmp_path) -> None:
     }
     proposal = propose_from_reviews(settings, version)
     expected = calibrate(PRESENT, ABSENT)
-    assert proposal.proposed["upper"] == pytest.approx(expected["upper"])
-    assert proposal.proposed["lower"] == pytest.approx(expected["lower"])
-    assert proposal.proposed["strip"] == 0.2  # kept: no strip labels
-    assert proposal.current == {"upper": 0.5, "lower": 0.1, "strip": 0.2}
+    assert proposal.proposed.upper == pytest.approx(expected.upper)
+    assert proposal.proposed.lower == pytest.approx(expected.lower)
+    assert proposal.proposed.strip == 0.2  # kept: no strip labels
+    assert proposal.current == Thresholds(upper=0.5, lower=0.1, strip=0.2)
     assert (proposal.n_present, proposal.n_absent) == (12, 12)
 
 
@@ -118,7 +120,7 @@ def test_too_few_labels_is_a_clear_error(settings, policybot_home, tmp_path) -> 
 
 
 def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_path) -> None:
-    from crag.metrics import calibrate
+    from crag.training.metrics import calibrate
 
     version, folder = seed_reviewed_version(settings, tmp_path, 12, 12)
     metadata_before = (folder / "metadata.json").read_text()
@@ -128,7 +130,7 @@ def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_
     assert dry.returncode == 0, dry.stderr
     shown = json.loads(dry.stdout)
     assert shown["applied"] is False and shown["labels"] == {"present": 12, "absent": 12}
-    assert shown["proposed"]["upper"] == pytest.approx(expected["upper"])
+    assert shown["proposed"]["upper"] == pytest.approx(expected.upper)
     assert stored_thresholds(settings, version) == (0.5, 0.1, 0.2)
     assert (folder / "metadata.json").read_text() == metadata_before
 
@@ -140,10 +142,10 @@ def test_dry_run_changes_nothing_and_apply_stores(settings, policybot_home, tmp_
     assert applied.returncode == 0, applied.stderr
     assert "from 24 labelled questions" in applied.stdout and "restart" in applied.stdout
     upper, lower, strip = stored_thresholds(settings, version)
-    assert (upper, lower) == (pytest.approx(expected["upper"]), pytest.approx(expected["lower"])) and strip == 0.2
+    assert (upper, lower) == (pytest.approx(expected.upper), pytest.approx(expected.lower)) and strip == 0.2
     assert (upper, lower) != (0.5, 0.1)
     metadata = json.loads((folder / "metadata.json").read_text())
-    assert metadata["thresholds"]["upper"] == pytest.approx(expected["upper"])
+    assert metadata["thresholds"]["upper"] == pytest.approx(expected.upper)
     assert metadata["thresholds_calibration"]["n_reviews"] == 24
     assert metadata["version"] == version  # merged, not replaced
 
@@ -158,7 +160,7 @@ def test_reviewed_questions_become_training_pairs(settings) -> None:
     from application.evaluators import TrainingError, review_pairs
     from core import db
     from core.models import Review
-    from crag.weak_supervision import CorpusChunk
+    from crag.training.weak_supervision import CorpusChunk
 
     tag = uuid.uuid4().hex[:8]
     ids = {name: f"{name}-{tag}" for name in ("carryover", "sick", "hotel", "gone")}
@@ -320,7 +322,7 @@ def test_votes_become_labels_and_an_admin_review_outranks_them(settings) -> None
 def test_votes_become_training_pairs(settings) -> None:
     from application.calibration import LabelSources
     from application.evaluators import review_pairs
-    from crag.weak_supervision import CorpusChunk
+    from crag.training.weak_supervision import CorpusChunk
 
     tag = uuid.uuid4().hex[:8]
     _voted(settings, tag)

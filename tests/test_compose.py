@@ -8,11 +8,11 @@ from crag.compose import (
     ReplyShape,
     abstention_text,
     compose_extractive,
-    content_words,
     is_breadcrumb,
     tidy_sentence,
 )
 from crag.strips import decompose, refine
+from crag.text import content_words
 from crag.types import Citation, Passage, Strip
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage

@@ -12,7 +12,7 @@ from application.corpus_supervision import corpus_settings, labelled_data
 from application.evaluators import corpus_chunks
 from core import db
 from core.models import Document
-from crag.training import LabelledData
+from crag.training.train import LabelledData
 
 from support.corpus import GOOD, write_org
 

@@ -129,7 +129,7 @@ def test_an_ambiguous_answer_from_the_fallback_cites_no_knowledge_base_passage()
         lambda _: _Retriever(),
         _ByText(),
         [_Portal()],
-        PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0),
+        PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0, strip=0.0)),
     )
     answer = pipeline.answer("When do payslips show up in Workday?", AskContext())
     assert answer.action == Action.AMBIGUOUS and answer.found
@@ -171,9 +171,7 @@ class _OneLongRule:
     ],
 )
 def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(upper, lower, action, kept):
-    config = PipelineConfig(
-        thresholds=Thresholds(upper=upper, lower=lower), strip_threshold=0.5, strip_mode="sentences"
-    )
+    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=lower, strip=0.5), strip_mode="sentences")
     pipeline = CragPipeline(lambda _: _OneLongRule(), _PassageOverStrips(), [], config)
     answer = pipeline.answer("How many PTO days roll over?", AskContext())
     assert answer.action == action and answer.found == kept
@@ -243,8 +241,7 @@ class _Enrolment:
 
 def _refer_pipeline(*sources: _Recording, strips_top_n: int = 5) -> CragPipeline:
     config = PipelineConfig(
-        thresholds=Thresholds(upper=0.8, lower=0.0),
-        strip_threshold=0.0,
+        thresholds=Thresholds(upper=0.8, lower=0.0, strip=0.0),
         strip_mode="sentences",
         strips_top_n=strips_top_n,
     )
@@ -326,7 +323,7 @@ def test_an_odd_reply_from_one_fallback_source_skips_that_source_only():
         lambda _: _Retriever(),
         _ByText(),
         sources,
-        PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0), strip_threshold=0.0),
+        PipelineConfig(thresholds=Thresholds(upper=0.9, lower=0.0, strip=0.0)),
     )
     answer = pipeline.answer("When do payslips show up in Workday?", AskContext())
     assert answer.found and [c.document for c in answer.citations] == ["payroll-calendar.md"]

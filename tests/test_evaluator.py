@@ -18,25 +18,26 @@ import numpy as np
 import pytest
 import torch
 
-from crag.checkpoint import detect_format, load_evaluator, load_weights, save_evaluator
+from crag.checkpoint import detect_format, load_evaluator
 from crag.inference import CachedEvaluator, CosineEvaluator, evaluator_from_bundle
 from crag.judge import EvaluatorConfig, PassageStateCache, build_judge, collate, encode_pairs
-from crag.metrics import calibrate, evaluate_evaluator, held_out_passages, roc_auc, within_time
 from crag.minilm import minilm_folder
-from crag.training import train_evaluator
-from crag.weak_supervision import (
+from crag.text import plain_sentences as split_sentences
+from crag.training.metrics import calibrate, evaluate_evaluator, held_out_passages, roc_auc, within_time
+from crag.training.saving import load_weights, save_evaluator
+from crag.training.train import train_evaluator
+from crag.training.weak_supervision import (
     CorpusChunk,
     build_weak_supervision,
     conversational,
     find_entities,
-    split_sentences,
     swap_entity,
     swap_focus,
     template_question,
 )
 
 if TYPE_CHECKING:
-    from crag.training import LabelledData
+    from crag.training.train import LabelledData
 
 # Short chunks about distinct topics, a few per document, with the numbers, dates and names
 # that templated questions are made from.
@@ -353,10 +354,10 @@ def test_calibration_separates_present_from_absent():
     present = rng.normal(0.6, 0.1, 200)
     absent = rng.normal(-0.2, 0.1, 200)
     t = calibrate(present, absent, [0.5, 0.6, 0.7], [-0.5, -0.4, 0.0])
-    assert -0.2 < t["upper"] < 0.6
-    assert t["lower"] <= t["upper"]
-    assert np.mean(absent < t["lower"]) >= 0.85
-    assert 0.0 < t["strip"] <= 0.5
+    assert -0.2 < t.upper < 0.6
+    assert t.lower <= t.upper
+    assert np.mean(absent < t.lower) >= 0.85
+    assert 0.0 < t.strip <= 0.5
     assert roc_auc([0.9, 0.8, 0.1], [1, 1, 0]) == 1.0
     assert roc_auc([0.5, 0.5], [1, 0]) == 0.5
 
@@ -365,7 +366,7 @@ def test_upper_is_the_best_cut_not_the_strict_end_of_a_flat_optimum():
     # One answer-present set at 0.4, 99 at 0.9, every answer-absent one at 0.0: a bar at 0.2
     # separates them all (J = 1.00); one at 0.65 loses the set at 0.4 (J = 0.99), nearly as good.
     t = calibrate([0.4] + [0.9] * 99, [0.0] * 100)
-    assert t["upper"] == pytest.approx(0.2)
+    assert t.upper == pytest.approx(0.2)
 
 
 @pytest.mark.training
@@ -374,7 +375,7 @@ def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
     report = evaluate_evaluator(cosine, chunks, embed, seed=0)
     assert report.evaluator.auc == pytest.approx(report.cosine.auc, abs=1e-6)
     assert 0.5 < report.cosine.auc <= 1.0
-    assert report.evaluator.thresholds["lower"] <= report.evaluator.thresholds["upper"]
+    assert report.evaluator.thresholds.lower <= report.evaluator.thresholds.upper
     assert not report.beats_cosine  # equal is not better
     q, passages = "How many sick days do I get?", [chunks[5].text, chunks[8].text]
     expected = embed(passages) @ embed([q])[0]
@@ -416,7 +417,7 @@ def test_tiny_training_learns_and_saves_a_versioned_folder(trained):
     # Cosine on the same held-out pairs (all of them, or what the budget left time to score on a busy machine).
     assert result.cosine.auc > 0.5 and result.cosine.n_pairs == result.evaluator.n_pairs <= result.n_val_pairs
     t = result.thresholds
-    assert -1.0 <= t["lower"] <= t["upper"] <= 1.0 and t["strip"] <= t["upper"]
+    assert -1.0 <= t.lower <= t.upper <= 1.0 and t.strip <= t.upper
     assert result.n_train_pairs > 0 and result.n_val_pairs > 0
     phases = {e["phase"] for e in events}
     assert {"data", "train", "calibrate", "save"} <= phases
@@ -428,7 +429,7 @@ def test_tiny_training_learns_and_saves_a_versioned_folder(trained):
         assert (folder / name).exists(), name
     metadata = json.loads((folder / "metadata.json").read_text())
     assert metadata["version"] == result.version
-    assert metadata["thresholds"] == pytest.approx(t)
+    assert metadata["thresholds"] == pytest.approx(t.to_dict())
     assert set(metadata["metrics"]) == {"evaluator", "cosine"}
     assert detect_format(folder) == "minilm_t5"
 
@@ -437,8 +438,8 @@ def test_loaded_trained_evaluator_carries_its_thresholds(trained):
     result, _ = trained
     evaluator = load_evaluator(result.folder, threads=1)
     assert evaluator.version == result.version
-    assert evaluator.thresholds.upper == pytest.approx(result.thresholds["upper"])
-    assert evaluator.strip_threshold == pytest.approx(result.thresholds["strip"])
+    assert evaluator.thresholds.upper == pytest.approx(result.thresholds.upper)
+    assert evaluator.thresholds.strip == pytest.approx(result.thresholds.strip)
     scores = evaluator.score("How many sick days do I get?", [TOY[5][2], TOY[8][2]])
     assert all(-1.0 <= s <= 1.0 for s in scores)
 
@@ -630,7 +631,7 @@ def test_int8_path_runs_and_stays_close(tmp_path):
     assert all(np.isfinite(b)) and all(-1.0 <= s <= 1.0 for s in b)
     print("int8 vs fp32: corr", np.corrcoef(a, b)[0, 1], "mean abs diff", np.abs(np.subtract(a, b)).mean())
     assert np.corrcoef(a, b)[0, 1] > 0.7 and np.abs(np.subtract(a, b)).mean() < 0.1
-    assert fp32.thresholds.upper == 0.5 and int8.thresholds.upper == 0.4 and int8.strip_threshold == -0.1
+    assert fp32.thresholds.upper == 0.5 and int8.thresholds.upper == 0.4 and int8.thresholds.strip == -0.1
 
 
 def test_int8_keeps_the_ranking_of_a_separate_encoding_judge(tmp_path):
@@ -752,7 +753,7 @@ def quick_plain(chunks, embed, tmp_path_factory):
 
 
 def test_review_pairs_join_training_weighted(chunks, embed, quick_plain, tmp_path):
-    from crag.weak_supervision import Pair
+    from crag.training.weak_supervision import Pair
 
     extra = [
         Pair("Can I bring my dog to work?", chunks[4].text, 0, "review", "review", chunks[4].id),
@@ -770,9 +771,9 @@ def test_review_pairs_join_training_weighted(chunks, embed, quick_plain, tmp_pat
 
 
 def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, quick_plain, tmp_path):
-    from crag.metrics import HeldOut
-    from crag.training import LabelledData
-    from crag.weak_supervision import CandidateSet, Pair, StripExample
+    from crag.training.metrics import HeldOut
+    from crag.training.train import LabelledData
+    from crag.training.weak_supervision import CandidateSet, Pair, StripExample
 
     pto, sick, passwords = chunks[4].text, chunks[5].text, chunks[8].text
     questions = [
@@ -815,14 +816,14 @@ def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, qu
     assert metadata["training"]["n_labelled_pairs"] == 2
     # ... the weak supervision's metrics are kept beside them.
     assert metadata["metrics"]["weak"]["evaluator"]["n_sets"] == plain.evaluator.n_sets
-    assert result.thresholds == metadata["thresholds"]
+    assert result.thresholds.to_dict() == metadata["thresholds"]
     assert metadata["notes"][0] == "trained with 2 pairs and gated on 4 retrieval sets from four toy questions"
 
 
 def _toy_labelled(chunks) -> LabelledData:
-    from crag.metrics import HeldOut
-    from crag.training import LabelledData
-    from crag.weak_supervision import CandidateSet, Pair
+    from crag.training.metrics import HeldOut
+    from crag.training.train import LabelledData
+    from crag.training.weak_supervision import CandidateSet, Pair
 
     pto, sick = chunks[4].text, chunks[5].text
     held_out = HeldOut(
@@ -847,7 +848,7 @@ def _toy_labelled(chunks) -> LabelledData:
 
 @pytest.mark.training
 def test_general_evaluator_is_trained_once_and_adapted_from(chunks, embed, tmp_path):
-    from crag.training import general_fingerprint, train_general
+    from crag.training.train import general_fingerprint, train_general
 
     labelled = _toy_labelled(chunks)
     folder = train_general(labelled, tmp_path / "general", budget_s=60, config=QUICK, seed=0)
@@ -877,7 +878,7 @@ def test_general_evaluator_is_trained_once_and_adapted_from(chunks, embed, tmp_p
 
 
 def test_general_evaluator_of_another_shape_is_refused(chunks, tmp_path):
-    from crag.training import train_general
+    from crag.training.train import train_general
 
     folder = train_general(_toy_labelled(chunks), tmp_path / "general", budget_s=60, config=QUICK, seed=0)
     with pytest.raises(ValueError, match="t5_layers"):

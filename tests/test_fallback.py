@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from crag.fallback import ActionPolicy, FallbackError, SourceRule, classify_question
-from crag.http_source import FieldMap, HttpFallbackSource, HttpSourceConfig
+from ingestion.http_source import FieldMap, HttpFallbackSource, HttpSourceConfig
 
 SEARCH_RESULTS = {
     "results": [
@@ -331,7 +331,7 @@ def test_a_name_that_resolves_to_a_metadata_address_is_refused_even_when_private
     monkeypatch,
 ) -> None:
     # No real name resolves to 169.254.169.254 offline, so the resolver alone is stood in for.
-    import crag.http_source
+    import ingestion.http_source
 
     def resolve(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
         assert host == "wiki.corp.example"
@@ -340,7 +340,7 @@ def test_a_name_that_resolves_to_a_metadata_address_is_refused_even_when_private
             (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.7", port)),
         ]
 
-    monkeypatch.setattr(crag.http_source.socket, "getaddrinfo", resolve)
+    monkeypatch.setattr(ingestion.http_source.socket, "getaddrinfo", resolve)
     source = HttpFallbackSource(
         HttpSourceConfig(name="wiki", url="http://wiki.corp.example/search", allow_private=True)
     )
@@ -500,7 +500,7 @@ def test_a_utf8_redirect_location_is_followed_as_sent(server: LocalServer) -> No
 def test_hung_name_lookups_hold_a_bounded_number_of_threads(
     hung_resolver: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crag import http_source as fallback
+    from ingestion import http_source as fallback
 
     monkeypatch.setattr(fallback, "_LOOKUP_SLOTS", threading.BoundedSemaphore(2))
     before = {thread for thread in threading.enumerate() if thread.name == "fallback-dns"}
@@ -513,7 +513,7 @@ def test_hung_name_lookups_hold_a_bounded_number_of_threads(
 
 
 def test_a_lookup_thread_that_cannot_start_gives_its_slot_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    from crag import http_source as fallback
+    from ingestion import http_source as fallback
 
     slots = threading.BoundedSemaphore(1)
     monkeypatch.setattr(fallback, "_LOOKUP_SLOTS", slots)

@@ -8,15 +8,15 @@ Every question goes through `plan_fallback`, as the pipeline sends it, with no a
 from __future__ import annotations
 
 import re
-import unicodedata
 
 import pytest
 
 from crag.pipeline import AskContext, PipelineConfig, plan_fallback
 from crag.redaction import document_vocabulary, keyword_query
+from crag.text import fold_accents
 from crag.types import Thresholds
 
-CONFIG = PipelineConfig(thresholds=Thresholds(upper=0.8, lower=0.3), strip_threshold=0.5, max_keywords=10)
+CONFIG = PipelineConfig(thresholds=Thresholds(upper=0.8, lower=0.3, strip=0.5), max_keywords=10)
 
 
 def sent(question: str, asker_names: tuple[str, ...] = (), config: PipelineConfig = CONFIG) -> str:
@@ -25,8 +25,7 @@ def sent(question: str, asker_names: tuple[str, ...] = (), config: PipelineConfi
 
 
 def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text.replace("’", "'"))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+    return fold_accents(text).lower()
 
 
 # --- the issue's examples -------------------------------------------------------------------
@@ -344,7 +343,7 @@ def test_a_policy_question_keeps_its_health_words_for_the_internal_sources() -> 
 )
 def test_policy_questions_still_produce_useful_keywords(question: str, expected: str) -> None:
     vocabulary = document_vocabulary(["Moonlighting: employees may take outside work (moonlighting) with approval."])
-    config = PipelineConfig(thresholds=CONFIG.thresholds, strip_threshold=0.5, vocabulary=vocabulary)
+    config = PipelineConfig(thresholds=CONFIG.thresholds, vocabulary=vocabulary)
     assert sent(question, config=config) == expected
 
 

@@ -83,7 +83,7 @@ def chat_server() -> Iterator[dict]:
 
 def _pipeline(url: str) -> CragPipeline:
     generator = openai_generator(Settings(POLICYBOT_GENERATOR_URL=url, POLICYBOT_GENERATOR_MODEL="tiny"))
-    config = PipelineConfig(thresholds=Thresholds(upper=0.0, lower=-0.5), strip_threshold=-0.9)
+    config = PipelineConfig(thresholds=Thresholds(upper=0.0, lower=-0.5, strip=-0.9))
     return CragPipeline(lambda _ctx: StaticRetriever(), OverlapEvaluator(), [], config, generator=generator)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from crag.checkpoint import load_evaluator, save_evaluator
+from crag.checkpoint import load_evaluator
 from crag.judge import EvaluatorConfig, build_judge
+from crag.training.saving import save_evaluator
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT
 

@@ -10,9 +10,9 @@ from crag.strips import (
     is_applicability_sentence,
     recompose,
     refine,
-    split_sentences,
     strip_text_for_scoring,
 )
+from crag.text import split_sentences
 from crag.types import Strip
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT, travel_passage

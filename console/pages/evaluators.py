@@ -55,7 +55,8 @@ async def recalibrate(c: Console, request: Request) -> Response:
     proposal = await c.call(calibration.propose_from_reviews, c.settings, version, sources=sources)
     notes = await c.call(calibration.apply_proposal, c.settings, proposal) if apply else []
     change = ", ".join(
-        f"{key} {proposal.current[key]:.3f} → {proposal.proposed[key]:.3f}" for key in ("upper", "lower")
+        f"{key} {getattr(proposal.current, key):.3f} → {getattr(proposal.proposed, key):.3f}"
+        for key in ("upper", "lower")
     )
     counts = f"{proposal.n_present} answer-present and {proposal.n_absent} answer-absent questions"
     if apply:

@@ -12,7 +12,7 @@ Metrics:
   opposite action 0. Thresholds are cross-fitted: calibrated on one half of the questions and
   applied to the other, so the number is not measured on the data that set the thresholds.
 
-`evaluate_evaluator` measures any Evaluator so (`policybot evaluator eval`); crag/training.py
+`evaluate_evaluator` measures any Evaluator so (`policybot evaluator eval`); crag/training/train.py
 measures and calibrates a freshly trained one with the same code.
 """
 
@@ -28,9 +28,8 @@ import numpy as np
 
 from crag.decision import decide
 from crag.inference import CachedEvaluator, CosineEvaluator
-from crag.progress import PhaseEmitter, Progress, phase_emitter
-from crag.types import Action, Evaluator, Thresholds
-from crag.weak_supervision import (
+from crag.training.progress import PhaseEmitter, Progress, phase_emitter
+from crag.training.weak_supervision import (
     CandidateSet,
     CorpusChunk,
     Embed,
@@ -39,6 +38,7 @@ from crag.weak_supervision import (
     WeakSupervision,
     build_weak_supervision,
 )
+from crag.types import Action, Evaluator, Thresholds
 
 # Calibration knobs (see calibrate()).
 # upper: the highest threshold within this of the best Youden's J. Zero: on weak-supervision
@@ -57,7 +57,7 @@ class Metrics:
     auc_by_kind: dict[str, float]  # "hard", "random", "swap", "focus", and per question kind
     routing_accuracy: float
     action_rates: dict[str, dict[str, float]]  # {"present"|"absent": {action: share}}
-    thresholds: dict[str, float]  # {"upper", "lower", "strip"} calibrated on all held-out sets
+    thresholds: Thresholds  # calibrated on all held-out sets
     thresholds_source: str  # "cross-fitted" or "fixed" (given thresholds were applied)
     n_pairs: int
     n_sets: int
@@ -147,7 +147,7 @@ def calibrate(
     absent_max: Sequence[float],
     strip_pos: Sequence[float] = (),
     strip_neg: Sequence[float] = (),
-) -> dict[str, float]:
+) -> Thresholds:
     """(upper, lower, strip) from max-scores of answer-present and answer-absent sets.
 
     upper: separates present from absent sets best (Youden's J); among equally good
@@ -169,14 +169,13 @@ def calibrate(
         strip = min(strip, upper)
     else:
         strip = lower
-    return {"upper": upper, "lower": lower, "strip": strip}
+    return Thresholds(upper=upper, lower=lower, strip=strip)
 
 
 def _route(
-    sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: dict[str, float]
+    sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: Thresholds
 ) -> list[tuple[bool, Action]]:
-    t = Thresholds(upper=thresholds["upper"], lower=thresholds["lower"])
-    return [(s.present, decide([scores[(s.question, p)] for p in s.passages], t)) for s in sets]
+    return [(s.present, decide([scores[(s.question, p)] for p in s.passages], thresholds)) for s in sets]
 
 
 def _routing_credit(routed: Sequence[tuple[bool, Action]]) -> float:
@@ -273,7 +272,7 @@ def measure(
     evaluator: Evaluator,
     ws: WeakSupervision | HeldOut,
     *,
-    fixed_thresholds: dict[str, float] | None = None,
+    fixed_thresholds: Thresholds | None = None,
     progress: Progress | None = None,
     t0: float | None = None,
 ) -> Metrics:
@@ -302,7 +301,7 @@ def measure(
     def set_max(s: CandidateSet) -> float:
         return max(scores[(s.question, p)] for p in s.passages)
 
-    def fit(subset: Sequence[CandidateSet]) -> dict[str, float]:
+    def fit(subset: Sequence[CandidateSet]) -> Thresholds:
         questions = {s.question for s in subset}
         strips = [e for e in ws.strip_examples if e.question in questions]
         return calibrate(
@@ -313,7 +312,7 @@ def measure(
         )
 
     if not sets:
-        thresholds = {"upper": 0.0, "lower": 0.0, "strip": 0.0}
+        thresholds = Thresholds(upper=0.0, lower=0.0, strip=0.0)
         return Metrics(auc, by_kind, float("nan"), {}, thresholds, "none", len(pairs), 0, _std(scores))
     thresholds = fit(sets)
     if fixed_thresholds is not None:
@@ -380,11 +379,7 @@ def evaluate_evaluator(
     ws = build_weak_supervision(chunks, embed, seed=seed, val_fraction=val_fraction)
     if thresholds is None:
         thresholds = getattr(evaluator, "thresholds", None)
-    fixed = None
-    if isinstance(thresholds, Thresholds):
-        fixed = {"upper": thresholds.upper, "lower": thresholds.lower}
-    elif isinstance(thresholds, dict):
-        fixed = dict(thresholds)
+    fixed = Thresholds.from_dict(thresholds) if isinstance(thresholds, dict) else thresholds
     model_metrics = measure(CachedEvaluator(evaluator), ws, fixed_thresholds=fixed, progress=progress, t0=t0)
     cosine_metrics = measure(cosine_for(ws, embed), ws)
     return EvaluationReport(

@@ -13,8 +13,8 @@ import numpy as np
 import torch
 
 from crag.judge import EvaluatorConfig, JudgeBundle, MiniLMT5Judge, T5EncoderJudge, collate, encode_pairs
-from crag.progress import PhaseEmitter
-from crag.weak_supervision import Pair
+from crag.training.progress import PhaseEmitter
+from crag.training.weak_supervision import Pair
 
 
 def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:

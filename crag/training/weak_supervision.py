@@ -37,7 +37,8 @@ from typing import Literal
 
 import numpy as np
 
-from crag import strips as refinement
+from crag.strips import decompose, strip_text_for_scoring
+from crag.text import STOPWORDS, plain_sentences
 from crag.types import Passage
 
 # review: a real question an admin labelled; corpus: a labelled question of the policy-qa corpus
@@ -116,30 +117,11 @@ class WeakSupervision:
 # Text helpers
 # ---------------------------------------------------------------------------------------
 
-_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-
-STOPWORDS = frozenset(
-    """a an the and or but if then than that this these those of to in on at by for from with within
-    without into onto over under about after before during per is are was were be been being am do does
-    did has have had it its it's you your yours we our us they their them he she his her i me my can
-    could may might must shall should will would not no nor so such as also only any all each every
-    which who whom whose what when where why how there here up out more most less least other some""".split()
-)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a chunk (the pipeline's splitter), without list or heading markers."""
-    cleaned = (_BULLET.sub("", sentence).strip().lstrip("#").strip() for sentence in refinement.split_sentences(text))
-    return [sentence for sentence in cleaned if sentence]
-
 
 def split_strips(text: str, sentences_per_strip: int = 3) -> list[str]:
     """Strips exactly as refinement makes and scores them, so the strip threshold fits."""
     passage = Passage(id="calibration", text=text, origin="kb", source="", document="")
-    return [
-        refinement.strip_text_for_scoring(strip)
-        for strip in refinement.decompose(passage, "sentences", sentences_per_strip)
-    ]
+    return [strip_text_for_scoring(strip) for strip in decompose(passage, "sentences", sentences_per_strip)]
 
 
 def _words(text: str) -> list[str]:
@@ -347,7 +329,7 @@ def make_queries(
     for chunk in chunks:
         if chunk.section.strip():
             by_section.setdefault((chunk.document, chunk.section), []).append(chunk)
-        sentences = split_sentences(chunk.text)
+        sentences = plain_sentences(chunk.text)
         usable = [s for s in sentences if len(_words(s)) >= 5]
 
         # Inverse cloze: the sentence is the query; the rest of the chunk is the positive.

@@ -1,8 +1,8 @@
 """Train an evaluator on weak supervision from the corpus, measure it against cosine, calibrate it, save it.
 
 `train_evaluator` runs its phases inside one time budget: weak supervision (data), the judge
-fitted to it (train; crag/fitting.py), metrics and thresholds on held-out questions (calibrate;
-crag/metrics.py), and the versioned folder (save; crag/checkpoint.py). It reports the trained
+fitted to it (train; crag/training/fitting.py), metrics and thresholds on held-out questions (calibrate;
+crag/training/metrics.py), and the versioned folder (save; crag/checkpoint.py). It reports the trained
 evaluator *and* cosine similarity on the same held-out questions, so an admin can see whether
 training was worth it (`TrainingResult.beats_cosine`). `train_general` fits the general
 evaluator that `train_evaluator(start_from=...)` adapts to one knowledge base.
@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from crag.checkpoint import METADATA_FILE, load_weights, save_evaluator, update_metadata
-from crag.fitting import Fitted, fit_judge, inference_seconds_per_pair
+from crag.checkpoint import METADATA_FILE
 from crag.inference import CachedEvaluator, evaluator_from_bundle, quantize_int8_linear
 from crag.judge import EvaluatorConfig, JudgeBundle, build_judge
-from crag.metrics import (
+from crag.training.fitting import Fitted, fit_judge, inference_seconds_per_pair
+from crag.training.metrics import (
     HeldOut,
     Metrics,
     better_than_cosine,
@@ -38,8 +38,10 @@ from crag.metrics import (
     merged_held_out,
     within_time,
 )
-from crag.progress import Progress, phase_emitter
-from crag.weak_supervision import CorpusChunk, Embed, Pair, WeakSupervision, build_weak_supervision
+from crag.training.progress import Progress, phase_emitter
+from crag.training.saving import load_weights, save_evaluator, update_metadata
+from crag.training.weak_supervision import CorpusChunk, Embed, Pair, WeakSupervision, build_weak_supervision
+from crag.types import Thresholds
 
 REVIEW_WEIGHT = 3  # a real labelled pair counts this many weak ones: rare, and how people really ask
 CALIBRATION_OVERHEAD = 1.3  # cosine on the same split, metrics, progress: on top of the model's scoring
@@ -53,7 +55,7 @@ class TrainingResult:
     version: str
     evaluator: Metrics
     cosine: Metrics
-    thresholds: dict[str, float]
+    thresholds: Thresholds
     n_train_pairs: int
     n_val_pairs: int
     steps: int
@@ -417,7 +419,7 @@ def _measure_against_cosine(
 
 @dataclass(frozen=True)
 class Calibrated:
-    thresholds: dict[str, float]  # {"upper", "lower", "strip"}
+    thresholds: Thresholds
     int8: Metrics | None  # the int8 variant's metrics and thresholds, when config.quantize_int8
 
 
@@ -475,7 +477,7 @@ def _metadata(
         "kind": config.kind,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "score": "2*sigmoid(logit)-1",
-        "thresholds": calibrated.thresholds,
+        "thresholds": calibrated.thresholds.to_dict(),
         "metrics": {
             "evaluator": measured.evaluator.to_dict(),
             "cosine": measured.cosine.to_dict(),
@@ -486,7 +488,7 @@ def _metadata(
             ),
         },
         "gate": labelled.description if labelled else "weak supervision's held-out pseudo-queries",
-        **({"thresholds_int8": int8.thresholds, "metrics_int8": int8.to_dict()} if int8 else {}),
+        **({"thresholds_int8": int8.thresholds.to_dict(), "metrics_int8": int8.to_dict()} if int8 else {}),
         "beats_cosine": better_than_cosine(measured.evaluator, measured.cosine),
         "training": {
             "seed": seed,

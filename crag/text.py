@@ -1,0 +1,233 @@
+"""The text toolkit every part of policybot shares: sentence splitting, stopwords, content
+words and the folding of quotes, dashes and accents. One home for each, so the pipeline, the
+training data, the redaction and the corpus checks read text the same way."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# --- folding ---------------------------------------------------------------------------------
+
+# Typographic quotes, dashes and spaces to their plain forms: how phrases are looked up, names
+# matched and Latin-1 PDFs written.
+PUNCTUATION_FOLD = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u00a0": " ",
+        "\u2011": "-",
+        "\u202f": " ",
+    }
+)
+
+
+def fold_punctuation(text: str) -> str:
+    """Curly quotes straight, dashes to hyphens, odd spaces to spaces."""
+    return text.translate(PUNCTUATION_FOLD)
+
+
+def fold_accents(text: str) -> str:
+    """Accents off, curly quotes straight ("Núñez" → "Nunez", "O’Brien" → "O'Brien")."""
+    decomposed = unicodedata.normalize("NFKD", fold_punctuation(text))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+# --- words -----------------------------------------------------------------------------------
+
+WORD_TOKEN = re.compile(r"[^\W_]+(?:[.,'’-][^\W_]+)*")  # any script's letters and digits
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before
+    being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
+    don't down during each few for from further had hadn't has hasn't have haven't having he he'd
+    he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
+    is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
+    or other ought our ours ourselves out over own same shan't she she'd she'll she's should
+    shouldn't so some such than that that's the their theirs them themselves then there there's
+    these they they'd they'll they're they've this those through to too under until up very was
+    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
+    who who's whom why why's with won't would wouldn't you you'd you'll you're you've your yours
+    yourself yourselves
+    im ive id dont doesnt didnt cant wont isnt arent whats hows
+    whose whether whats also just still ever even really actually basically maybe perhaps
+    may might must shall will get gets got getting go going make need needs want wants like
+    know knows tell ask asking question questions quick hey hi hello thanks thank please pls plz
+    wondering wonder anyone someone somebody anybody everyone everybody something anything
+    thing things stuff way ok okay yes yeah folks team guys lot lots much many long able allowed
+    possible kind sort bit currently now today per next another other others ext
+    """.split()
+)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased, stemmed words that are not stopwords ("Expenses" and "expense" match)."""
+    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())
+    return {_stem(w) for w in words if w not in STOPWORDS}
+
+
+def _stem(word: str) -> str:
+    """A tiny suffix stripper: enough to match plurals and -ed/-ing forms."""
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2]:
+        word = word[:-1]  # "submitt" -> "submit"
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]  # "expense" and "expens" meet
+    return word
+
+
+# --- sentence splitting -------------------------------------------------------------
+
+# Abbreviations after which a period never ends a sentence (they precede a name, number or
+# more words). Compared lower-case, without the final period.
+_NEVER_FINAL_ABBREVIATIONS = frozenset(
+    """
+    mr mrs ms mx dr prof sr jr st rev hon gen col capt lt sgt
+    no nos nr art sec sect ch fig figs vol vols pp p para paras ref refs
+    e.g eg i.e ie cf viz vs approx appx ca incl excl min max dept div est ext tel ph
+    jan feb mar apr jun jul aug sep sept oct nov dec
+    mon tue tues wed thu thur thurs fri sat sun
+    """.split()
+)
+
+# Abbreviations that may end a sentence too. After these we split only when the next word
+# is a typical sentence opener; otherwise we keep going (merging two sentences is safe,
+# cutting one is not).
+_MAYBE_FINAL_ABBREVIATIONS = frozenset("etc inc ltd co corp llc plc bros a.m p.m am pm u.s u.k e.u".split())
+
+_SENTENCE_OPENERS = frozenset(
+    """
+    the this that these those there it its if when where while all any each every some no
+    you your we our they their he she i a an in on at for from to by as after before during
+    please note employees employee managers staff contractors submit
+    """.split()
+)
+
+# Sentence-final punctuation, optional closing quotes/brackets, then whitespace.
+_BOUNDARY = re.compile(r"""[.!?]+["'”’)\]]*\s+""")
+# The next sentence must start like one (capital, digit, quote, bracket or currency).
+_SENTENCE_START = re.compile(r"""["'“‘(\[]*[A-Z0-9$€£]""")
+_WORD_BEFORE_PERIOD = re.compile(r"""(?:^|[\s(\["'“‘])([A-Za-z][A-Za-z.]*)[.!?]+["'”’)\]]*\s+$""")
+_FIRST_WORD = re.compile(r"""["'“‘(\[]*([A-Za-z]+)""")
+
+BULLET_LINE = re.compile(r"^\s*(?:[-*+•·▪◦–—]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?=\s)|\([ivxlc]+\))\s+")
+HEADING_LINE = re.compile(r"^\s*#{1,6}\s+")
+TABLE_ROW = re.compile(r"^\s*\|")
+_LIST_MARKER_ONLY = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]+)[.)]$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into whole sentences.
+
+    Blocks first (blank lines, headings, bullet items and table rows each start a new
+    block; wrapped lines are joined), then sentences inside each block. A period ends a
+    sentence only when whitespace and a sentence-like start follow and the word before it
+    is not a known abbreviation or an initial, so "U.S.", "e.g.", "No. 5", "Jan. 5, 2026",
+    "$1,250.50" and "2.5 days" never cause a cut.
+    """
+    sentences: list[str] = []
+    for block in _blocks(text):
+        sentences.extend(_split_block(block))
+    return sentences
+
+
+def _blocks(text: str) -> list[str]:
+    """Group lines into blocks: paragraphs, single headings, bullet items, table rows."""
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    current_is_item = False  # the current block is a bullet item
+
+    def close() -> None:
+        nonlocal current, current_is_item
+        if current:
+            blocks.append(current)
+        current, current_is_item = [], False
+
+    for line in text.splitlines():
+        if not line.strip():
+            close()
+        elif HEADING_LINE.match(line) or TABLE_ROW.match(line):
+            close()
+            blocks.append([line])
+        elif BULLET_LINE.match(line):
+            close()
+            current, current_is_item = [line], True
+        elif current_is_item and not _continues_item(line, current[-1]):
+            close()
+            current = [line]
+        else:
+            current.append(line)
+        if current and not current_is_item and current[-1].rstrip().endswith(":"):
+            # "The following are reimbursable:" introduces a list: a block of its own.
+            close()
+    close()
+    return [" ".join(part.strip() for part in block) for block in blocks]
+
+
+def _continues_item(line: str, previous: str) -> bool:
+    """A wrapped bullet line is indented, starts in lower case, or follows a line that stops
+    mid-sentence ("- Hotels are reimbursed up to" / "200 USD per night.")."""
+    unfinished = not previous.rstrip().endswith((".", "!", "?", ":", ";"))
+    return line[:1].isspace() or line.lstrip()[:1].islower() or unfinished
+
+
+def _split_block(block: str) -> list[str]:
+    block = re.sub(r"\s+", " ", block).strip()
+    if not block:
+        return []
+    sentences: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(block):
+        end = match.end()
+        if end >= len(block):
+            break
+        if _LIST_MARKER_ONLY.match(block[start:end].strip()):
+            continue  # "1. Book via the portal.": the marker belongs to its item
+        if _is_sentence_end(block[start:end], block[end:]):
+            sentences.append(block[start:end].strip())
+            start = end
+    tail = block[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+def _is_sentence_end(before: str, after: str) -> bool:
+    """Decide whether the punctuation ending `before` closes a sentence."""
+    if not _SENTENCE_START.match(after):
+        return False  # "e.g. the", "per diem. and": lower case continues the sentence
+    punctuation = before.rstrip()
+    if punctuation.endswith(("?", "!")) or re.search(r"[?!][\"'”’)\]]*$", punctuation):
+        return True
+    word_match = _WORD_BEFORE_PERIOD.search(before)
+    if word_match is None:
+        return True  # a number, amount or closing bracket before the period
+    word = word_match.group(1).lower().rstrip(".")
+    if word in _NEVER_FINAL_ABBREVIATIONS:
+        return False
+    is_initial = len(word) == 1 or re.fullmatch(r"(?:[a-z]\.)+[a-z]", word) is not None
+    if word in _MAYBE_FINAL_ABBREVIATIONS or is_initial:
+        first_word = _FIRST_WORD.match(after)
+        return first_word is not None and first_word.group(1).lower() in _SENTENCE_OPENERS
+    return True
+
+
+_PLAIN_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+
+
+def plain_sentences(text: str) -> list[str]:
+    """Sentences without their list or heading markers ("- Claims are ..." → "Claims are ...")."""
+    cleaned = (_PLAIN_BULLET.sub("", sentence).strip().lstrip("#").strip() for sentence in split_sentences(text))
+    return [sentence for sentence in cleaned if sentence]
