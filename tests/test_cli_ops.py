@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from bench.common import free_port
+from devtools.ports import free_port
 
 from support.cli import policybot
 from support.environment import cli_env

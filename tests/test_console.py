@@ -831,7 +831,7 @@ def test_the_sign_in_throttle_holds_across_app_instances(csettings) -> None:
 
 
 def test_sign_in_is_refused_not_unthrottled_when_redis_is_unreachable(csettings) -> None:
-    from bench.common import free_port
+    from devtools.ports import free_port
 
     nowhere = csettings.model_copy(update={"redis_url": SecretStr(f"redis://127.0.0.1:{free_port()}/0")})
     response = _sign_in(_client(nowhere))
