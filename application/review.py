@@ -1,117 +1,74 @@
 """Reviewing the action log: the queries behind `policybot logs|stats`, the bot's admin `stats`
 reply and the admin console, so all three show the same rows and the same numbers.
 
-- `LogFilters` + `query_logs` / `count_logs`: logged questions, newest first, filtered;
+- `query_logs` / `count_logs`: logged questions, newest first, filtered (application/action_log.py's
+  `LogFilters`);
 - `logged_evaluator_versions`: the evaluator versions found in the log (a filter's choices);
-- `log_record`: one row as the plain dict of `logs --json` (and the console's record view);
+- `find_record`, `log_record`: one row as the plain dict of `logs --json` (and the console's record view);
 - `daily_stats` / `stats_summary`: per-day action rates, abstention, feedback, latency;
-- `records_csv` / `records_jsonl`: exports;
 - `set_review` / `reviews_for`: admins' right/wrong labels (later evaluator training data);
 - `incorrect_alert`, `misses`: the health gauges of the knowledge base.
 
-The queries import SQLAlchemy, the models and the database inside each function: the CLI's
-`logs` and `stats` import this module for its constants and `parse_since` before checking
-their options, and `--help` must not load SQLAlchemy (tests/test_cli_startup.py).
+What needs no database (the filters' values, `parse_since`, the exports) is in
+application/action_log.py, which the CLI imports before checking its options: `--help` must not
+load SQLAlchemy (tests/test_cli_startup.py), and the CLI imports this module only in the commands
+that query.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import case, exists, func, or_, select, text
+from sqlalchemy.orm import Session
+
+from application.action_log import ACTIONS, VERDICTS, LogFilters, record_id
+from core import db
 from core.errors import NotFound, UserError
-from core.names import could_be_reference
+from core.models import Document, Feedback, Question, Review
 from core.wording import describe_action
 
 if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
-
     from core.config import Settings
 
-ACTIONS = ("correct", "ambiguous", "incorrect")
-STATUSES = ("answered", "failed", "pending")
-FEEDBACK_CHOICES = ("up", "down", "any", "none")
-VERDICTS = ("right", "wrong")
 
-
-def parse_since(value: str, now: datetime | None = None) -> datetime:
-    """`7d`, `12h`, `30m`, `2w`, or an ISO date/time; returns an aware UTC datetime."""
-    now = now or datetime.now(UTC)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*", value.lower())
-    if match:
-        amount = float(match.group(1))
-        unit = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
-        return now - timedelta(**{unit: amount})
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(f"--since {value!r}: use e.g. 7d, 12h, 30m, 2w or a date like 2026-01-31") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class LogFilters:
-    """What to show of the action log; every field optional (None: no filter)."""
-
-    since: datetime | None = None
-    until: datetime | None = None
-    action: str | None = None
-    found: bool | None = None
-    feedback: str | None = None  # up | down | any | none
-    status: str | None = None
-    channel: str | None = None
-    evaluator_version: str | None = None
-    text: str | None = None  # case-insensitive substring of the question
-    reviewed: str | None = None  # right | wrong | any | none
-
-    def apply(self, query):
-        from sqlalchemy import exists
-
-        from core.models import Feedback, Question, Review
-
-        if self.since is not None:
-            query = query.where(Question.created_at >= self.since)
-        if self.until is not None:
-            query = query.where(Question.created_at < self.until)
-        if self.action:
-            query = query.where(Question.action == self.action)
-        if self.found is not None:
-            query = query.where(Question.found.is_(self.found))
-        if self.status:
-            query = query.where(Question.status == self.status)
-        if self.channel:
-            query = query.where(Question.channel == self.channel)
-        if self.evaluator_version:
-            query = query.where(Question.evaluator_version == self.evaluator_version)
-        if self.text:
-            escaped = self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            query = query.where(Question.question.ilike(f"%{escaped}%", escape="\\"))
-        votes = {"up": Feedback.vote > 0, "down": Feedback.vote < 0, "any": True}
-        if self.feedback in votes:
-            query = query.where(exists().where(Feedback.question_id == Question.id, votes[self.feedback]))
-        elif self.feedback == "none":
-            query = query.where(~exists().where(Feedback.question_id == Question.id))
-        if self.reviewed in VERDICTS:
-            query = query.where(exists().where(Review.question_id == Question.id, Review.verdict == self.reviewed))
-        elif self.reviewed == "any":
-            query = query.where(exists().where(Review.question_id == Question.id))
-        elif self.reviewed == "none":
-            query = query.where(~exists().where(Review.question_id == Question.id))
-        return query
+def _filtered(query, filters: LogFilters):
+    """`query` narrowed to the rows `filters` shows."""
+    if filters.since is not None:
+        query = query.where(Question.created_at >= filters.since)
+    if filters.until is not None:
+        query = query.where(Question.created_at < filters.until)
+    if filters.action:
+        query = query.where(Question.action == filters.action)
+    if filters.found is not None:
+        query = query.where(Question.found.is_(filters.found))
+    if filters.status:
+        query = query.where(Question.status == filters.status)
+    if filters.channel:
+        query = query.where(Question.channel == filters.channel)
+    if filters.evaluator_version:
+        query = query.where(Question.evaluator_version == filters.evaluator_version)
+    if filters.text:
+        escaped = filters.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(Question.question.ilike(f"%{escaped}%", escape="\\"))
+    votes: dict[str, Any] = {"up": Feedback.vote > 0, "down": Feedback.vote < 0, "any": True}
+    if filters.feedback in votes:
+        query = query.where(exists().where(Feedback.question_id == Question.id, votes[filters.feedback]))
+    elif filters.feedback == "none":
+        query = query.where(~exists().where(Feedback.question_id == Question.id))
+    if filters.reviewed in VERDICTS:
+        query = query.where(exists().where(Review.question_id == Question.id, Review.verdict == filters.reviewed))
+    elif filters.reviewed == "any":
+        query = query.where(exists().where(Review.question_id == Question.id))
+    elif filters.reviewed == "none":
+        query = query.where(~exists().where(Review.question_id == Question.id))
+    return query
 
 
 def _feedback_counts(session: Session, question_ids: list[int]) -> dict[int, tuple[int, int]]:
-    from sqlalchemy import case, func, select
-
-    from core.models import Feedback
-
     if not question_ids:
         return {}
     rows = session.execute(
@@ -123,10 +80,6 @@ def _feedback_counts(session: Session, question_ids: list[int]) -> dict[int, tup
 
 
 def _latest_reviews(session: Session, question_ids: list[int]) -> dict[int, dict[str, Any]]:
-    from sqlalchemy import select
-
-    from core.models import Review
-
     if not question_ids:
         return {}
     rows = (
@@ -149,13 +102,8 @@ def query_logs(
 
     Keyword filters (`since=`, `action=`, ...) are accepted as well as a `LogFilters`.
     """
-    from sqlalchemy import select
-
-    from core import db
-    from core.models import Question
-
     filters = filters or LogFilters(**legacy)
-    query = filters.apply(select(Question)).order_by(Question.id.desc())
+    query = _filtered(select(Question), filters).order_by(Question.id.desc())
     if limit:
         query = query.limit(limit)
     if offset:
@@ -169,22 +117,12 @@ def query_logs(
 
 
 def count_logs(settings: Settings, filters: LogFilters) -> int:
-    from sqlalchemy import func, select
-
-    from core import db
-    from core.models import Question
-
     with db.session(settings) as session:
-        return int(session.execute(filters.apply(select(func.count()).select_from(Question))).scalar_one())
+        return int(session.execute(_filtered(select(func.count()).select_from(Question), filters)).scalar_one())
 
 
 def logged_evaluator_versions(settings: Settings) -> list[str]:
     """The evaluator versions that answered logged questions (the console's evaluator filter)."""
-    from sqlalchemy import select
-
-    from core import db
-    from core.models import Question
-
     with db.session(settings) as session:
         versions = session.execute(
             select(Question.evaluator_version).distinct().where(Question.evaluator_version.is_not(None))
@@ -192,22 +130,8 @@ def logged_evaluator_versions(settings: Settings) -> list[str]:
         return [version for version in versions if version is not None]  # none are: the query says so
 
 
-def record_id(ref: str) -> int | None:
-    """The row id `ref` names: "#123" or "id:123", or bare digits that cannot be a reference. None
-    otherwise: `ref` is then looked up as a reference (e.g. Q7K2M9, or 482759: all-digit ones exist)."""
-    ref = ref.strip()
-    explicit = next((ref[len(prefix) :].strip() for prefix in ("#", "id:") if ref.lower().startswith(prefix)), None)
-    digits = explicit if explicit is not None else ref if not could_be_reference(ref) else ""
-    return int(digits) if digits.isascii() and digits.isdigit() and int(digits) < 2**31 else None
-
-
 def find_record(settings: Settings, ref: str) -> dict[str, Any] | None:
     """One logged question by the reference users quote (e.g. Q7K2M9) or by row id (`record_id`)."""
-    from sqlalchemy import func, select
-
-    from core import db
-    from core.models import Question
-
     ref = ref.strip()
     row_id = record_id(ref)
     with db.session(settings) as session:
@@ -264,60 +188,6 @@ def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | No
     }
 
 
-# ------------------------------------------------------------------ exports
-
-CSV_FIELDS = (
-    "id",
-    "reference",
-    "created_at",
-    "surface",
-    "asker",
-    "channel",
-    "status",
-    "action",
-    "found",
-    "top_score",
-    "question",
-    "answer",
-    "sources_used",
-    "citations",
-    "fallback_queries",
-    "feedback_up",
-    "feedback_down",
-    "latency_ms",
-    "evaluator_version",
-    "error",
-    "review",
-)
-
-
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value: Any) -> Any:
-    """The value as a spreadsheet will show it, never run it: text that starts a formula gets a leading '."""
-    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
-
-
-def records_csv(records: list[dict[str, Any]]) -> str:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore")
-    writer.writeheader()
-    for record in records:
-        flat = dict(record)
-        flat["feedback_up"], flat["feedback_down"] = record["feedback"]["up"], record["feedback"]["down"]
-        flat["review"] = (record.get("review") or {}).get("verdict", "")
-        for key in ("sources_used", "citations", "fallback_queries"):
-            flat[key] = json.dumps(record[key])
-        writer.writerow({key: csv_cell(value) for key, value in flat.items()})
-    return out.getvalue()
-
-
-def records_jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(record, default=str) + "\n" for record in records)
-
-
 # ------------------------------------------------------------------ reviews
 
 
@@ -349,11 +219,6 @@ def set_review(
     note: str | None = None,
 ) -> dict[str, Any]:
     """Store (or replace) one reviewer's label for a logged question."""
-    from sqlalchemy import select
-
-    from core import db
-    from core.models import Document, Question, Review
-
     if verdict not in VERDICTS:
         raise ReviewError(f"verdict must be one of {', '.join(VERDICTS)}")
     note = (note or "").strip()[:2000] or None
@@ -382,11 +247,6 @@ def set_review(
 
 
 def reviews_for(settings: Settings, question_id: int) -> list[dict[str, Any]]:
-    from sqlalchemy import select
-
-    from core import db
-    from core.models import Review
-
     with db.session(settings) as session:
         rows = (
             session.execute(select(Review).where(Review.question_id == question_id).order_by(Review.updated_at.desc()))
@@ -443,10 +303,6 @@ def _day_start(day) -> datetime:
 
 def daily_stats(settings: Settings, days: int = 7, now: datetime | None = None) -> dict[str, Any]:
     """Per-day and total action rates, abstention rate, feedback and latency percentiles."""
-    from sqlalchemy import text
-
-    from core import db
-
     now = now or datetime.now(UTC)
     start = _day_start(now.date() - timedelta(days=days - 1))
     until = _day_start(now.date() + timedelta(days=1))
@@ -483,8 +339,6 @@ ALERT_MIN_PRIOR = 10  # and in the 28 days before them (no baseline, no rise to 
 
 
 def _incorrect_share(session: Session, since: datetime, until: datetime) -> tuple[int, int]:
-    from sqlalchemy import text
-
     row = session.execute(
         text(
             "SELECT count(*) AS answered, count(*) FILTER (WHERE action = 'incorrect') AS incorrect FROM questions "
@@ -497,8 +351,6 @@ def _incorrect_share(session: Session, since: datetime, until: datetime) -> tupl
 
 def incorrect_alert(settings: Settings, margin: float, now: datetime | None = None) -> dict[str, Any]:
     """Incorrect share of the last 7 days against the 28 days before them; `alert` when it rose by > margin."""
-    from core import db
-
     now = now or datetime.now(UTC)
     recent_start, prior_start = now - timedelta(days=7), now - timedelta(days=35)
     with db.session(settings) as session:
@@ -519,11 +371,6 @@ def incorrect_alert(settings: Settings, margin: float, now: datetime | None = No
 
 
 def _misses(settings: Settings, since: datetime) -> Sequence[Any]:
-    from sqlalchemy import or_, select
-
-    from core import db
-    from core.models import Question
-
     with db.session(settings) as session:
         return session.execute(
             select(Question.question, Question.scores).where(
@@ -541,7 +388,8 @@ def misses(settings: Settings, since: datetime, limit: int = 10) -> tuple[list[t
     - topics: the keywords a fallback would have been sent (redacted).
     """
     # LlamaIndex (application/vocabulary.py reads ingestion/store.py) and wordfreq (crag/redaction.py):
-    # only for the gauges, not on every CLI start (cli/logs.py imports this module at the top)
+    # only for the gauges, not in every process that imports this module (the bot's `stats` reply, the
+    # console): what `serve` imports loads no model (tests/test_import_weight.py)
     from application.vocabulary import organisation_vocabulary
     from crag.redaction import keyword_query, redact
 

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import Report, cpu_seconds, fmt_ms, summary, table, use_bench_home
+from bench.common import Report, cpu_seconds, fmt_ms, peak_rss_mb, summary, table, use_bench_home
 
 
 async def _load(fake, url: str, bodies: list[dict], concurrency: int) -> list[tuple[int, float]]:
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         queued = bench.queued_question_ids()
         with db.session(settings) as session:
             ours = set(session.execute(select(Question.id).where(Question.channel == channel)).scalars())
-        bot_rss = bench.bot.peak_rss_mb() if bench.bot else None
+        bot_rss = peak_rss_mb(bench.bot.process.pid) if bench.bot and bench.bot.process else None
         bench.purge_answer_queue()
         with db.session(settings) as session:
             inbox_left = session.execute(

@@ -11,7 +11,6 @@ import json
 import math
 import os
 import platform
-import socket
 import statistics
 import time
 from collections.abc import Iterable, Sequence
@@ -19,18 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from devtools.ports import free_port
+
 if TYPE_CHECKING:
     from core.config import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_HOME = REPO / ".policybot-bench-perf"
 RESULTS_DIR = REPO / "bench" / "results"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def use_bench_home(home: Path | None = None) -> Path:

@@ -76,7 +76,7 @@ class FaultRun:
     # restart policy) would: a Redis restart can end a Celery worker (kombu 5.7 fails to restore
     # the messages it held when the connection drops: "Unrecoverable error: AttributeError").
     restart_worker: Callable[[], Any] | None = None
-    bot: Any = None  # bench.slack_stack.BotProcess
+    bot: Any = None  # devtools.bot_process.BotProcess
     asked: list[Asked] = field(default_factory=list)
     worker_restarts: int = 0
     _count: int = 0
@@ -87,7 +87,7 @@ class FaultRun:
             self.worker = self.restart_worker()
 
     def start_bot(self) -> None:
-        from bench.slack_stack import BotProcess
+        from devtools.bot_process import BotProcess
 
         self._count += 1
         self.bot = BotProcess({**self.bot_env, **FAULT_ENV}, self.log_dir / f"bot-{self._count}.log").start(timeout=120)

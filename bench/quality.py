@@ -41,8 +41,9 @@ import yaml
 
 from bench.common import REPO, ingest_samples, prepare
 from bench.corpus_routing import every_nth
-from bench.replies import SplitDocuments, kb_retriever, organisation_pipeline, reply_words, split_documents
+from bench.replies import SplitDocuments, kb_retriever, organisation_pipeline, split_documents
 from bench.replies import judge as judge_reply
+from devtools.replies import reply_words
 
 if TYPE_CHECKING:
     from application.runtime import LoadedEvaluator

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from bench.common import REPO
 from bench.corpus_routing import every_nth
+from devtools.replies import reply_words
 
 if TYPE_CHECKING:
     from application.corpus import Organisation, QuestionRecord
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 
 PORTAL_NAME = "portal"
 _MARKER = re.compile(r"\s*\[(\d+)\]\s*$")
-_ANY_MARKER = re.compile(r"\[\d+\]")
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,6 @@ class Judged:
     words: int
     lines: int  # cited lines in the reply
     off_lines: int  # cited lines whose citation is outside the labelled document and section
-
-
-def reply_words(text: str) -> int:
-    """Words an employee reads: citation markers are not words."""
-    return len(_ANY_MARKER.sub(" ", text).split())
 
 
 def judge(record, text: str, found: bool, citations) -> Judged:

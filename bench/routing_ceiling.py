@@ -14,7 +14,7 @@ cosine similarity and with the active trained evaluator, and prints per evaluato
 
 Each evaluator is read two ways: a passage scored whole (what the pipeline does) and a
 passage scored as its best strip (an alternative that ranks better but that the calibrated
-pipeline did not answer better with; docs/quality.md, "Routing on strips").
+pipeline did not answer better with; docs/quality-history.md, "Routing on strips").
 
 The ceiling is fitted on the test questions on purpose: it bounds what any calibration
 could do with these scores. Below the quality targets, better thresholds cannot reach

@@ -1,7 +1,7 @@
 """The Slack path as separate processes, for the load benchmarks.
 
 The local Slack (devtools/fake_slack.py) runs in the benchmark process; the bot is a real
-`policybot serve --http` process and the workers are real Celery worker processes
+`policybot serve --http` process (devtools/bot_process.py) and the workers are real Celery worker processes
 (devtools/worker_process.py), all on the bench stack. The load generator is the benchmark process,
 so the bot's and workers' CPU is theirs alone (apart from the machine's other jobs).
 """
@@ -9,8 +9,6 @@ so the bot's and workers' CPU is theirs alone (apart from the machine's other jo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +18,8 @@ from typing import Any, cast
 
 import yaml
 
-from bench.common import REPO, free_port, peak_rss_mb
+from bench.common import REPO, peak_rss_mb
+from devtools.bot_process import BotProcess
 
 QUESTIONS = REPO / "bench" / "questions.yaml"
 
@@ -42,46 +41,6 @@ def interleaved(items: Sequence[dict[str, Any]], n: int) -> list[dict[str, Any]]
                 if group:
                     mixed.append(group.pop(0))
     return (mixed * (n // max(1, len(mixed)) + 1))[:n]
-
-
-class BotProcess:
-    """`policybot serve --http` on a free port, in its own process."""
-
-    def __init__(self, env: dict[str, str], log_path: Path) -> None:
-        self.env, self.log_path, self.port = env, log_path, free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 120.0) -> BotProcess:
-        import httpx
-
-        from devtools.worker_process import spawn_logged
-
-        self.process = spawn_logged(
-            [sys.executable, "-m", "cli", "serve", "--http", "--port", str(self.port)], self.env, self.log_path
-        )
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"bot did not start; log:\n{self.log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
-
-    def peak_rss_mb(self) -> float | None:
-        return peak_rss_mb(self.process.pid) if self.process else None
-
-    def stop(self) -> None:
-        from devtools.worker_process import terminate
-
-        if self.process is not None:
-            terminate(self.process)
 
 
 @dataclass

@@ -1,7 +1,9 @@
 """`policybot logs [show ID]` and `policybot stats`: review the action log.
 
 The queries live in application/review.py, shared with the bot's admin `stats` reply and
-the admin console, so all three show the same numbers."""
+the admin console, so all three show the same numbers. That module imports SQLAlchemy: each
+command imports it once its options are checked, so that `--help` answers at once
+(tests/test_cli_startup.py); the options' values come from application/action_log.py."""
 
 from __future__ import annotations
 
@@ -13,16 +15,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from application.review import (
-    ACTIONS,
-    FEEDBACK_CHOICES,
-    STATUSES,
-    daily_stats,
-    find_record,
-    parse_since,
-    query_logs,
-    records_csv,
-)
+from application.action_log import ACTIONS, FEEDBACK_CHOICES, STATUSES, parse_since, records_csv
 from cli.common import console, fail, load_settings
 
 
@@ -59,6 +52,8 @@ def logs(
         fail("--feedback must be up, down, any or none", 1)
     if status is not None and status not in STATUSES:
         fail("--status must be answered, failed or pending", 1)
+    from application.review import query_logs  # SQLAlchemy: see the module docstring
+
     records = query_logs(
         load_settings(), since=since_at, action=action, found=found_value, feedback=feedback, status=status, limit=limit
     )
@@ -108,6 +103,8 @@ def logs_show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the record as one JSON object.")] = False,
 ) -> None:
     """Show one logged question in full."""
+    from application.review import find_record  # SQLAlchemy: see the module docstring
+
     record = find_record(load_settings(), ref)
     if record is None:
         fail(f"no logged question {ref!r}", 1)
@@ -180,6 +177,8 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Action rates, abstention rate, feedback and latency p50/p95, per day."""
+    from application.review import daily_stats  # SQLAlchemy: see the module docstring
+
     report = daily_stats(load_settings(), days)
     if as_json:
         print(json.dumps(report))

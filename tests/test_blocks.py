@@ -410,8 +410,8 @@ def test_recent_messages_remember_each_message_once_within_capacity() -> None:
 
 
 def test_outage_replies_are_deduped_across_bot_processes_in_redis_and_locally_without_it(settings) -> None:
-    from bench.common import free_port
     from core import services
+    from devtools.ports import free_port
 
     redis_url = services.redis_url(settings)
     one_bot, other_bot = OutageReplies(lambda: redis_url), OutageReplies(lambda: redis_url)

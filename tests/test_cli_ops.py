@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from bench.common import free_port
+from devtools.ports import free_port
 
 from support.cli import policybot
 from support.environment import cli_env
@@ -225,7 +225,7 @@ def test_stats_command(policybot_home, log_rows) -> None:
 
 
 def test_parse_since() -> None:
-    from application.review import parse_since
+    from application.action_log import parse_since
 
     now = datetime(2026, 1, 31, 12, tzinfo=UTC)
     assert parse_since("7d", now) == now - timedelta(days=7)

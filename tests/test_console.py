@@ -259,7 +259,8 @@ def test_an_all_digit_reference_is_never_taken_for_a_row_id(csettings, admin) ->
     """About 1 in 4,096 references is all digits; a row whose id is those digits is another question."""
     from sqlalchemy import delete
 
-    from application.review import find_record, record_id
+    from application.action_log import record_id
+    from application.review import find_record
     from core import db
     from core.models import Question
 
@@ -597,7 +598,7 @@ def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_pat
 
 
 def test_csv_export_neutralises_spreadsheet_formulas() -> None:
-    from application.review import records_csv
+    from application.action_log import records_csv
 
     record = {
         "id": 1,
@@ -830,7 +831,7 @@ def test_the_sign_in_throttle_holds_across_app_instances(csettings) -> None:
 
 
 def test_sign_in_is_refused_not_unthrottled_when_redis_is_unreachable(csettings) -> None:
-    from bench.common import free_port
+    from devtools.ports import free_port
 
     nowhere = csettings.model_copy(update={"redis_url": SecretStr(f"redis://127.0.0.1:{free_port()}/0")})
     response = _sign_in(_client(nowhere))

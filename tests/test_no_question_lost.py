@@ -137,7 +137,7 @@ def test_a_bot_killed_right_after_the_ack_loses_no_question(stack, tmp_path) -> 
     """Bolt acks the event, then the listener looks the asker up in Slack: the bot is SIGKILLed
     there, before it recorded anything, and Slack, having its ack, never sends the event again.
     It was stored before the ack, so the next bot to start replays it: one answer."""
-    from bench.slack_stack import BotProcess
+    from devtools.bot_process import BotProcess
 
     channel = "CKILLEDBOT"
     event = stack.mention(PARENTAL_LEAVE, channel, user="UKILLED001")  # a user no bot has looked up yet

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.replies import reply_words
+from devtools.replies import reply_words
 
 EXPENSE_DEADLINE = "How long do I have to submit my expense report after a domestic business trip?"
 

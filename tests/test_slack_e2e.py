@@ -638,7 +638,7 @@ def test_a_rate_limit_without_retry_after_backs_off(stack) -> None:
 def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, tmp_path) -> None:
     """A bot whose Redis is not there: Slack has its ack, so the thread says what happened,
     with the reference, instead of staying silent; the log row says failed."""
-    from bench.common import free_port
+    from devtools.ports import free_port
 
     log_path = tmp_path / "bot.log"
     with bot_process(stack, log_path, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0") as url:  # nothing listens there
@@ -668,7 +668,7 @@ def test_queue_down_gets_a_clear_reply_and_the_question_is_logged_failed(stack, 
 
 def test_database_down_gets_a_clear_reply(stack, tmp_path) -> None:
     """A bot whose PostgreSQL is not there cannot even claim the message: it still says so."""
-    from bench.common import free_port
+    from devtools.ports import free_port
 
     log_path = tmp_path / "bot.log"
     nothing_there = f"postgresql://policybot@127.0.0.1:{free_port()}/policybot"

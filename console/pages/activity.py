@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from application import manage, review
+from application import action_log, manage, review
 from console import charts
 from console.web import Access, BadRequest, Console, session_of, url
 from core.config import Settings
@@ -45,7 +45,7 @@ def thread_link(settings: Settings, record: dict[str, Any]) -> str | None:
     return f"https://slack.com/app_redirect?channel={channel}"
 
 
-def log_filters(request: Request) -> tuple[review.LogFilters, dict[str, str]]:
+def log_filters(request: Request) -> tuple[action_log.LogFilters, dict[str, str]]:
     params = {key: request.query_params.get(key, "").strip() for key in FILTER_PARAMS}
     now = datetime.now(UTC)
     since = until = None
@@ -55,24 +55,24 @@ def log_filters(request: Request) -> tuple[review.LogFilters, dict[str, str]]:
         raise BadRequest(f"unknown time range {params['range']!r}")
     try:
         if params["since"]:
-            since = review.parse_since(params["since"])
+            since = action_log.parse_since(params["since"])
         if params["until"]:
-            until = review.parse_since(params["until"])
+            until = action_log.parse_since(params["until"])
             if re.fullmatch(r"\d{4}-\d{2}-\d{2}", params["until"]):
                 until += timedelta(days=1)  # a date means up to the end of that day
     except ValueError as error:
         raise BadRequest(str(error).replace("--since ", "")) from None
     choices = {
-        "action": review.ACTIONS,
+        "action": action_log.ACTIONS,
         "found": ("true", "false"),
-        "feedback": review.FEEDBACK_CHOICES,
-        "status": review.STATUSES,
-        "reviewed": (*review.VERDICTS, "any", "none"),
+        "feedback": action_log.FEEDBACK_CHOICES,
+        "status": action_log.STATUSES,
+        "reviewed": (*action_log.VERDICTS, "any", "none"),
     }
     for key, allowed in choices.items():
         if params[key] and params[key] not in allowed:
             raise BadRequest(f"{key} must be one of {', '.join(allowed)}")
-    filters = review.LogFilters(
+    filters = action_log.LogFilters(
         since=since,
         until=until,
         action=params["action"] or None,
@@ -113,7 +113,7 @@ async def activity(c: Console, request: Request) -> Response:
             "params": params,
             "query": query,
             "versions": versions,
-            "actions": review.ACTIONS,
+            "actions": action_log.ACTIONS,
             "ranges": list(RANGES),
         },
     )
@@ -127,9 +127,9 @@ async def export(c: Console, request: Request) -> Response:
     records = await c.call(review.query_logs, c.settings, filters, limit=EXPORT_LIMIT)
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     if kind == "csv":
-        body, media = review.records_csv(records), "text/csv; charset=utf-8"
+        body, media = action_log.records_csv(records), "text/csv; charset=utf-8"
     else:
-        body, media = review.records_jsonl(records), "application/x-ndjson"
+        body, media = action_log.records_jsonl(records), "application/x-ndjson"
     return PlainTextResponse(
         body,
         media_type=media,

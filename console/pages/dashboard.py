@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from application import review
+from application import action_log, review
 from console import charts
 from console.web import Access, BadRequest, Console
 from core.config import Settings
@@ -35,7 +35,7 @@ def dashboard_data(settings: Settings, days: int) -> dict[str, Any]:
     labels = [(start + timedelta(days=i)).isoformat() for i in range(days)]
     rows = [by_day.get(day) for day in labels]
     stacked = {
-        name: [(row or {}).get("actions", {}).get(name, 0) if row else 0 for row in rows] for name in review.ACTIONS
+        name: [(row or {}).get("actions", {}).get(name, 0) if row else 0 for row in rows] for name in action_log.ACTIONS
     }
     stacked["failed"] = [row["failed"] if row else 0 for row in rows]
     since = datetime.now(UTC) - timedelta(days=days)

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from secrets import token_hex
 
-from bench.common import free_port
+from devtools.ports import free_port
 
 from support.console import ADMIN_PASSWORD, CONSOLE_SECRET
 

@@ -216,7 +216,7 @@ def answered_once_about_parental_leave(stack: Stack, channel: str, ts: str):
 @contextmanager
 def bot_process(stack: Stack, log_path: Path, **env: str) -> Iterator[str]:
     """A second real `policybot serve --http` on the local Slack, with `env` on top; its URL."""
-    from bench.slack_stack import BotProcess
+    from devtools.bot_process import BotProcess
 
     bot = BotProcess(stack.worker_env(**env), log_path).start(timeout=60)
     try:
