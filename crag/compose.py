@@ -41,7 +41,7 @@ class ReplyShape:
 
 
 # Chosen on the policy-qa dev organisations with `python -m bench.replies --split dev --tune`
-# (docs/quality.md, "Replies"), among shapes within half the bounds (5% off-section
+# (docs/quality-history.md, "Replies"), among shapes within half the bounds (5% off-section
 # lines, median 50 words): on 160 dev questions judged by cosine, 79 right replies, 85% of them
 # led by their key phrases, 0.7% off-section lines, median 42.5 words. The grid's top shape (two
 # lines, never another section) held one right reply more; this one was measured on the test
@@ -240,7 +240,7 @@ def _lead(
 
 # "When...", "how much/many/long...", "what's the max...": the answer is a figure or a date, so
 # a sentence holding one outweighs one that only shares words. The weight was chosen with
-# bench/replies.py on the dev organisations (docs/quality.md, "Replies").
+# bench/replies.py on the dev organisations (docs/quality-history.md, "Replies").
 FIGURE_WEIGHT = 3.0  # 1, 1.5, 2 and 3 tried: 3 led most (67 of 79 right replies, against 64 without it)
 _ASKS_FOR_A_FIGURE = re.compile(
     r"^\W*when\b|\bhow\s+(?:much|many|long|often|soon|far|old|late|early)\b|\bby\s+when\b|"

@@ -75,7 +75,7 @@ class EvaluatorConfig:
     # Read question and passage apart (as the retriever's bi-encoder does) and let only the T5
     # blocks read them together: the prior then starts exactly at the retriever's cosine
     # similarity. Measured on bench/quality's questions it ranked better than reading them
-    # jointly, and seed to seed far more steadily (docs/quality.md).
+    # jointly, and seed to seed far more steadily (docs/quality-history.md, "Reading question and passage apart").
     separate_encoding: bool = True
 
     def to_dict(self) -> dict[str, Any]:

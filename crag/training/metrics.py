@@ -43,7 +43,7 @@ from crag.types import Action, Evaluator, Thresholds
 # Calibration knobs (see calibrate()).
 # upper: the highest threshold within this of the best Youden's J. Zero: on weak-supervision
 # sets J is flat (best 0.30-0.36), and a slack of 0.02 put upper at the strict end of a wide
-# plateau, 0.1-0.3 above the best cut and decided by noise (docs/quality.md, "Calibration").
+# plateau, 0.1-0.3 above the best cut and decided by noise (docs/quality-history.md, "Calibration: the best cut").
 UPPER_J_SLACK = 0.0
 STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
