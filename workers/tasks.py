@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.error import URLError
 from urllib.parse import urlsplit
 
 import httpx
@@ -53,7 +52,16 @@ from slack_outbound import blocks, state
 from slack_outbound.apology import apologise
 from slack_outbound.askers import SLACK_USERS
 from slack_outbound.audience import answer_place, note_private_answer
-from slack_outbound.client import SLACK_PERMANENT_ERRORS, SLACK_SERVER_ERRORS, describe_error, web_client
+from slack_outbound.client import (
+    MAX_RETRY_AFTER_S,
+    SLACK_PERMANENT_ERRORS,
+    describe_error,
+    is_rate_limited,
+    retry_after_s,
+    slack_error_of,
+    slack_failed_for_now,
+    web_client,
+)
 from slack_outbound.progress import clear_progress
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,
@@ -78,7 +86,6 @@ ANSWER_RETRIES = 2  # three attempts in all
 # Slack rate-limits a busy channel for seconds, not for good: a rate-limited answer is posted
 # again after each Retry-After, up to this many times.
 RATE_LIMITED_RETRIES = 10
-MAX_RETRY_AFTER_S = 300  # a longer Retry-After is waited this long, then tried
 # A reply Slack would not take for now (an apology, or a logged answer) is tried again after
 # these waits (about 40 minutes in all; the worker holds each retry's message until it is due).
 LATER_COUNTDOWNS_S = (5, 30, 120, 600, 1800)
@@ -336,33 +343,6 @@ def _apologise(settings: Settings, poster: WebClient, row: Question) -> None:
         _apologise_later(settings, row.id)
 
 
-def slack_error_of(error: BaseException) -> str | None:
-    """Slack's error code for a failed Web API call ("ratelimited", "not_in_channel" …); None
-    for anything else."""
-    return error.response.get("error") if isinstance(error, SlackApiError) else None
-
-
-def is_rate_limited(error: BaseException) -> bool:
-    """HTTP 429 is a rate limit whatever its body says (a proxy's plain text is no "ratelimited")."""
-    return slack_error_of(error) == "ratelimited" or (
-        isinstance(error, SlackApiError) and error.response.status_code == 429
-    )
-
-
-def slack_failed_for_now(error: BaseException) -> bool:
-    """Whether Slack surely did not take a message but may take it later: it said so (a rate
-    limit, service_unavailable, HTTP 503) or was never reached (urllib's URLError: the request
-    was not sent). Not a read timeout, a dropped connection, HTTP 500, 502 or 504, or Slack's
-    fatal_error, after which the message may be in the thread already; not a refusal
-    of the message itself (too long, bad blocks) or of the place (not in the channel, a dead
-    token); not a fault of ours."""
-    if isinstance(error, SlackApiError):
-        return (
-            is_rate_limited(error) or error.response.status_code == 503 or slack_error_of(error) in SLACK_SERVER_ERRORS
-        )
-    return isinstance(error, URLError)
-
-
 @dataclass(frozen=True)
 class Retry:
     countdown: int  # seconds before the next attempt
@@ -379,11 +359,11 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
     if waited_later == 0:
         if is_rate_limited(error):
             if retries < RATE_LIMITED_RETRIES:  # as long as Slack asks; without a Retry-After (a proxy's 429), back off
-                return Retry(_retry_after_s(error) or min(MAX_RETRY_AFTER_S, 2 ** (retries + 1)), 0)
+                return Retry(retry_after_s(error) or min(MAX_RETRY_AFTER_S, 2 ** (retries + 1)), 0)
         elif retries < ANSWER_RETRIES:
             return Retry(RETRY_COUNTDOWNS_S[min(retries, len(RETRY_COUNTDOWNS_S) - 1)], 0)
     if answered and slack_failed_for_now(error) and waited_later < len(LATER_COUNTDOWNS_S):
-        return Retry(max(LATER_COUNTDOWNS_S[waited_later], _retry_after_s(error)), waited_later + 1)
+        return Retry(max(LATER_COUNTDOWNS_S[waited_later], retry_after_s(error)), waited_later + 1)
     return None
 
 
@@ -431,14 +411,6 @@ def _apologise_again(task, question_id: int, db_waits: int) -> str:
         outbox.due_in(settings, question_id, countdown)
         raise task.retry(countdown=countdown, max_retries=task.request.retries + 1, kwargs={"db_waits": db_waits})
     return outcome
-
-
-def _retry_after_s(error: BaseException) -> int:
-    """Slack's Retry-After for a rate-limited call, in seconds (0 when it gives none)."""
-    headers = getattr(getattr(error, "response", None), "headers", None) or {}
-    value: Any = next((v for k, v in headers.items() if k.lower() == "retry-after"), "0")
-    value = value[0] if isinstance(value, list) and value else value
-    return min(int(value), MAX_RETRY_AFTER_S) if str(value).isdigit() else 0
 
 
 # --------------------------------------------------------------------- ingest
