@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workers.tasks import answer_question_task, ingest_file_task
+from workers.answer_tasks import answer_question_task
+from workers.ingest_tasks import ingest_file_task
 
 
 class CeleryEnqueuer:
