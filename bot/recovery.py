@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from application import outbox
 from application.answering import get_question, mark_failed, question_lock
 from bot import inbox
-from bot.listeners import Enqueuer
+from bot.enqueuer import Enqueuer
 from core import db
 from core.config import Settings
 from slack_outbound.apology import apologise

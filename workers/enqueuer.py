@@ -1,5 +1,5 @@
-"""The Celery enqueuer: what the Slack listeners (bot/listeners.py's Enqueuer) and the sweep
-(bot/recovery.py) send work with. The CLI hands it to them (cli/serve.py): bot/ never imports workers/."""
+"""The Celery enqueuer: what the Slack listeners and the sweep (bot/recovery.py) send work with
+(bot/enqueuer.py's Enqueuer). The CLI hands it to them (cli/serve.py): bot/ never imports workers/."""
 
 from __future__ import annotations
 
