@@ -8,7 +8,7 @@ from typing import Protocol
 
 
 class Enqueuer(Protocol):
-    def answer(self, question_id: int) -> None: ...
+    def enqueue_answer(self, question_id: int) -> None: ...
 
     def ingest(
         self, claim_id: int, file_ids: Sequence[str], channel: str, thread_ts: str, user: str, collection: str

@@ -268,7 +268,7 @@ def _left_behind(
 
 
 class _QueueDown:
-    def answer(self, question_id: int) -> None:
+    def enqueue_answer(self, question_id: int) -> None:
         raise ConnectionError("Redis is down")
 
 
@@ -278,7 +278,7 @@ class _QueueThatLoses:
     def __init__(self) -> None:
         self.taken: list[int] = []
 
-    def answer(self, question_id: int) -> None:
+    def enqueue_answer(self, question_id: int) -> None:
         self.taken.append(question_id)
 
 

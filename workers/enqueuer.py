@@ -12,7 +12,7 @@ from workers.ingest_tasks import ingest_file_task
 class CeleryEnqueuer:
     """Sends plain IDs to the Celery queues."""
 
-    def answer(self, question_id: int) -> None:
+    def enqueue_answer(self, question_id: int) -> None:
         answer_question_task.delay(question_id)
 
     def ingest(

@@ -62,7 +62,7 @@ def question(
             outbox.add(session, recorded.id, settings.reply_wait_s)  # the sweep queues it if this bot stops
         # Progress first, then enqueue: the worker removes what is already there.
         show_progress(client, incoming.surface, incoming.channel, incoming.thread_ts, incoming.ts)
-        listeners.enqueuer.answer(recorded.id)
+        listeners.enqueuer.enqueue_answer(recorded.id)
     except Exception as error:  # the database or the queue is down
         listeners.could_not_take(incoming, client, error, recorded)
         return
