@@ -47,7 +47,7 @@ def train_evaluator_task(
     Answer workers load the active evaluator when their process starts: restart them
     (or run `policybot worker` again) to use a newly activated version.
     """
-    from application.evaluators import active_version, train_and_register  # torch: as above
+    from application.evaluators import active_version, train_and_register  # torch: loaded by the task that trains
 
     settings = get_settings()
     if delivered_too_often(self):
