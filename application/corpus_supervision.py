@@ -168,7 +168,7 @@ def holds_answer(chunk: StoredChunk, question: CorpusQuestion) -> bool:
 
 
 def as_asked(question: CorpusQuestion) -> str:
-    """What the pipeline reads: a follow-up that leans on its first turn is asked with it (workers/tasks.py)."""
+    """What the pipeline reads: a follow-up that leans on its first turn is asked with it (workers/answer_tasks.py)."""
     r = question.record
     if r.first_turn and continues_earlier(r.question):
         return f"{r.first_turn} {r.question}"

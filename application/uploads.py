@@ -1,5 +1,5 @@
 """The checks an uploaded file passes before it is stored: one set for a file sent to the bot in
-Slack (workers/tasks.py) and one uploaded in the admin console (console/app.py)."""
+Slack (workers/ingest_tasks.py) and one uploaded in the admin console (console/app.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Bolt app: wiring only. Who may ask is checked in bot/who_may_ask.py, listeners decide
-(bot/listeners.py), blocks render (slack_outbound/blocks.py)."""
+(bot/decisions.py) and carry out (bot/listeners/), blocks render (slack_outbound/blocks.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,14 @@ from slack_sdk import WebClient
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot import inbox
-from bot.listeners import Enqueuer, Listeners
+from bot.enqueuer import Enqueuer
+from bot.listeners.agent_view import on_assistant_thread_started
+from bot.listeners.app_home import on_app_home_opened
+from bot.listeners.common import Listeners
+from bot.listeners.feedback import on_feedback
+from bot.listeners.mentions import on_mention
+from bot.listeners.messages import on_message
+from bot.listeners.uploads import on_upload_choice
 from bot.who_may_ask import identity, ignoring_bot_events
 from core.config import Settings, secret_value
 from slack_outbound import blocks
@@ -109,17 +116,17 @@ def replay_event(app: App, body: dict[str, Any]) -> None:
 def register(app: App, listeners: Listeners) -> None:
     @app.event("app_mention")
     def app_mention(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
-        listeners.on_mention(body, event, client, identity(context))
+        on_mention(listeners, body, event, client, identity(context))
         _carried_out(listeners.settings, body)
 
     @app.event("message")
     def message(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
-        listeners.on_message(body, event, client, identity(context))
+        on_message(listeners, body, event, client, identity(context))
         _carried_out(listeners.settings, body)
 
     @app.event("assistant_thread_started")
     def assistant_thread_started(event: dict[str, Any], client: WebClient) -> None:
-        listeners.on_assistant_thread_started(event, client)
+        on_assistant_thread_started(listeners, event, client)
 
     @app.event("assistant_thread_context_changed")
     def assistant_thread_context_changed() -> None:
@@ -127,19 +134,19 @@ def register(app: App, listeners: Listeners) -> None:
 
     @app.event("app_home_opened")
     def app_home_opened(event: dict[str, Any], client: WebClient) -> None:
-        listeners.on_app_home_opened(event, client)
+        on_app_home_opened(listeners, event, client)
 
     @app.action(blocks.FEEDBACK_UP)
     @app.action(blocks.FEEDBACK_DOWN)
     def feedback(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
-        listeners.on_feedback(body, client)
+        on_feedback(listeners, body, client)
 
     @app.action(blocks.UPLOAD_ADD)
     @app.action(blocks.UPLOAD_SKIP)
     def upload_choice(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         ack()
-        listeners.on_upload_choice(body, client)
+        on_upload_choice(listeners, body, client)
 
     @app.error
     def on_error(error: Exception, body: dict[str, Any]) -> None:

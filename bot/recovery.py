@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from application import outbox
 from application.answering import get_question, mark_failed, question_lock
 from bot import inbox
-from bot.listeners import Enqueuer
+from bot.enqueuer import Enqueuer
 from core import db
 from core.config import Settings
 from slack_outbound.apology import apologise
@@ -70,7 +70,7 @@ def sweep_outbox(settings: Settings, enqueuer: Enqueuer, client: WebClient) -> t
                 continue
             if not queue_down:
                 try:
-                    enqueuer.answer(reply.question_id)
+                    enqueuer.enqueue_answer(reply.question_id)
                     queued.append(reply.question_id)
                 except Exception as error:
                     log.warning("could not queue question %s again: %s", reply.question_id, type(error).__name__)

@@ -10,7 +10,7 @@ Where each check runs:
 - `bot_writer`, from the event alone: `ignoring_bot_events`, global Bolt middleware before the
   event is stored (bot/app.py), as Bolt's own `ignoring_self_events` is: the event is acked
   and goes no further.
-- `outsider_team`, from the event: in decide_mention/decide_message (bot/listeners.py), since
+- `outsider_team`, from the event: in decide_mention/decide_message (bot/decisions.py), since
   an outsider gets a reply, which the listener posts once per message after the ack.
 - `writer_team`, `profile_refusal`, from users.info: in the listener, after the ack. Middleware
   runs before the ack, and a lookup may take LOOKUP_TIMEOUT_S (bot/app.py) of Slack's 3 s.

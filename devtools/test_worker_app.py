@@ -58,5 +58,5 @@ def _answer_question_with_hooks(
     return _answer_question(settings, question_id, pipeline_question=pipeline_question, asker_names=asker_names)
 
 
-# workers/tasks.py imports answer_question when each attempt runs, so it gets this wrapper.
+# workers/answer_tasks.py imports answer_question when each attempt runs, so it gets this wrapper.
 application.answering.answer_question = _answer_question_with_hooks

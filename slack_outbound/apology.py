@@ -1,5 +1,5 @@
 """The apology: never leave an asker without a reply. Posted by the worker when a question
-fails (workers/tasks.py) and by the bot's sweep when the queue kept losing it (bot/recovery.py)."""
+fails (workers/answer_tasks.py) and by the bot's sweep when the queue kept losing it (bot/recovery.py)."""
 
 from __future__ import annotations
 

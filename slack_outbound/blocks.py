@@ -362,7 +362,7 @@ def upload_where(collection: str) -> str:
 
 def upload_offer_message(names: Sequence[str], collection: str, choice: str, *, asked: bool) -> dict[str, Any]:
     """An admin's DM carried files: they become policy documents only if the admin says so.
-    `choice`: the buttons' value (bot/listeners.py reads it back); `asked`: the message also
+    `choice`: the buttons' value (bot/listeners/uploads.py reads it back); `asked`: the message also
     asked a question, answered without reading the files."""
     listed = ", ".join(names)
     text = (

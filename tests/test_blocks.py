@@ -7,15 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.listeners import (
-    BotIdentity,
-    Listeners,
-    OutageReplies,
-    RecentMessages,
-    clean_text,
-    decide_mention,
-    decide_message,
-)
+from bot.decisions import clean_text, decide_mention, decide_message
+from bot.dedup import OutageReplies, RecentMessages
+from bot.listeners.common import Listeners
+from bot.who_may_ask import BotIdentity
 from devtools.fake_slack import block_problems, sign
 from slack_outbound import blocks
 
@@ -433,7 +428,7 @@ def test_bookkeeping_after_a_request_went_through_only_logs_a_database_error(sla
     def mark_enqueued(settings, claim_id: int) -> None:
         raise OperationalError("UPDATE slack_messages", {}, Exception("server closed the connection"))
 
-    Listeners(slack_settings, CeleryEnqueuer())._bookkeep(mark_enqueued, 42)
+    Listeners(slack_settings, CeleryEnqueuer()).bookkeep(mark_enqueued, 42)
     assert "could not mark enqueued for claim 42: OperationalError" in caplog.text
 
 

@@ -102,7 +102,7 @@ def test_a_post_whose_ts_could_not_be_saved_is_not_posted_again(stack) -> None:
     """Slack takes the answer, then the database goes away before its ts is saved. The task
     saves the ts once the database is back; a second delivery of the question (the broker's,
     or the sweep's) finds the reply posted and does not post it again."""
-    from workers.tasks import answer_question_task
+    from workers.answer_tasks import answer_question_task
 
     channel = "CUNSAVED01"
     event = stack.mention(f"{PARENTAL_LEAVE} {SLOW_MARKER}", channel)  # read its row before the post stops the database
@@ -268,7 +268,7 @@ def _left_behind(
 
 
 class _QueueDown:
-    def answer(self, question_id: int) -> None:
+    def enqueue_answer(self, question_id: int) -> None:
         raise ConnectionError("Redis is down")
 
 
@@ -278,7 +278,7 @@ class _QueueThatLoses:
     def __init__(self) -> None:
         self.taken: list[int] = []
 
-    def answer(self, question_id: int) -> None:
+    def enqueue_answer(self, question_id: int) -> None:
         self.taken.append(question_id)
 
 

@@ -157,7 +157,8 @@ def test_waiting_retries_and_long_ingestion_are_not_delivered_twice(settings, tm
     """Redis's visibility timeout (3 s here) is far shorter than a retry's countdown and than
     the ingestion; the worker holds both until they are due, so each runs once."""
     from application import jobs
-    from workers.tasks import apologise_task, ingest_job_task
+    from workers.answer_tasks import apologise_task
+    from workers.ingest_tasks import ingest_job_task
 
     env = cli_env(settings.home) | {"POLICYBOT_CELERY_VISIBILITY_TIMEOUT": str(SHORT_VISIBILITY_S)}
     worker = _worker(env, tmp_path / "worker-short-visibility.log")

@@ -185,7 +185,7 @@ def test_an_admins_file_becomes_a_policy_document_only_once_confirmed(stack) -> 
     )
     assert "Not added" in skipped["text"] and not buttons(skipped)
     # A task for files nobody confirmed (a stale or forged queue message) is refused, and the 👀 goes.
-    from workers.tasks import ingest_file_task
+    from workers.ingest_tasks import ingest_file_task
 
     ingest_file_task.delay(
         json.loads(buttons(offer)[0]["value"])["claim"],

@@ -14,8 +14,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
 from core.config import Settings
-from slack_outbound.client import web_client
-from workers.tasks import LATER_COUNTDOWNS_S, MAX_RETRY_AFTER_S, plan_retry, slack_failed_for_now
+from slack_outbound.client import MAX_RETRY_AFTER_S, slack_failed_for_now, web_client
+from workers.retries import LATER_COUNTDOWNS_S, plan_retry
 
 
 def _slack_error(error: str, status: int = 200) -> SlackApiError:

@@ -3,7 +3,8 @@
 Start a worker with `policybot worker` (or `celery -A workers.celery_app worker -Q answer,ingest`).
 
 - At-least-once delivery: `task_acks_late` + `task_reject_on_worker_lost`, prefetch 1, so a
-  question whose worker dies is redelivered; the task itself is idempotent (workers/tasks.py).
+  question whose worker dies is redelivered; the task itself is idempotent (workers/answer_tasks.py,
+  ingest_tasks.py, train_tasks.py).
   A task whose worker died during MAX_DELIVERIES deliveries (an upload that gets it killed
   for memory, say) is not run again: it ends the way a failed one does (`delivered_too_often`).
 - Redis redelivers an unacked message `visibility_timeout` seconds after a worker fetched it
@@ -108,7 +109,9 @@ class ThreadSafeCelery(Celery):
         self._conf = value
 
 
-celery_app = ThreadSafeCelery("policybot", include=["workers.tasks"])
+celery_app = ThreadSafeCelery(
+    "policybot", include=["workers.answer_tasks", "workers.ingest_tasks", "workers.train_tasks"]
+)
 celery_app.add_defaults(_configuration)
 celery_app.conf.update(
     task_queues=[Queue(ANSWER_QUEUE), Queue(INGEST_QUEUE)],
@@ -189,6 +192,26 @@ def delivered_too_often(task: Any) -> bool:
         log.warning("could not count the deliveries of task %s[%s]: %s", task.name, request.id, error)
         return False
     return int(count) > MAX_DELIVERIES
+
+
+class DeliveredTooOften(RuntimeError):
+    """The task's worker died during each of its first MAX_DELIVERIES deliveries."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"its worker stopped during each of {MAX_DELIVERIES} tries (killed, perhaps for memory); not tried again"
+        )
+
+
+def log_given_up(task: Any, what: str) -> None:
+    """The one error line of a task given up after MAX_DELIVERIES deliveries (`what`: whose task)."""
+    log.error(
+        "%s: the worker running task %s[%s] stopped during each of its %s deliveries; not running it again",
+        what,
+        task.name,
+        task.request.id,
+        MAX_DELIVERIES,
+    )
 
 
 @worker_process_init.connect

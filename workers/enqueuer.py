@@ -1,17 +1,18 @@
-"""The Celery enqueuer: what the Slack listeners (bot/listeners.py's Enqueuer) and the sweep
-(bot/recovery.py) send work with. The CLI hands it to them (cli/serve.py): bot/ never imports workers/."""
+"""The Celery enqueuer: what the Slack listeners and the sweep (bot/recovery.py) send work with
+(bot/enqueuer.py's Enqueuer). The CLI hands it to them (cli/serve.py): bot/ never imports workers/."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workers.tasks import answer_question_task, ingest_file_task
+from workers.answer_tasks import answer_question_task
+from workers.ingest_tasks import ingest_file_task
 
 
 class CeleryEnqueuer:
     """Sends plain IDs to the Celery queues."""
 
-    def answer(self, question_id: int) -> None:
+    def enqueue_answer(self, question_id: int) -> None:
         answer_question_task.delay(question_id)
 
     def ingest(

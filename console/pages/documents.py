@@ -16,7 +16,7 @@ from application.uploads import check_size, checked_name, size_limit
 from console.pages.jobs import enqueue, watched_job
 from console.web import FORM_BODY_MAX, MAX_UPLOAD_FILES, Access, BadRequest, Console, url
 from core.names import validate_collection
-from workers.tasks import ingest_job_task
+from workers.ingest_tasks import ingest_job_task
 
 
 def upload_body_limit(c: Console) -> int:

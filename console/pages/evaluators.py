@@ -10,7 +10,7 @@ from starlette.routing import Route
 from application import jobs
 from console.pages.jobs import enqueue, watched_job
 from console.web import Access, BadRequest, Console, url
-from workers.tasks import MAX_TRAIN_MINUTES, train_evaluator_task
+from workers.train_tasks import MAX_TRAIN_MINUTES, train_evaluator_task
 
 
 async def evaluators_page(c: Console, request: Request) -> Response:
