@@ -91,7 +91,7 @@ def train_evaluator_task(
     outcome = {
         "version": result.version,
         "beats_cosine": result.beats_cosine,
-        "thresholds": result.thresholds,
+        "thresholds": result.thresholds.to_dict(),
         "activated": active is not None and active.version == result.version,
         "auc": result.evaluator.auc,
         "cosine_auc": result.cosine.auc,
