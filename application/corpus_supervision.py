@@ -53,7 +53,10 @@ from ingestion.retriever import ChunkRetriever
 from ingestion.store import chunk_table
 
 HARD_NEGATIVES = {"kb": 3, "fallback": 3, "none-on-topic": 4, "none-off-topic": 2}
-CACHE_VERSION = 1
+# Sentence pairs per question (crag/evidence.py): every answer sentence is a positive; these many
+# negatives, first the answer's neighbours in its own chunk, then sentences of other candidates.
+SENTENCE_NEGATIVES = {"kb": 4, "fallback": 4, "none-on-topic": 4, "none-off-topic": 2}
+CACHE_VERSION = 2  # 2: the fallback portal's candidates are retrieved too
 
 
 class CorpusUnavailable(UserError):
@@ -77,6 +80,7 @@ class AskedQuestion:
     asked: str
     candidates: tuple[StoredChunk, ...]  # the knowledge base's top-k, best first
     answers: tuple[StoredChunk, ...]  # chunks of its labelled document that hold the answer
+    portal: tuple[StoredChunk, ...] = ()  # the fallback portal's top-k, best first
 
     def holds_answer(self, chunk: StoredChunk) -> bool:
         return any(chunk.id == a.id for a in self.answers)
@@ -183,7 +187,8 @@ def _cache_file(settings: Settings, org: Organisation, chunks: Sequence[StoredCh
 def ask_organisation(
     settings: Settings, qa_settings: Settings, org: Organisation, chunks: dict[str, list[StoredChunk]], top_k: int
 ) -> list[AskedQuestion]:
-    """Every question of `org`, retrieved from its knowledge base (cached by the chunks' identity)."""
+    """Every question of `org`, retrieved from its knowledge base and its fallback portal (cached
+    by the chunks' identity)."""
     kb = chunks[kb_collection(org)]
     by_id = {c.id: c for c in kb} | {c.id: c for c in chunks[portal_collection(org)]}
     cache = _cache_file(settings, org, kb, top_k)
@@ -200,22 +205,26 @@ def ask_organisation(
         dict.fromkeys(
             asked[q.id]
             for q in org.questions
-            if key_of[q.id] not in retrieved or any(i not in by_id for i in retrieved[key_of[q.id]])
+            if key_of[q.id] not in retrieved
+            or "portal:" + key_of[q.id] not in retrieved
+            or any(i not in by_id for i in retrieved[key_of[q.id]] + retrieved["portal:" + key_of[q.id]])
         )
     )
-    if missing:  # one embedding batch, then the retriever's own queries per question
+    portal = ChunkRetriever(qa_settings, [portal_collection(org)])
+    if missing:  # one embedding batch, then the retrievers' own queries per question
         vectors = embedding.embed_model(qa_settings).get_text_embedding_batch(missing)
         for text, vector in zip(missing, vectors, strict=True):
-            retrieved[hashlib.sha1(text.encode()).hexdigest()] = [
-                p.id for p in retriever.retrieve_embedded(text, vector, top_k)
-            ]
+            key = hashlib.sha1(text.encode()).hexdigest()
+            retrieved[key] = [p.id for p in retriever.retrieve_embedded(text, vector, top_k)]
+            retrieved["portal:" + key] = [p.id for p in portal.retrieve_embedded(text, vector, top_k)]
     out = []
     for question in org.questions:
         candidates = tuple(by_id[i] for i in retrieved[key_of[question.id]])
+        from_portal = tuple(by_id[i] for i in retrieved.get("portal:" + key_of[question.id], []) if i in by_id)
         role = "fallback" if question.label == "fallback" else "kb"
         pool = chunks[portal_collection(org)] if role == "fallback" else kb
         answers = tuple(c for c in pool if question.label in ("kb", "fallback") and holds_answer(c, question))
-        out.append(AskedQuestion(question, asked[question.id], candidates, answers))
+        out.append(AskedQuestion(question, asked[question.id], candidates, answers, from_portal))
     if missing:
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(json.dumps(retrieved), encoding="utf-8")
@@ -223,46 +232,102 @@ def ask_organisation(
 
 
 def training_pairs(asked: Sequence[AskedQuestion]) -> list[Pair]:
-    """Answer-bearing chunks against the chunks retrieval ranked beside them."""
+    """Answer-bearing chunks against the chunks retrieval ranked beside them, and answer
+    sentences against the sentences beside them (`sentence_pairs`)."""
     pairs: list[Pair] = []
     for a in asked:
         q = a.asked
         pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in a.answers]
         negatives = [c for c in a.candidates if not a.holds_answer(c)][: HARD_NEGATIVES[a.question.label]]
         pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in negatives]
+        pairs += sentence_pairs(a)
     return pairs
 
 
+def _sentence(strip_text: str) -> str:
+    """The sentence of a one-sentence strip as the evaluator reads it (its context line first)."""
+    return strip_text.rsplit("\n", 1)[-1]
+
+
+def answer_sentences(a: AskedQuestion, chunk: StoredChunk) -> tuple[list[str], list[int]]:
+    """A chunk's sentences as the evaluator reads them, and which of them hold a key phrase."""
+    texts = split_strips(chunk.text, chunk.section)
+    phrases = [normalise(p) for p in a.question.record.phrases] if a.holds_answer(chunk) else []
+    return texts, [i for i, text in enumerate(texts) if any(p in normalise(_sentence(text)) for p in phrases)]
+
+
+def sentence_pairs(a: AskedQuestion) -> list[Pair]:
+    """The corpus's answer spans at the sentence (crag/evidence.py): the answer's sentences are
+    positives; the hard negatives are the sentences beside them in their own chunk (nearest
+    first), then sentences of the other candidates. An unanswerable question's candidates hold
+    no answering sentence. Deterministic: the same corpus gives the same pairs."""
+    q, label = a.asked, a.question.label
+    pairs: list[Pair] = []
+    beside: list[tuple[int, str, str]] = []  # (distance to an answer sentence, text, chunk id)
+    for chunk in a.answers:
+        texts, hits = answer_sentences(a, chunk)
+        pairs += [Pair(q, texts[i], 1, "positive", "corpus", chunk.id) for i in hits]
+        if hits:
+            beside += [(min(abs(i - h) for h in hits), t, chunk.id) for i, t in enumerate(texts) if i not in hits]
+    wanted = SENTENCE_NEGATIVES[label]
+    negatives = [(text, chunk_id) for _, text, chunk_id in sorted(beside)[: (wanted + 1) // 2]]
+    others = [c for c in a.candidates if not a.holds_answer(c)]
+    for rank in range(3):  # round-robin over the best other candidates: the first sentences that differ
+        for chunk in others[:3]:
+            texts = split_strips(chunk.text, chunk.section)
+            if rank < len(texts) and len(negatives) < wanted:
+                negatives.append((texts[rank], chunk.id))
+    # A sentence met twice (chunks overlap) is one pair; one that answers is never a negative.
+    positives = {pair.passage: pair for pair in pairs}
+    chosen = {text: chunk_id for text, chunk_id in negatives if text not in positives}
+    return [*positives.values(), *(Pair(q, text, 0, "hard", "corpus", chunk_id) for text, chunk_id in chosen.items())]
+
+
 def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
-    """Pairs, retrieval sets and strips of held-out questions.
+    """Pairs, retrieval sets, strips and fallback sets of held-out questions.
 
     A set is answer-present only when the knowledge base's answer is among the retrieved
     candidates: a fallback-only or unanswerable question, or an answer retrieval missed, should
-    not be routed Correct."""
+    not be routed Correct. A fallback set is the portal's candidates of a fallback-only question
+    whose answer the portal returned (present), or of an unanswerable one (absent). Strips are
+    single sentences, as an evaluator trained on answer sentences refines (crag/evidence.py)."""
     pairs: list[Pair] = []
     sets: list[CandidateSet] = []
     strips: list[StripExample] = []
+    fallback_sets: list[CandidateSet] = []
     for a in asked:
         q = a.asked
-        kb_answers = a.answers if a.question.label == "kb" else ()
+        label = a.question.label
+        kb_answers = a.answers if label == "kb" else ()
         pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in kb_answers]
         pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in a.candidates if not a.holds_answer(c)]
+        if a.portal and label != "kb":  # the fallback's bar: fallback-only against unanswerable
+            found = label == "fallback" and any(a.holds_answer(c) for c in a.portal)
+            if found or label != "fallback":
+                fallback_sets.append(_candidate_set(q, found, a.portal))
         if not a.candidates:
             continue
-        present = a.question.label == "kb" and any(a.holds_answer(c) for c in a.candidates)
-        sets.append(
-            CandidateSet(q, "corpus", present, tuple(c.id for c in a.candidates), tuple(c.text for c in a.candidates))
-        )
-        if present:
-            phrases = [normalise(p) for p in a.question.record.phrases]
+        present = label == "kb" and any(a.holds_answer(c) for c in a.candidates)
+        sets.append(_candidate_set(q, present, a.candidates))
+        if present:  # the strip threshold: answer sentences against their neighbours and others
             for c in a.candidates:
                 if a.holds_answer(c):
-                    strips += [
-                        StripExample(q, s, 1) for s in split_strips(c.text) if all(p in normalise(s) for p in phrases)
-                    ]
+                    texts, hits = answer_sentences(a, c)
+                    strips += [StripExample(q, t, int(i in hits)) for i, t in enumerate(texts)]
             for c in [c for c in a.candidates if not a.holds_answer(c)][:2]:
-                strips += [StripExample(q, s, 0) for s in split_strips(c.text)]
-    return HeldOut(pairs, sets, strips)
+                strips += [StripExample(q, s, 0) for s in split_strips(c.text, c.section)]
+    return HeldOut(pairs, sets, strips, fallback_sets)
+
+
+def _candidate_set(question: str, present: bool, chunks: Sequence[StoredChunk]) -> CandidateSet:
+    return CandidateSet(
+        question,
+        "corpus",
+        present,
+        tuple(c.id for c in chunks),
+        tuple(c.text for c in chunks),
+        tuple(c.section for c in chunks),
+    )
 
 
 def ask_corpus(

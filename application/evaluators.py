@@ -236,6 +236,7 @@ def train_and_register(
             upper=thresholds.upper,
             lower=thresholds.lower,
             strip_threshold=thresholds.strip,
+            fallback_threshold=thresholds.fallback,
             metrics=_metrics_json(result)
             | {
                 "n_train_pairs": result.n_train_pairs,

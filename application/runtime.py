@@ -49,6 +49,7 @@ class LoadedEvaluator:
     thresholds: Thresholds
     is_cosine: bool
     description: str
+    sentence_evidence: bool = False  # trained on answer sentences: route and lead on them (crag/evidence.py)
 
 
 def embed_function(settings: Settings):  # -> Callable[[list[str]], np.ndarray]
@@ -71,6 +72,7 @@ def _thresholds(settings: Settings, calibrated: Thresholds) -> Thresholds:
         upper=settings.upper_threshold if settings.upper_threshold is not None else calibrated.upper,
         lower=settings.lower_threshold if settings.lower_threshold is not None else calibrated.lower,
         strip=settings.strip_threshold if settings.strip_threshold is not None else calibrated.strip,
+        fallback=calibrated.fallback,
     )
 
 
@@ -94,7 +96,9 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
                 "(the paper used 0.59/-0.99 on PopQA) or calibrate it with `policybot evaluator eval`"
             )
         thresholds = _thresholds(settings, calibrated or Thresholds(upper=0.0, lower=0.0))
-        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, False, f"checkpoint {folder}")
+        return LoadedEvaluator(
+            CachedEvaluator(loaded), thresholds, False, f"checkpoint {folder}", sentence_evidence(loaded.metadata)
+        )
 
     with db.session(settings) as session:
         active = session.execute(select(EvaluatorVersion).where(EvaluatorVersion.active.is_(True))).scalar_one_or_none()
@@ -108,7 +112,13 @@ def load_active_evaluator(settings: Settings) -> LoadedEvaluator:
             passage_cache_mb=settings.evaluator_cache_mb,
         )
         thresholds = _thresholds(settings, stored_thresholds(active))
-        return LoadedEvaluator(CachedEvaluator(loaded), thresholds, False, f"trained evaluator {active.version}")
+        return LoadedEvaluator(
+            CachedEvaluator(loaded),
+            thresholds,
+            False,
+            f"trained evaluator {active.version}",
+            sentence_evidence(loaded.metadata),
+        )
 
     if stored:
         return cosine_evaluator(
@@ -207,15 +217,21 @@ class Runtime:
         def retriever_for(context: AskContext) -> Retriever:
             return ChunkRetriever(settings, kb, channel=context.channel)
 
-        config = pipeline_config(settings, self.loaded.thresholds)
+        config = pipeline_config(settings, self.loaded.thresholds, self.loaded.sentence_evidence)
         return CragPipeline(
             retriever_for, self.loaded.evaluator, fallback_sources(settings, channel), config, generator=self.generator
         )
 
 
-def pipeline_config(settings: Settings, thresholds: Thresholds) -> PipelineConfig:
+def sentence_evidence(metadata: dict) -> bool:
+    """Whether an evaluator folder's metadata says it was trained to judge sentences."""
+    return bool(metadata.get("sentence_evidence"))
+
+
+def pipeline_config(settings: Settings, thresholds: Thresholds, sentence_evidence: bool = False) -> PipelineConfig:
     return PipelineConfig(
         thresholds=thresholds,
+        sentence_evidence=sentence_evidence,
         top_k=settings.top_k,
         strip_mode=settings.strip_mode,
         strips_top_n=settings.strips_top_n,

@@ -254,7 +254,7 @@ def organisation_pipeline(documents: SplitDocuments, org: Organisation, loaded: 
     portal = CollectionFallbackSource(
         PORTAL_NAME, ChunkRetriever(qa, [portal_collection(org)], origin="fallback", source_name=PORTAL_NAME)
     )
-    config = pipeline_config(qa, loaded.thresholds)
+    config = pipeline_config(qa, loaded.thresholds, loaded.sentence_evidence)
     return CragPipeline(
         functools.partial(same_retriever, kb_retriever(documents, org)),
         loaded.evaluator,

@@ -156,6 +156,7 @@ class EvaluatorVersion(Base):
     upper: Mapped[float] = mapped_column(Float)
     lower: Mapped[float] = mapped_column(Float)
     strip_threshold: Mapped[float] = mapped_column(Float)
+    fallback_threshold: Mapped[float | None] = mapped_column(Float, nullable=True)  # migration 0010
     metrics: Mapped[dict[str, Any]] = mapped_column(JSONB, default=dict)
     beats_cosine: Mapped[bool] = mapped_column(Boolean, default=False)
     active: Mapped[bool] = mapped_column(Boolean, default=False, server_default="false")

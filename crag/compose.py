@@ -51,7 +51,12 @@ REPLY_SHAPE = ReplyShape(lead_share=0.8, follow_share=0.75, other_share=0.9, max
 
 
 def compose_extractive(
-    question: str, strips: Sequence[Strip], shape: ReplyShape = REPLY_SHAPE, floor: float | None = None
+    question: str,
+    strips: Sequence[Strip],
+    shape: ReplyShape = REPLY_SHAPE,
+    floor: float | None = None,
+    *,
+    lead_by_score: bool = False,
 ) -> tuple[str, list[Citation]]:
     """Compose a cited reply from kept strips: the answering sentence first, with the
     conditions it depends on, then at most `shape.max_following` closely related lines.
@@ -60,14 +65,19 @@ def compose_extractive(
     None): shares of `shape` are measured from it. Strips come in the order their lines
     should appear (refine returns document order). Returns the reply text and its citations,
     numbered [1], [2]... per distinct passage in order of first use. Raises ValueError when
-    there is no evidence (the caller abstains).
+    there is no evidence (the caller abstains). `lead_by_score`: the strips are single
+    sentences scored by an evaluator trained on answer sentences, and the best-scored one leads
+    (`_lead_by_score`); otherwise the lead is chosen by words shared with the question (`_lead`).
     """
     usable = [strip for strip in strips if split_sentences(strip.text)]
     if not usable:
         raise ValueError("compose_extractive needs at least one non-empty strip; abstain instead")
 
     share = _shares(usable, floor)
-    lead_strip, lead_sentences = _lead(question, usable, share, shape.lead_share)
+    if lead_by_score:
+        lead_strip, lead_sentences = _lead_by_score(usable)
+    else:
+        lead_strip, lead_sentences = _lead(question, usable, share, shape.lead_share)
     reply = _Reply(best_scores=_best_scores(usable))
 
     # Lead: the answer sentence, then the scope that conditions it, all from one passage.
@@ -236,6 +246,20 @@ def _lead(
     sentences = split_sentences(strip.text)
     index = next((i for i, sentence in enumerate(sentences) if not is_breadcrumb(sentence)), 0)
     return strip, _with_list_items(sentences, index)
+
+
+def _lead_by_score(strips: Sequence[Strip]) -> tuple[Strip, list[str]]:
+    """The best-scored sentence that can answer (not a scope sentence, not a page header)
+    leads; a list's opening line comes with its items, read from the passage. Without one,
+    the best sentence leads all the same."""
+    by_score = sorted(strips, key=lambda strip: -_score(strip))  # stable: ties keep document order
+    lead = next((strip for strip in by_score if any(_is_rule(s) for s in split_sentences(strip.text))), by_score[0])
+    own = split_sentences(lead.text)
+    index = next((i for i, sentence in enumerate(own) if _is_rule(sentence)), 0)
+    in_passage = split_sentences(lead.passage.text)
+    if own[index] in in_passage:
+        return lead, _with_list_items(in_passage, in_passage.index(own[index]))
+    return lead, _with_list_items(own, index)
 
 
 # "When...", "how much/many/long...", "what's the max...": the answer is a figure or a date, so

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from crag.compose import REPLY_SHAPE, ReplyShape, abstention_text, compose_extractive
 from crag.decision import decide
+from crag.evidence import SENTENCE_PASSAGES, answer_scores
 from crag.fallback import ActionPolicy, FallbackError, classify_question
 from crag.redaction import keyword_query, redact
 from crag.strips import StripMode, refine
@@ -43,6 +44,9 @@ class PipelineConfig:
     top_k: int = 10
     strip_mode: StripMode = "sentences"
     strips_top_n: int = 5
+    # An evaluator trained on answer sentences (crag/evidence.py): route on whether a sentence
+    # answers, refine into strips of one sentence, and lead the reply with the best-judged one.
+    sentence_evidence: bool = False
     reply_shape: ReplyShape = REPLY_SHAPE  # what follows a reply's first line (crag/compose.py)
     fallback_limit: int = 5
     max_keywords: int = 3
@@ -112,13 +116,15 @@ class CragPipeline:
         with _timer(timings, "retrieve"):
             candidates = self.retriever_for(context).retrieve(question, config.top_k)
 
-        # 2. Evaluate every (question, candidate) pair in one batch.
+        # 2. Evaluate every (question, candidate) pair in one batch; with a sentence judge, also
+        # the sentences of the best candidates: is there a sentence that answers?
         with _timer(timings, "evaluate"):
             scores = self.evaluator.score(question, [p.text for p in candidates]) if candidates else []
-        scored = [ScoredPassage(p, float(s)) for p, s in zip(candidates, scores, strict=True)]
+            scored = [ScoredPassage(p, float(s)) for p, s in zip(candidates, scores, strict=True)]
+            evidence_scored = self._as_evidence(question, scored)
 
         # 3. Decide the action.
-        action = decide([s.score for s in scored], config.thresholds)
+        action = decide([s.score for s in evidence_scored], config.thresholds)
         answer = Answer(
             question=question,
             action=action,
@@ -134,11 +140,11 @@ class CragPipeline:
         fallback: list[ScoredPassage] = []
         with _timer(timings, "fallback"):
             if action in (Action.AMBIGUOUS, Action.INCORRECT):
-                fallback = self._fall_back(question, context, answer)
+                fallback = self._as_evidence(question, self._fall_back(question, context, answer))
 
         # 5. Refine the evidence the action calls for into the strips that matter.
         with _timer(timings, "refine"):
-            evidence = choose_evidence(action, scored, fallback, config.thresholds)
+            evidence = choose_evidence(action, evidence_scored, fallback, config.thresholds)
             kept = self._refine(question, [s.passage for s in evidence])
             if not kept:
                 kept = self._best_strip_of_the_best_evidence(question, evidence)
@@ -150,7 +156,9 @@ class CragPipeline:
                 named = {source.name for source in sources_named_in(kept, self.fallback_sources)}
                 referred = self._fall_back(question, context, answer, only=named) if named else []
             with _timer(timings, "refine"):
-                referred = choose_evidence(Action.INCORRECT, [], referred, config.thresholds)  # as after Incorrect
+                referred = choose_evidence(  # as after Incorrect
+                    Action.INCORRECT, [], self._as_evidence(question, referred), config.thresholds
+                )
                 if referred:
                     answer.notes.append("the knowledge base refers to " + ", ".join(sorted(named)) + "; asked it too")
                     kept += self._refine(question, [s.passage for s in referred])
@@ -160,7 +168,11 @@ class CragPipeline:
             kept = sorted(kept, key=lambda strip: -(strip.score or 0.0))[: config.strips_top_n]
             if kept:
                 answer.text, answer.citations = compose_extractive(
-                    question, document_order(kept), config.reply_shape, floor=config.thresholds.strip
+                    question,
+                    document_order(kept),
+                    config.reply_shape,
+                    floor=config.thresholds.strip,
+                    lead_by_score=config.sentence_evidence,
                 )
                 # The sources the reply cites, not every source asked nor every strip kept.
                 answer.sources_used += sorted(
@@ -187,8 +199,18 @@ class CragPipeline:
             self.evaluator,
             strip_threshold=self.config.thresholds.strip if strip_threshold is None else strip_threshold,
             top_n=self.config.strips_top_n if top_n is None else top_n,
-            mode=self.config.strip_mode,
+            mode="sentences" if self.config.sentence_evidence else self.config.strip_mode,
+            sentences_per_strip=1 if self.config.sentence_evidence else 3,
         )
+
+    def _as_evidence(self, question: str, scored: Sequence[ScoredPassage]) -> list[ScoredPassage]:
+        """The passages as evidence of an answer: with a sentence judge, the best few with their
+        answer scores (crag/evidence.py); otherwise all of them with their own scores."""
+        if not self.config.sentence_evidence or not scored:
+            return list(scored)
+        ranked = sorted(scored, key=lambda s: -s.score)[:SENTENCE_PASSAGES]
+        combined = answer_scores(self.evaluator, question, [s.passage for s in ranked], [s.score for s in ranked])
+        return [ScoredPassage(s.passage, score) for s, score in zip(ranked, combined, strict=True)]
 
     def _best_strip_of_the_best_evidence(self, question: str, evidence: Sequence[ScoredPassage]) -> list[Strip]:
         """When no strip clears the strip threshold but a passage cleared the bar its action sets
@@ -253,20 +275,24 @@ def choose_evidence(
     """Which passages an answer may draw on.
 
     - Correct: the internal passages that are not clearly irrelevant (>= lower).
-    - Incorrect: fallback results that are themselves Correct (>= upper).
+    - Incorrect: fallback results that clear the fallback's own bar (`Thresholds.fallback_bar`:
+      upper unless calibrated apart), as knowledge-base evidence must clear upper.
     - Ambiguous: the paper mixes both; for policy, mixing a half-relevant internal rule with
       a fallback page cites the wrong source. Use whichever side holds the stronger
-      passage, and only if it clears the middle of the ambiguous band; otherwise abstain.
+      passage, and only if it clears the middle of the ambiguous band (a fallback result, its
+      calibrated bar too, when there is one); otherwise abstain.
     """
     if action == Action.CORRECT:
         return [s for s in internal if s.score >= thresholds.lower]
     if action == Action.INCORRECT:
-        return [s for s in fallback if s.score >= thresholds.upper]
+        return [s for s in fallback if s.score >= thresholds.fallback_bar]
     bar = (thresholds.upper + thresholds.lower) / 2
     best_internal = max((s.score for s in internal), default=float("-inf"))
     best_fallback = max((s.score for s in fallback), default=float("-inf"))
-    side = fallback if best_fallback > best_internal else internal
-    return [s for s in side if s.score >= bar]
+    if best_fallback > best_internal:
+        fallback_bar = bar if thresholds.fallback is None else max(bar, thresholds.fallback)
+        return [s for s in fallback if s.score >= fallback_bar]
+    return [s for s in internal if s.score >= bar]
 
 
 def sources_named_in(strips: Sequence[Strip], sources: Sequence[FallbackSource]) -> list[FallbackSource]:

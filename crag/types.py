@@ -29,23 +29,32 @@ class Thresholds:
     upper: float
     lower: float
     strip: float = -0.5  # refinement drops strips below it (the CRAG paper's value, until calibrated)
+    # Fallback results answer only from this score (calibrated on fallback-only against
+    # unanswerable questions); None: from upper, as knowledge-base evidence.
+    fallback: float | None = None
 
     def __post_init__(self) -> None:
         if self.lower > self.upper:
             raise ValueError(f"lower threshold {self.lower} is above upper threshold {self.upper}")
 
+    @property
+    def fallback_bar(self) -> float:
+        return self.upper if self.fallback is None else self.fallback
+
     def to_dict(self) -> dict[str, float]:
         """As metadata.json and the API write it."""
-        return {"upper": self.upper, "lower": self.lower, "strip": self.strip}
+        values = {"upper": self.upper, "lower": self.lower, "strip": self.strip}
+        return values if self.fallback is None else values | {"fallback": self.fallback}
 
     @classmethod
     def from_dict(cls, values: Mapping[str, float]) -> Thresholds:
         """From metadata.json; a folder calibrated without strips keeps the default strip."""
-        strip = values.get("strip")
+        strip, fallback = values.get("strip"), values.get("fallback")
         return cls(
             upper=float(values["upper"]),
             lower=float(values["lower"]),
             strip=float(strip) if strip is not None else cls.strip,
+            fallback=float(fallback) if fallback is not None else None,
         )
 
 

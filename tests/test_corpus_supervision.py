@@ -80,12 +80,35 @@ def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_p
     assert {p.question for p in negatives} >= {"hotel cap in Montreal?", "best poutine near the office?"}
     assert all("5 days" not in p.passage for p in negatives if p.question == "how many days can i roll over??")
 
+    # ... and at the sentence (crag/evidence.py): the answer's own sentence, read with its context
+    # line, is a positive; the sentences beside it in its chunk are hard negatives.
+    def sentence(text: str) -> str:
+        return text.rsplit("\n", 1)[-1]
+
+    toronto = [p for p in data.train_pairs if p.question == "Hotel cap in Toronto?"]
+    answer = [p for p in toronto if p.label == 1 and p.passage.startswith("Travel > Hotels\n")]
+    assert [sentence(p.passage) for p in answer] == ["| Toronto | CAD 240 |"]
+    # (read with the section it stands under: "Travel > Hotels")
+    beside = [p for p in toronto if p.label == 0 and p.chunk_id == answer[0].chunk_id]
+    assert beside and all("CAD 240" not in sentence(p.passage) for p in beside)
+    assert any("City" in sentence(p.passage) for p in beside)  # the table's header row
+    unanswerable = [p for p in data.train_pairs if p.question == "hotel cap in Montreal?"]
+    assert any("\n" in p.passage for p in unanswerable) and all(p.label == 0 for p in unanswerable)
+
     # Dev split: one retrieval set per question, answer-present only where the knowledge base answers it.
     sets = {s.question: s for s in data.held_out.calibration_sets}
     assert set(sets) == {q["question"] for q in DEV}
     assert sets[DEV[0]["question"]].present and sets[DEV[1]["question"]].present
     assert not any(sets[q["question"]].present for q in DEV[2:])
-    assert any(e.label == 1 and "CAD 240" in e.text for e in data.held_out.strip_examples)
+    strips = [e for e in data.held_out.strip_examples if e.question == DEV[0]["question"]]
+    assert [sentence(e.text) for e in strips if e.label == 1] == ["| Toronto | CAD 240 |"]
+    assert any(e.label == 0 and "City" in e.text for e in strips)  # a neighbour, not the answer
+    # The fallback's bar: the portal's candidates of fallback-only questions against unanswerable ones'.
+    assert {s.question: s.present for s in data.held_out.fallback_sets} == {
+        DEV[2]["question"]: True,
+        DEV[3]["question"]: False,
+        DEV[4]["question"]: False,
+    }
     assert all(p.query_kind == "corpus" for p in data.held_out.val_pairs)
     assert data.description == (
         "the policy-qa corpus: 7 questions of its train organisations (1), "
@@ -101,7 +124,7 @@ def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_p
     # Retrieval is cached per organisation: a second run reads it back and gives the same sets.
     cached = sorted((settings.home / "corpus").glob("*.json"))
     assert [f.name.split("-")[0] for f in cached] == ["birch", "maple"]
-    assert len(json.loads(cached[0].read_text())) == len(DEV)
+    assert len(json.loads(cached[0].read_text())) == 2 * len(DEV)  # the knowledge base's and the portal's
     again = labelled_data(settings)
     assert again.held_out.calibration_sets == data.held_out.calibration_sets
 

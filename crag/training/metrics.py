@@ -21,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
 
 from crag.decision import decide
+from crag.evidence import SENTENCE_PASSAGES, answer_scores
 from crag.inference import CachedEvaluator, CosineEvaluator
 from crag.training.progress import PhaseEmitter, Progress, phase_emitter
 from crag.training.weak_supervision import (
@@ -45,10 +46,15 @@ from crag.types import Action, Evaluator, Thresholds
 # sets J is flat (best 0.30-0.36), and a slack of 0.02 put upper at the strict end of a wide
 # plateau, 0.1-0.3 above the best cut and decided by noise (docs/quality-history.md, "Calibration: the best cut").
 UPPER_J_SLACK = 0.0
+# upper: a wrong Correct (an answer quoted from a passage that does not hold it) costs this many
+# missed ones: the cut maximises TPR - WRONG_CORRECT_COST * FPR. 1 is Youden's J. The fallback
+# bar is chosen the same way. Measured on the dev organisations (docs/quality.md, "Why, measured").
+WRONG_CORRECT_COST = 2.0
 STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
 PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
 MIN_CALIBRATION_QUESTIONS = 40  # fewer held-out questions give thresholds too noisy to trust
+SENTENCES_PER_PASSAGE = 4  # for the time estimate: a sentence costs about half a chunk, chunks hold 6-10
 
 
 @dataclass
@@ -93,6 +99,13 @@ class HeldOut:
     val_pairs: list[Pair]
     calibration_sets: list[CandidateSet]
     strip_examples: list[StripExample]
+    # Fallback results of fallback-only questions (present) and of unanswerable ones (absent):
+    # the fallback's own bar (Thresholds.fallback) separates them.
+    fallback_sets: list[CandidateSet] = field(default_factory=list)
+
+
+def _fallback_sets(part: HeldOut | WeakSupervision) -> list[CandidateSet]:
+    return part.fallback_sets if isinstance(part, HeldOut) else []
 
 
 def merged_held_out(*parts: HeldOut | WeakSupervision) -> HeldOut:
@@ -100,6 +113,7 @@ def merged_held_out(*parts: HeldOut | WeakSupervision) -> HeldOut:
         [p for part in parts for p in part.val_pairs],
         [s for part in parts for s in part.calibration_sets],
         [e for part in parts for e in part.strip_examples],
+        [s for part in parts for s in _fallback_sets(part)],
     )
 
 
@@ -133,13 +147,14 @@ def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
-def _youden(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate thresholds (midpoints between observed scores) and Youden's J at each."""
+def _separation(pos: np.ndarray, neg: np.ndarray, cost: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate thresholds (midpoints between observed scores) and TPR - cost * FPR at each
+    (cost 1: Youden's J)."""
     values = np.unique(np.concatenate([pos, neg]))
     cuts = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2.0, [values[-1] + 1e-6]])
     tpr = (pos[None, :] >= cuts[:, None]).mean(1)
     fpr = (neg[None, :] >= cuts[:, None]).mean(1)
-    return cuts, tpr - fpr
+    return cuts, tpr - cost * fpr
 
 
 def calibrate(
@@ -147,35 +162,65 @@ def calibrate(
     absent_max: Sequence[float],
     strip_pos: Sequence[float] = (),
     strip_neg: Sequence[float] = (),
+    *,
+    fallback_present: Sequence[float] = (),
+    fallback_absent: Sequence[float] = (),
+    cost: float = WRONG_CORRECT_COST,
 ) -> Thresholds:
-    """(upper, lower, strip) from max-scores of answer-present and answer-absent sets.
+    """(upper, lower, strip, fallback) from max-scores of answer-present and answer-absent sets.
 
-    upper: separates present from absent sets best (Youden's J); among equally good
-      thresholds the highest, since a wrong "Correct" answers from the wrong passage.
+    upper: separates present from absent sets best, a wrong Correct costing `cost` missed ones
+      (TPR - cost * FPR); among equally good thresholds the highest, since a wrong "Correct"
+      answers from the wrong passage.
     lower: below it fall most absent sets and almost no present set, so "Incorrect"
       (knowledge base dropped) is only chosen when evidence is clearly missing.
     strip: separates answer-bearing strips from strips of unrelated chunks, taking the lowest
       nearly-best threshold, because refinement also keeps only the top strips.
+    fallback: separates the fallback results of fallback-only questions from those of
+      unanswerable ones, as upper does (None without both kinds: the fallback answers from upper).
     """
     pos, neg = np.asarray(present_max, float), np.asarray(absent_max, float)
     if len(pos) == 0 or len(neg) == 0:
         raise ValueError("calibration needs answer-present and answer-absent sets")
-    cuts, j = _youden(pos, neg)
+    cuts, j = _separation(pos, neg, cost)
     upper = float(cuts[np.flatnonzero(j >= j.max() - UPPER_J_SLACK).max()])
     lower = float(min(upper, np.quantile(neg, ABSENT_QUANTILE), np.quantile(pos, PRESENT_QUANTILE)))
     if len(strip_pos) and len(strip_neg):
-        cuts_s, j_s = _youden(np.asarray(strip_pos, float), np.asarray(strip_neg, float))
+        cuts_s, j_s = _separation(np.asarray(strip_pos, float), np.asarray(strip_neg, float))
         strip = float(cuts_s[np.flatnonzero(j_s >= j_s.max() - STRIP_J_SLACK).min()])
         strip = min(strip, upper)
     else:
         strip = lower
-    return Thresholds(upper=upper, lower=lower, strip=strip)
+    fallback = None
+    if len(fallback_present) and len(fallback_absent):
+        cuts_f, j_f = _separation(np.asarray(fallback_present, float), np.asarray(fallback_absent, float), cost)
+        fallback = float(cuts_f[np.flatnonzero(j_f >= j_f.max() - UPPER_J_SLACK).max()])
+    return Thresholds(upper=upper, lower=lower, strip=strip, fallback=fallback)
 
 
-def _route(
-    sets: Sequence[CandidateSet], scores: dict[tuple[str, str], float], thresholds: Thresholds
-) -> list[tuple[bool, Action]]:
-    return [(s.present, decide([scores[(s.question, p)] for p in s.passages], thresholds)) for s in sets]
+def _route(sets: Sequence[CandidateSet], routing: RoutingScores, thresholds: Thresholds) -> list[tuple[bool, Action]]:
+    return [(s.present, decide(routing[id(s)], thresholds)) for s in sets]
+
+
+RoutingScores = dict[int, list[float]]  # by id() of a CandidateSet: the scores the decision reads
+
+
+def _routing_scores(
+    evaluator: Evaluator,
+    sets: Sequence[CandidateSet],
+    scores: dict[tuple[str, str], float],
+    sentence_evidence: bool,
+) -> RoutingScores:
+    """What the pipeline decides on for each set: its passages' scores, or with a sentence judge
+    the answer scores of its best passages (crag/evidence.py, the same function)."""
+    routing: RoutingScores = {}
+    for s in sets:
+        passage_scores = [scores[(s.question, p)] for p in s.passages]
+        if sentence_evidence:
+            routing[id(s)] = answer_scores(evaluator, s.question, s.as_passages(), passage_scores)
+        else:
+            routing[id(s)] = passage_scores
+    return routing
 
 
 def _routing_credit(routed: Sequence[tuple[bool, Action]]) -> float:
@@ -208,7 +253,7 @@ def held_out_passages(ws: WeakSupervision | HeldOut) -> dict[str, dict[str, None
     needed: dict[str, dict[str, None]] = {}
     for p in ws.val_pairs:
         needed.setdefault(p.question, {})[p.passage] = None
-    for s in ws.calibration_sets:
+    for s in [*ws.calibration_sets, *_fallback_sets(ws)]:
         needed.setdefault(s.question, {}).update(dict.fromkeys(s.passages))
     for e in ws.strip_examples:
         needed.setdefault(e.question, {})[e.text] = None
@@ -228,14 +273,22 @@ def within_time(
     always kept, because fewer give thresholds too noisy to trust.
     """
     needed = held_out_passages(ws)
-    if sum(len(passages) for passages in needed.values()) * seconds_per_pair <= seconds_left:
+    # Routing on sentence evidence also reads the sentences of each set's best passages.
+    sentences: dict[str, int] = {}
+    for s in [*ws.calibration_sets, *_fallback_sets(ws)]:
+        sentences[s.question] = sentences.get(s.question, 0) + SENTENCE_PASSAGES * SENTENCES_PER_PASSAGE
+
+    def cost_of(question: str) -> float:
+        return (len(needed[question]) + sentences.get(question, 0)) * seconds_per_pair
+
+    if sum(cost_of(question) for question in needed) <= seconds_left:
         return ws, None
     calibrating = {s.question for s in ws.calibration_sets}
     order = sorted(needed, key=lambda q: (q not in calibrating, hashlib.sha1(q.encode()).hexdigest()))
     chosen: set[str] = set()
     cost = 0.0
     for question in order:
-        question_cost = len(needed[question]) * seconds_per_pair
+        question_cost = cost_of(question)
         if len(chosen) >= min_questions and cost + question_cost > seconds_left:
             break
         chosen.add(question)
@@ -246,6 +299,9 @@ def within_time(
         calibration_sets=[s for s in ws.calibration_sets if s.question in chosen],
         strip_examples=[e for e in ws.strip_examples if e.question in chosen],
     )
+    if isinstance(subset, HeldOut):  # Any: mypy cannot narrow the TypeVar to one of its values here
+        held: Any = subset
+        subset = replace(held, fallback_sets=[s for s in held.fallback_sets if s.question in chosen])
     return (
         subset,
         f"measured and calibrated on {len(chosen)} of {len(needed)} held-out questions to stay within the time budget",
@@ -275,8 +331,11 @@ def measure(
     fixed_thresholds: Thresholds | None = None,
     progress: Progress | None = None,
     t0: float | None = None,
+    sentence_evidence: bool = False,
 ) -> Metrics:
-    """All metrics of one evaluator on the held-out part of `ws`."""
+    """All metrics of one evaluator on the held-out part of `ws`. `sentence_evidence`: route
+    as the pipeline does for an evaluator trained on answer sentences (crag/evidence.py);
+    the sentences it reads are scored through `evaluator` (wrap it in a CachedEvaluator)."""
     emit = phase_emitter(progress, time.monotonic() if t0 is None else t0)
     scores = _score_everything(evaluator, ws, emit)
 
@@ -297,18 +356,23 @@ def measure(
             )
 
     sets = ws.calibration_sets
+    fallback_sets = _fallback_sets(ws)
+    routing = _routing_scores(evaluator, [*sets, *fallback_sets], scores, sentence_evidence)
 
     def set_max(s: CandidateSet) -> float:
-        return max(scores[(s.question, p)] for p in s.passages)
+        return max(routing[id(s)])
 
     def fit(subset: Sequence[CandidateSet]) -> Thresholds:
         questions = {s.question for s in subset}
         strips = [e for e in ws.strip_examples if e.question in questions]
+        fallback = [s for s in fallback_sets if s.question in questions]
         return calibrate(
             [set_max(s) for s in subset if s.present],
             [set_max(s) for s in subset if not s.present],
             [scores[(e.question, e.text)] for e in strips if e.label == 1],
             [scores[(e.question, e.text)] for e in strips if e.label == 0],
+            fallback_present=[set_max(s) for s in fallback if s.present],
+            fallback_absent=[set_max(s) for s in fallback if not s.present],
         )
 
     if not sets:
@@ -316,7 +380,7 @@ def measure(
         return Metrics(auc, by_kind, float("nan"), {}, thresholds, "none", len(pairs), 0, _std(scores))
     thresholds = fit(sets)
     if fixed_thresholds is not None:
-        routed = _route(sets, scores, fixed_thresholds)
+        routed = _route(sets, routing, fixed_thresholds)
         source = "fixed"
     else:
         # Cross-fitting: thresholds from one half of the questions route the other half.
@@ -326,9 +390,9 @@ def measure(
         routed, source = [], "cross-fitted"
         for train_half, test_half in ((halves[0], halves[1]), (halves[1], halves[0])):
             if any(s.present for s in train_half) and any(not s.present for s in train_half) and test_half:
-                routed += _route(test_half, scores, fit(train_half))
+                routed += _route(test_half, routing, fit(train_half))
         if not routed:  # too few questions to split: in-sample, and say so
-            routed, source = _route(sets, scores, thresholds), "in-sample"
+            routed, source = _route(sets, routing, thresholds), "in-sample"
     rates: dict[str, dict[str, float]] = {}
     for label, present in (("present", True), ("absent", False)):
         actions = [a for p, a in routed if p == present]
@@ -380,7 +444,10 @@ def evaluate_evaluator(
     if thresholds is None:
         thresholds = getattr(evaluator, "thresholds", None)
     fixed = Thresholds.from_dict(thresholds) if isinstance(thresholds, dict) else thresholds
-    model_metrics = measure(CachedEvaluator(evaluator), ws, fixed_thresholds=fixed, progress=progress, t0=t0)
+    sentences = bool((getattr(evaluator, "metadata", None) or {}).get("sentence_evidence"))
+    model_metrics = measure(
+        CachedEvaluator(evaluator), ws, fixed_thresholds=fixed, progress=progress, t0=t0, sentence_evidence=sentences
+    )
     cosine_metrics = measure(cosine_for(ws, embed), ws)
     return EvaluationReport(
         evaluator=model_metrics,

@@ -408,11 +408,11 @@ def _measure_against_cosine(
     t0: float,
 ) -> Measured:
     """Metrics of the evaluator and of cosine on the same held-out questions."""
-    weak = measure(scored, held_out.weak, progress=progress, t0=t0)
+    weak = measure(scored, held_out.weak, progress=progress, t0=t0, sentence_evidence=True)
     weak_cosine = measure(cosine_for(held_out.weak, embed), held_out.weak)
     if labelled and held_out.gate is not None:
         cosine = cosine_with_known(embed, labelled.embeddings)
-        evaluator = measure(scored, held_out.gate, progress=progress, t0=t0)
+        evaluator = measure(scored, held_out.gate, progress=progress, t0=t0, sentence_evidence=True)
         return Measured(evaluator, measure(cosine, held_out.gate), weak, weak_cosine)
     return Measured(weak, weak_cosine, weak, weak_cosine)
 
@@ -432,14 +432,14 @@ def _calibrate(
     if held_out.gate is not None:
         # Scores are cached: calibrating on both kinds of sets together scores nothing again.
         calibration_data = merged_held_out(held_out.weak, held_out.gate)
-        thresholds = measure(scored, calibration_data).thresholds
+        thresholds = measure(scored, calibration_data, sentence_evidence=True).thresholds
     int8 = None
     if bundle.config.quantize_int8:
         quantized = evaluator_from_bundle(
             JudgeBundle(quantize_int8_linear(copy.deepcopy(bundle.model)), bundle.tokenizer, bundle.config),
             version + "+int8",
         )
-        int8 = measure(CachedEvaluator(quantized), calibration_data)
+        int8 = measure(CachedEvaluator(quantized), calibration_data, sentence_evidence=True)
     return Calibrated(thresholds, int8)
 
 
@@ -477,6 +477,9 @@ def _metadata(
         "kind": config.kind,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "score": "2*sigmoid(logit)-1",
+        # Trained here, on answer sentences when the corpus is there: the pipeline routes on
+        # sentence evidence and leads with the best-judged sentence (crag/evidence.py).
+        "sentence_evidence": True,
         "thresholds": calibrated.thresholds.to_dict(),
         "metrics": {
             "evaluator": measured.evaluator.to_dict(),

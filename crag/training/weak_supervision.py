@@ -37,7 +37,7 @@ from typing import Literal
 
 import numpy as np
 
-from crag.strips import decompose, strip_text_for_scoring
+from crag.evidence import sentence_texts
 from crag.text import STOPWORDS, plain_sentences
 from crag.types import Passage
 
@@ -89,6 +89,15 @@ class CandidateSet:
     present: bool  # the source chunk is among the candidates
     chunk_ids: tuple[str, ...]
     passages: tuple[str, ...]
+    sections: tuple[str, ...] = ()  # the passages' heading paths, for their sentences' context
+
+    def as_passages(self) -> list[Passage]:
+        """The candidates as the pipeline holds them (what crag/evidence.py reads sentences of)."""
+        sections = self.sections or ("",) * len(self.passages)
+        return [
+            Passage(id=chunk_id, text=text, origin="kb", source="", document="", section=section)
+            for chunk_id, text, section in zip(self.chunk_ids, self.passages, sections, strict=True)
+        ]
 
 
 @dataclass(frozen=True)
@@ -118,10 +127,10 @@ class WeakSupervision:
 # ---------------------------------------------------------------------------------------
 
 
-def split_strips(text: str, sentences_per_strip: int = 3) -> list[str]:
-    """Strips exactly as refinement makes and scores them, so the strip threshold fits."""
-    passage = Passage(id="calibration", text=text, origin="kb", source="", document="")
-    return [strip_text_for_scoring(strip) for strip in decompose(passage, "sentences", sentences_per_strip)]
+def split_strips(text: str, section: str = "") -> list[str]:
+    """Strips exactly as refinement makes and scores them for an evaluator trained on answer
+    sentences (one sentence each, with its context: crag/evidence.py), so the strip threshold fits."""
+    return sentence_texts(Passage(id="calibration", text=text, origin="kb", source="", document="", section=section))
 
 
 def _words(text: str) -> list[str]:
@@ -529,6 +538,7 @@ def build_weak_supervision(
     idf = inverse_document_frequency(chunks)
     vocabulary = focus_vocabulary(chunks, idf)
     document_of = {c.id: c.document for c in chunks}
+    section_of = {c.id: c.section for c in chunks}
     all_queries = train_queries + val_queries
     q_emb = _normalise(embed([q.text for q in all_queries])) if all_queries else np.zeros((0, embeddings.shape[1]))
     sims = q_emb @ embeddings.T  # question-to-chunk cosine: what retrieval would rank by
@@ -604,14 +614,15 @@ def build_weak_supervision(
                     is_present,
                     tuple(ids[j] for j in members),
                     tuple(text_of[ids[j]] for j in members),
+                    tuple(section_of[ids[j]] for j in members),
                 )
             )
         if q.kind == "template":
-            for strip in split_strips(text_of[q.source_id]):
-                if q.entity in strip:
+            for strip in split_strips(text_of[q.source_id], section_of[q.source_id]):
+                if q.entity in strip.rsplit("\n", 1)[-1]:  # in the sentence, not its context line
                     strips.append(StripExample(q.text, strip, 1))
             for j in absent[:2]:
-                strips += [StripExample(q.text, s, 0) for s in split_strips(text_of[ids[j]])]
+                strips += [StripExample(q.text, s, 0) for s in split_strips(text_of[ids[j]], section_of[ids[j]])]
 
     return WeakSupervision(
         chunks=chunks,
