@@ -21,6 +21,13 @@ Two sets of questions:
 (a) plain RAG answers with the top chunk; (b) CRAG with cosine similarity and the product's
 default cosine thresholds (what a user gets with no trained evaluator); (c) CRAG with the
 trained evaluator of each seed, then their mean and, column by column, the worst seed.
+
+Per set, two tables: routing and outcomes per category, then what the replies chose, apart from
+the routing (answer choice: of the KB questions routed Correct, the right replies and those whose
+first line holds the answer with its own citation right; fallback choice: the same of the
+fallback-only questions answered from the fallback; document choice: of the answered KB
+questions, those whose first citation is the labelled document). Then issue #32's targets
+(TARGETS) against (c)'s worst seed on the corpus: met, or short by how many points.
 """
 
 from __future__ import annotations
@@ -41,14 +48,21 @@ import yaml
 
 from bench.common import REPO, ingest_samples, prepare
 from bench.corpus_routing import every_nth
-from bench.replies import SplitDocuments, kb_retriever, organisation_pipeline, split_documents
+from bench.replies import (
+    SplitDocuments,
+    first_citation,
+    first_line_citation,
+    kb_retriever,
+    organisation_pipeline,
+    split_documents,
+)
 from bench.replies import judge as judge_reply
 from devtools.replies import reply_words
 
 if TYPE_CHECKING:
     from application.runtime import LoadedEvaluator
     from core.config import Settings
-    from crag.types import Answer
+    from crag.types import Answer, Citation
 
 QUESTIONS = REPO / "bench" / "questions.yaml"
 CATEGORIES = ("kb", "fallback", "none")  # the sample questions' categories
@@ -64,6 +78,12 @@ class Outcome:
     seconds: float
     leads_with_answer: bool = False  # right, and the reply's first line already holds the answer
     words: int = 0  # words of the reply, citation markers not counted (answered questions)
+    # What the reply chose, for the choice figures (answer, fallback, document):
+    first_line_cited: bool = False  # the first line holds the answer, and its own citation is the expected one
+    from_fallback: bool = False  # answered, with a citation from the fallback
+    first_document: str = ""  # the reply's first citation ([1]): its document
+    first_origin: str = ""  # and origin ("kb" or "fallback"); "" when not answered
+    expected_document: str = ""  # the question's labelled document (file name)
 
 
 @dataclass
@@ -102,12 +122,38 @@ class SystemResult:
         right = [o for c in ANSWERABLE for o in self.outcomes[c] if o.right]
         return sum(o.leads_with_answer for o in right) / len(right) if right else 0.0
 
+    def answer_choice(self, first_line: bool = False) -> float:
+        """Of the KB questions routed Correct, the share whose reply holds the answer with the right
+        citation ("right"), or with `first_line`, whose first line does, with its own citation right."""
+        routed = [o for o in self.outcomes["kb"] if o.action == "correct"]
+        return _share(routed, first_line)
+
+    def fallback_choice(self, first_line: bool = False) -> float:
+        """The same, of the fallback-only questions answered from the fallback."""
+        answered = [o for o in self.outcomes["fallback"] if o.found and o.from_fallback]
+        return _share(answered, first_line)
+
+    def document_choice(self) -> float:
+        """Of the answered KB questions, the share whose first citation is the labelled document."""
+        answered = [o for o in self.outcomes["kb"] if o.found]
+        gold = [o.first_origin == "kb" and o.first_document == o.expected_document for o in answered]
+        return sum(gold) / len(gold) if gold else 0.0
+
+    def kb_right_first_line(self) -> float:
+        """Of the right KB replies, the share whose first line holds the answer with its own citation right."""
+        return _share([o for o in self.outcomes["kb"] if o.right], first_line=True)
+
     def median_kb_words(self) -> float:
         words = [o.words for o in self.outcomes["kb"] if o.found]
         return statistics.median(words) if words else 0.0
 
     def median_ms(self) -> float:
         return statistics.median(o.seconds for c in self.categories for o in self.outcomes[c]) * 1000
+
+
+def _share(outcomes: Sequence[Outcome], first_line: bool) -> float:
+    hits = [o.first_line_cited if first_line else o.right for o in outcomes]
+    return sum(hits) / len(hits) if hits else 0.0
 
 
 def judge(item: dict, answer_text: str, found: bool, citations: list[tuple[str, str]]) -> bool:
@@ -123,6 +169,26 @@ def judge(item: dict, answer_text: str, found: bool, citations: list[tuple[str, 
 def leads_with_answer(item: dict, answer_text: str) -> bool:
     """The reply's first line holds an expected phrase: the issue asks for the answer first."""
     return _holds_expected_phrase(item, answer_text.strip().split("\n")[0])
+
+
+def sample_choice(item: dict, text: str, found: bool, citations: Sequence[Citation]) -> dict:
+    """A sample reply's choice facts (Outcome's fields): whether its first line holds an expected
+    phrase with its own citation of the expected document and origin, and its first citation."""
+    if not found:
+        return {"expected_document": item.get("expected_document") or ""}
+    origin = "kb" if item["category"] == "kb" else "fallback"
+    line = first_line_citation(text, citations)
+    first = first_citation(citations)
+    return {
+        "first_line_cited": item["category"] != "none"
+        and leads_with_answer(item, text)
+        and line is not None
+        and (line.document, line.origin) == (item["expected_document"], origin),
+        "from_fallback": any(c.origin == "fallback" for c in citations),
+        "first_document": first.document if first else "",
+        "first_origin": first.origin if first else "",
+        "expected_document": item.get("expected_document") or "",
+    }
 
 
 def _holds_expected_phrase(item: dict, text: str) -> bool:
@@ -187,6 +253,7 @@ def dump_record(item: dict, system: str, answer: Answer, outcome: Outcome) -> di
         "action": outcome.action,
         "found": outcome.found,
         "right": outcome.right,
+        "first_line_cited": outcome.first_line_cited,
         "thresholds": None
         if answer.thresholds is None
         else {"upper": answer.thresholds.upper, "lower": answer.thresholds.lower},
@@ -235,6 +302,7 @@ def ask_samples(
 ) -> tuple[dict[str, SystemResult], Missed]:
     """The 64 sample questions through each system (None: plain RAG)."""
     from application.runtime import Runtime
+    from crag.types import Citation
 
     results = {name: SystemResult(name) for name in systems}
     missed: Missed = {name: [] for name in systems}
@@ -245,10 +313,11 @@ def ask_samples(
             answer = None
             if runtime is None:
                 text, found, cites, action = plain_rag(settings, item["question"], settings.top_k)
+                citations = [Citation(n, o, "", doc, "", "", None, 0.0) for n, (doc, o) in enumerate(cites, 1)]
             else:
                 answer = runtime.pipeline(None).answer(item["question"])
-                text, found, action = answer.text, answer.found, answer.action.value
-                cites = [(c.document, c.origin) for c in answer.citations]
+                text, found, action, citations = answer.text, answer.found, answer.action.value, answer.citations
+                cites = [(c.document, c.origin) for c in citations]
             right = judge(item, text, found, cites)
             outcome = Outcome(
                 found,
@@ -257,6 +326,7 @@ def ask_samples(
                 time.perf_counter() - started,
                 right and leads_with_answer(item, text),
                 reply_words(text) if found else 0,
+                **sample_choice(item, text, found, citations),
             )
             results[name].outcomes[item["category"]].append(outcome)
             if answer is not None and dumped is not None:
@@ -298,7 +368,19 @@ def ask_corpus_set(
                     text, found, action, citations = answer.text, answer.found, answer.action.value, answer.citations
                 seconds = time.perf_counter() - started
                 reply = judge_reply(question.record, text, found, citations)
-                outcome = Outcome(found, reply.right, action, seconds, reply.first_line_right, reply.words)
+                outcome = Outcome(
+                    found,
+                    reply.right,
+                    action,
+                    seconds,
+                    reply.first_line_right,
+                    reply.words,
+                    reply.first_line_cited,
+                    reply.from_fallback,
+                    reply.first_document,
+                    reply.first_origin,
+                    Path(question.record.document or "").name,
+                )
                 results[name].outcomes[question.label].append(outcome)
                 answerable = question.label in ANSWERABLE
                 if (answerable and not reply.right) or (not answerable and found):
@@ -313,6 +395,7 @@ def ask_corpus_set(
                             "action": action,
                             "found": found,
                             "right": reply.right,
+                            "first_line_cited": reply.first_line_cited,
                             "document": question.record.document,
                             "section": question.record.section,
                             "phrases": list(question.record.phrases),
@@ -360,10 +443,32 @@ def columns(categories: Sequence[str]) -> list[Column]:
     return cols
 
 
-def table(results: dict[str, SystemResult], trained: Sequence[str], categories: Sequence[str]) -> list[str]:
+def choice_columns() -> list[Column]:
+    """What the reply chose, apart from where the question was routed."""
+    return [
+        Column("answer choice: KB routed Correct, reply holds the answer", SystemResult.answer_choice, True),
+        Column(
+            "answer choice: KB routed Correct, first line holds it", lambda r: r.answer_choice(first_line=True), True
+        ),
+        Column("right KB replies whose first line holds it", SystemResult.kb_right_first_line, True),
+        Column("fallback choice: from the fallback, reply holds the answer", SystemResult.fallback_choice, True),
+        Column(
+            "fallback choice: from the fallback, first line holds it",
+            lambda r: r.fallback_choice(first_line=True),
+            True,
+        ),
+        Column("document choice: answered KB, first citation the gold document", SystemResult.document_choice, True),
+    ]
+
+
+def worst(values: Sequence[float], higher_is_better: bool) -> float:
+    """The worst seed's value: the lowest where higher is better, else the highest."""
+    return min(values) if higher_is_better else max(values)
+
+
+def table(results: dict[str, SystemResult], trained: Sequence[str], cols: Sequence[Column]) -> list[str]:
     """One row per system; with several trained evaluators (one per seed) also their mean and,
     column by column, the worst of them."""
-    cols = columns(categories)
     lines = [
         "| system | " + " | ".join(c.title for c in cols) + " |",
         "| --- | " + " | ".join("---" for _ in cols) + " |",
@@ -373,9 +478,46 @@ def table(results: dict[str, SystemResult], trained: Sequence[str], categories: 
     if len(trained) > 1:
         per_seed = [[c.value(results[name]) for name in trained] for c in cols]
         mean = [statistics.fmean(values) for values in per_seed]
-        worst = [min(v) if c.higher_is_better else max(v) for c, v in zip(cols, per_seed, strict=True)]
+        worst_row = [worst(v, c.higher_is_better) for c, v in zip(cols, per_seed, strict=True)]
         lines.append("| (c) mean of seeds | " + " | ".join(c.show(v) for c, v in zip(cols, mean, strict=True)) + " |")
-        lines.append("| **(c) worst seed** | " + " | ".join(c.show(v) for c, v in zip(cols, worst, strict=True)) + " |")
+        lines.append(
+            "| **(c) worst seed** | " + " | ".join(c.show(v) for c, v in zip(cols, worst_row, strict=True)) + " |"
+        )
+    return lines
+
+
+@dataclass(frozen=True)
+class Target:
+    figure: str
+    value: Callable[[SystemResult], float]
+    bound: float
+    at_least: bool  # the figure must be >= bound (else <= bound)
+
+
+# Issue #32's targets: (c), worst seed, the corpus's test organisations.
+TARGETS = (
+    Target("answer choice: KB routed Correct whose reply holds the answer", SystemResult.answer_choice, 0.92, True),
+    Target("first line holds the key phrase, of right KB replies", SystemResult.kb_right_first_line, 0.90, True),
+    Target("KB right with the right citation", lambda r: r.rate("kb", "right"), 0.80, True),
+    Target("KB wrong", lambda r: r.rate("kb", "wrong"), 0.10, False),
+    Target("fallback-only answered from the fallback", lambda r: r.rate("fallback", "right"), 0.70, True),
+    Target("on-topic unanswerable abstained", lambda r: r.rate("none-on-topic", "right"), 0.65, True),
+    Target("off-topic abstained", lambda r: r.rate("none-off-topic", "right"), 0.95, True),
+    Target("routing", SystemResult.routing_accuracy, 0.82, True),
+)
+
+
+def targets_table(
+    results: dict[str, SystemResult], trained: Sequence[str], targets: Sequence[Target] = TARGETS
+) -> list[str]:
+    """Each target against the worst seed of (c): met, or short by how many percentage points."""
+    lines = ["| figure | (c) worst seed | target | met / short by |", "| --- | --- | --- | --- |"]
+    for target in targets:
+        value = worst([target.value(results[name]) for name in trained], target.at_least)
+        gap = (target.bound - value) if target.at_least else (value - target.bound)
+        verdict = "met" if gap <= 1e-9 else f"short by {round(gap * 100, 1):g} points"
+        bound = f"{'≥' if target.at_least else '≤'} {target.bound:.0%}"
+        lines.append(f"| {target.figure} | {value:.1%} | {bound} | {verdict} |")
     return lines
 
 
@@ -407,6 +549,7 @@ def run(args: argparse.Namespace) -> int:
     system_ids = {"(a) plain RAG": "plain-rag", "(b) CRAG + cosine": "cosine"} | {
         name: versions[seed] for name, seed in zip(trained_names, versions, strict=True)
     }
+    targets: list[str] = []
     for which in ("samples", "corpus"):
         if args.set not in (which, "both"):
             continue
@@ -418,8 +561,9 @@ def run(args: argparse.Namespace) -> int:
             # Each system's answers are kept under the home: a later run (another seed, a crash)
             # asks again only what it lacks. --fresh asks everything again.
             kept = args.home / "quality-results" / f"{which}-{args.per_org}-{system_ids[name]}.json"
-            if kept.exists() and not args.fresh and dumped is None:
-                results[name], missed[name], n_orgs = _read_kept(kept, name)
+            read = _read_kept(kept, name) if kept.exists() and not args.fresh and dumped is None else None
+            if read is not None:
+                results[name], missed[name], n_orgs = read
                 continue
             print(f"asking the {which} questions: {name}...", file=sys.stderr, flush=True)
             if which == "samples":
@@ -445,16 +589,24 @@ def run(args: argparse.Namespace) -> int:
                 + "):"
             )
             categories = CORPUS_CATEGORIES
-        lines += ["", *table(results, trained_names, categories), ""]
+        lines += ["", *table(results, trained_names, columns(categories)), ""]
+        lines += ["What the replies chose:", "", *table(results, trained_names, choice_columns()), ""]
+        if which == "corpus":
+            targets = targets_table(results, trained_names)
         if args.show_missed:
             lines += ["Missed questions per system:"]
             lines += [f"- {name}: {', '.join(ids) or 'none'}" for name, ids in missed.items()]
             lines.append("")
+    if targets:
+        lines += ["**Targets** (issue #32: (c), worst seed, the corpus's test organisations):", "", *targets, ""]
     lines.append(
         "Right: every key phrase and a citation of the labelled document (corpus: and section), from the "
         "knowledge base for KB questions, from the fallback for fallback-only ones. Unanswerable: abstained "
-        "is right. Routing: KB questions routed Correct, all others not. Worst seed: the worst value of "
-        "each column over the seeds."
+        "is right. Routing: KB questions routed Correct, all others not. Choice: of the KB questions routed "
+        "Correct (answer) and of the fallback-only ones answered with a fallback citation (fallback), the "
+        "replies that are right, and those whose first line holds the key phrase(s) with its own citation "
+        "right; of the answered KB questions, those whose first citation is the labelled document (document). "
+        "Worst seed: the worst value of each column over the seeds."
     )
     report = "\n".join(lines)
     print(report)
@@ -467,16 +619,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+# Kept answers of another version lack facts the tables need (2: the choice figures' facts); they
+# are asked again.
+KEPT_VERSION = 2
+
+
 def _keep(path: Path, result: SystemResult, missed: list[str], n_orgs: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     outcomes = {c: [asdict(o) for o in items] for c, items in result.outcomes.items()}
     path.write_text(
-        json.dumps({"categories": list(result.categories), "outcomes": outcomes, "missed": missed, "orgs": n_orgs})
+        json.dumps(
+            {
+                "version": KEPT_VERSION,
+                "categories": list(result.categories),
+                "outcomes": outcomes,
+                "missed": missed,
+                "orgs": n_orgs,
+            }
+        )
     )
 
 
-def _read_kept(path: Path, name: str) -> tuple[SystemResult, list[str], int]:
+def _read_kept(path: Path, name: str) -> tuple[SystemResult, list[str], int] | None:
+    """The kept answers, or None (with a message) when they were kept by another version of this benchmark."""
     data = json.loads(path.read_text())
+    if data.get("version", 1) != KEPT_VERSION:
+        print(
+            f"{path}: kept by an earlier version of bench.quality (without the choice figures' facts); asking again",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
     outcomes = {c: [Outcome(**o) for o in items] for c, items in data["outcomes"].items()}
     return SystemResult(name, tuple(data["categories"]), outcomes), data["missed"], data["orgs"]
 

@@ -31,6 +31,7 @@ import pickle
 import re
 import statistics
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from core.config import Settings
     from crag.compose import ReplyShape
     from crag.pipeline import AskContext, CragPipeline
-    from crag.types import Answer, Retriever
+    from crag.types import Answer, Citation, Retriever
     from ingestion.retriever import ChunkRetriever
 
 PORTAL_NAME = "portal"
@@ -65,6 +66,25 @@ class Judged:
     words: int
     lines: int  # cited lines in the reply
     off_lines: int  # cited lines whose citation is outside the labelled document and section
+    # What the reply chose (bench.quality's answer, fallback and document choice):
+    first_document: str = ""  # the first citation's document ("" when none)
+    first_origin: str = ""  # and its origin: "kb" or "fallback"
+    first_line_cited: bool = False  # the first line holds every key phrase, and its citation is the labelled one
+    from_fallback: bool = False  # answered, with a citation from the fallback
+
+
+def first_citation(citations: Sequence[Citation]) -> Citation | None:
+    """The reply's first citation ([1]), or None."""
+    return min(citations, key=lambda c: c.n, default=None)
+
+
+def first_line_citation(text: str, citations: Sequence[Citation]) -> Citation | None:
+    """The citation of the reply's first line: its marker's, or the reply's first citation when the
+    line has none (plain RAG's reply, one chunk cited whole)."""
+    marker = _MARKER.search(text.strip().split("\n")[0])
+    if marker is None:
+        return first_citation(citations)
+    return next((c for c in citations if c.n == int(marker.group(1))), None)
 
 
 def judge(record, text: str, found: bool, citations) -> Judged:
@@ -84,6 +104,9 @@ def judge(record, text: str, found: bool, citations) -> Judged:
     phrases = [normalise(p) for p in record.phrases]
     right = found and all(p in normalise(text) for p in phrases) and any(on_gold(c) for c in citations)
     first_line = text.strip().split("\n")[0]
+    first_line_phrases = found and all(p in normalise(first_line) for p in phrases)
+    line_citation = first_line_citation(text, citations) if found else None
+    first = first_citation(citations) if found else None
     lines = off = 0
     if found:
         for line in text.splitlines():
@@ -96,10 +119,14 @@ def judge(record, text: str, found: bool, citations) -> Judged:
         record.label,
         found,
         right,
-        right and all(p in normalise(first_line) for p in phrases),
+        right and first_line_phrases,
         reply_words(text) if found else 0,
         lines,
         off,
+        first.document if first else "",
+        first.origin if first else "",
+        first_line_phrases and line_citation is not None and on_gold(line_citation),
+        found and any(c.origin == "fallback" for c in citations),
     )
 
 
