@@ -42,6 +42,7 @@ from core.config import Settings
 from core.errors import UserError
 from core.models import Document
 from crag.followups import continues_earlier
+from crag.text import plain_text
 from crag.training.metrics import HeldOut
 from crag.training.progress import Progress
 from crag.training.train import LabelledData
@@ -67,6 +68,11 @@ class StoredChunk:
     document: str  # file name
     section: str  # heading path joined with " > "
     embedding: np.ndarray
+
+    @property
+    def plain(self) -> str:
+        """The text as the evaluator reads it at run time (crag/pipeline.py): links as their text."""
+        return plain_text(self.text)
 
 
 @dataclass(frozen=True)
@@ -227,9 +233,9 @@ def training_pairs(asked: Sequence[AskedQuestion]) -> list[Pair]:
     pairs: list[Pair] = []
     for a in asked:
         q = a.asked
-        pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in a.answers]
+        pairs += [Pair(q, c.plain, 1, "positive", "corpus", c.id) for c in a.answers]
         negatives = [c for c in a.candidates if not a.holds_answer(c)][: HARD_NEGATIVES[a.question.label]]
-        pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in negatives]
+        pairs += [Pair(q, c.plain, 0, "hard", "corpus", c.id) for c in negatives]
     return pairs
 
 
@@ -245,13 +251,13 @@ def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
     for a in asked:
         q = a.asked
         kb_answers = a.answers if a.question.label == "kb" else ()
-        pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in kb_answers]
-        pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in a.candidates if not a.holds_answer(c)]
+        pairs += [Pair(q, c.plain, 1, "positive", "corpus", c.id) for c in kb_answers]
+        pairs += [Pair(q, c.plain, 0, "hard", "corpus", c.id) for c in a.candidates if not a.holds_answer(c)]
         if not a.candidates:
             continue
         present = a.question.label == "kb" and any(a.holds_answer(c) for c in a.candidates)
         sets.append(
-            CandidateSet(q, "corpus", present, tuple(c.id for c in a.candidates), tuple(c.text for c in a.candidates))
+            CandidateSet(q, "corpus", present, tuple(c.id for c in a.candidates), tuple(c.plain for c in a.candidates))
         )
         if present:
             phrases = [normalise(p) for p in a.question.record.phrases]
@@ -271,7 +277,7 @@ def ask_corpus(
     progress: Progress | None = None,
 ) -> tuple[dict[str, list[AskedQuestion]], dict[str, np.ndarray]]:
     """Every question of these organisations through real retrieval (by organisation), and the
-    stored embedding of every chunk met (passage text -> vector, for cosine)."""
+    stored embedding of every chunk met (passage text as the evaluator reads it -> vector, for cosine)."""
     qa_settings = corpus_settings(settings)
     ingest_corpus(qa_settings, organisations, progress)
     collections = [name for org in organisations for name in (kb_collection(org), portal_collection(org))]
@@ -281,7 +287,7 @@ def ask_corpus(
         asked[org.id] = ask_organisation(settings, qa_settings, org, chunks, settings.top_k)
         if progress:
             progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "retrieve"})
-    return asked, {c.text: c.embedding for items in chunks.values() for c in items}
+    return asked, {c.plain: c.embedding for items in chunks.values() for c in items}
 
 
 def labelled_data(

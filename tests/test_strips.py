@@ -393,6 +393,12 @@ def test_recompose_without_section_or_scope() -> None:
     assert recompose([]) == ""
 
 
+def test_the_evaluator_reads_a_strip_as_plain_text() -> None:
+    passage = travel_passage(text="Claims go through [the portal](https://x.example/claims?a=1.2) within **30 days**.")
+    [strip] = decompose(passage)
+    assert strip_text_for_scoring(strip).endswith("Claims go through the portal within 30 days.")
+
+
 def test_strip_text_for_scoring_without_context() -> None:
     strip = Strip(passage=travel_passage(), index=0, text="Book early.")
     assert strip_text_for_scoring(strip) == "Book early."
