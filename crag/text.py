@@ -170,8 +170,14 @@ def plain_text(markdown: str) -> str:
         previous = None
         while previous != text:  # nested emphasis, "**a _b_ c**"
             previous, text = text, emphasis.sub(lambda match: match.group(match.lastindex or 0), text)
-    while _SLOT_PATTERN.search(text):  # a code span in a link's text sits in a slot of its own
-        text = _SLOT_PATTERN.sub(lambda match: kept[int(match.group(1))], text)
+
+    def restore(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return kept[index] if index < len(kept) else match.group(0)
+
+    previous = None
+    while previous != text:  # a URL kept aside may hold a code span's slot ("https://a.example`x`")
+        previous, text = text, _SLOT_PATTERN.sub(restore, text)
     return text
 
 
