@@ -24,6 +24,7 @@ from core.config import Settings
 from core.models import Feedback, Question
 from core.names import new_reference
 from crag.pipeline import AskContext
+from crag.text import plain_text
 from crag.types import Answer
 
 LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
@@ -253,7 +254,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
         "question": answer.question,
         "action": answer.action.value,
         "found": answer.found,
-        "answer": answer.text,
+        "answer": plain_text(answer.text),  # a link as its text; Slack gets it as a link (slack_outbound/blocks.py)
         "citations": [citation_json(c) for c in answer.citations],
         "evaluator": {
             "version": answer.evaluator_version,

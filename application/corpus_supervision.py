@@ -42,6 +42,7 @@ from core.config import Settings
 from core.errors import UserError
 from core.models import Document
 from crag.followups import continues_earlier
+from crag.text import plain_text
 from crag.training.metrics import HeldOut
 from crag.training.progress import Progress
 from crag.training.train import LabelledData
@@ -70,6 +71,11 @@ class StoredChunk:
     document: str  # file name
     section: str  # heading path joined with " > "
     embedding: np.ndarray
+
+    @property
+    def plain(self) -> str:
+        """The text as the evaluator reads it at run time (crag/pipeline.py): links as their text."""
+        return plain_text(self.text)
 
 
 @dataclass(frozen=True)
@@ -237,9 +243,9 @@ def training_pairs(asked: Sequence[AskedQuestion]) -> list[Pair]:
     pairs: list[Pair] = []
     for a in asked:
         q = a.asked
-        pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in a.answers]
+        pairs += [Pair(q, c.plain, 1, "positive", "corpus", c.id) for c in a.answers]
         negatives = [c for c in a.candidates if not a.holds_answer(c)][: HARD_NEGATIVES[a.question.label]]
-        pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in negatives]
+        pairs += [Pair(q, c.plain, 0, "hard", "corpus", c.id) for c in negatives]
         pairs += sentence_pairs(a)
     return pairs
 
@@ -299,8 +305,8 @@ def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
         q = a.asked
         label = a.question.label
         kb_answers = a.answers if label == "kb" else ()
-        pairs += [Pair(q, c.text, 1, "positive", "corpus", c.id) for c in kb_answers]
-        pairs += [Pair(q, c.text, 0, "hard", "corpus", c.id) for c in a.candidates if not a.holds_answer(c)]
+        pairs += [Pair(q, c.plain, 1, "positive", "corpus", c.id) for c in kb_answers]
+        pairs += [Pair(q, c.plain, 0, "hard", "corpus", c.id) for c in a.candidates if not a.holds_answer(c)]
         if a.portal and label != "kb":  # the fallback's bar: fallback-only against unanswerable
             found = label == "fallback" and any(a.holds_answer(c) for c in a.portal)
             if found or label != "fallback":
@@ -325,7 +331,7 @@ def _candidate_set(question: str, present: bool, chunks: Sequence[StoredChunk]) 
         "corpus",
         present,
         tuple(c.id for c in chunks),
-        tuple(c.text for c in chunks),
+        tuple(c.plain for c in chunks),
         tuple(c.section for c in chunks),
     )
 
@@ -336,7 +342,7 @@ def ask_corpus(
     progress: Progress | None = None,
 ) -> tuple[dict[str, list[AskedQuestion]], dict[str, np.ndarray]]:
     """Every question of these organisations through real retrieval (by organisation), and the
-    stored embedding of every chunk met (passage text -> vector, for cosine)."""
+    stored embedding of every chunk met (passage text as the evaluator reads it -> vector, for cosine)."""
     qa_settings = corpus_settings(settings)
     ingest_corpus(qa_settings, organisations, progress)
     collections = [name for org in organisations for name in (kb_collection(org), portal_collection(org))]
@@ -346,7 +352,7 @@ def ask_corpus(
         asked[org.id] = ask_organisation(settings, qa_settings, org, chunks, settings.top_k)
         if progress:
             progress({"phase": "corpus", "step": n, "total": len(organisations), "loss": None, "detail": "retrieve"})
-    return asked, {c.text: c.embedding for items in chunks.values() for c in items}
+    return asked, {c.plain: c.embedding for items in chunks.values() for c in items}
 
 
 def labelled_data(

@@ -29,6 +29,7 @@ from core.models import Document, EvaluatorVersion
 from core.services import ServiceError
 from crag.checkpoint import METADATA_FILE, WEIGHTS_FILE, load_evaluator
 from crag.judge import EvaluatorConfig
+from crag.text import plain_text
 from crag.training.metrics import EvaluationReport, evaluate_evaluator
 from crag.training.train import LabelledData, TrainingResult, general_fingerprint, train_evaluator, train_general
 from crag.training.weak_supervision import CorpusChunk, Pair
@@ -119,7 +120,8 @@ class VersionNotFound(TrainingError, NotFound):
 
 
 def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
-    """Every live chunk with its stored embedding, in document order."""
+    """Every live chunk with its stored embedding, in document order; its text as the evaluator
+    reads it at run time (links as their text)."""
     table = chunk_table(settings.embed_dim)
     with db.session(settings) as session:
         live: dict[int, str] = {
@@ -135,7 +137,7 @@ def corpus_chunks(settings: Settings) -> list[CorpusChunk]:
         chunks.append(
             CorpusChunk(
                 id=node_id,
-                text=text,
+                text=plain_text(text),  # as the evaluator reads it at run time: links as their text
                 document=str(metadata.get("document", "")),
                 section=str(metadata.get("section", "")),
                 embedding=np.asarray(vector, dtype=np.float32),

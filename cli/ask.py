@@ -13,6 +13,7 @@ from rich.panel import Panel
 from cli.common import console, errors, fail, load_settings
 from core.names import CHANNEL_ID, CHANNEL_ID_HINT
 from core.wording import describe_action
+from crag.text import plain_text
 
 if TYPE_CHECKING:
     from crag.types import Answer
@@ -85,7 +86,12 @@ def _question_refusal(text: str, max_chars: int) -> str | None:
 def _print_answer(answer: Answer) -> None:
     action = describe_action(answer.action.value, answer.found, answer.sources_used)
     console.print(
-        Panel(answer.text, title=answer.question[:80], subtitle=f"{action} · {answer.action.value}", expand=False)
+        Panel(
+            plain_text(answer.text),
+            title=answer.question[:80],
+            subtitle=f"{action} · {answer.action.value}",
+            expand=False,
+        )
     )
     for citation in answer.citations:
         where = " — ".join(

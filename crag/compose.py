@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
-from crag.text import content_words, split_sentences
+from crag.text import BARE_URL, content_words, plain_text, split_sentences
 from crag.types import Citation, Passage, Strip
 
 ABSTENTION_LEAD = "I couldn't find this in the approved policy sources. "
@@ -105,7 +105,7 @@ def compose_extractive(
             break
         sentences = split_sentences(strip.text)
         if shape.on_topic_only:
-            sentences = [s for s in sentences if wanted & content_words(s)]
+            sentences = [s for s in sentences if wanted & content_words(plain_text(s))]
         if reply.fresh(strip.passage, sentences):
             chosen[id(strip)] = [*context_scope(strip), *sentences]
     # In the order given, the lead strip's rest first, so citations number in reading order.
@@ -233,8 +233,9 @@ def _lead(
             for index, sentence in enumerate(sentences):
                 if not _is_rule(sentence):
                     continue
-                overlap = sum(weights.get(word, 0.0) for word in content_words(sentence))
-                if wants_figure and _FIGURE.search(sentence):
+                plain = plain_text(sentence)  # a link's URL adds no words and no figures
+                overlap = sum(weights.get(word, 0.0) for word in content_words(plain))
+                if wants_figure and _FIGURE.search(plain):
                     overlap *= FIGURE_WEIGHT
                 rank = (overlap, share[id(strip)], -index)
                 if overlap > 0 and (best is None or rank > best):
@@ -288,7 +289,7 @@ def _rarity(question: str, strips: Sequence[Strip]) -> dict[str, float]:
     """The question's content words, each weighted by log(1 + n / sentences holding it) over
     the strips' n sentences (a word every sentence shares says little about which answers),
     and doubled for a name the question capitalises (a city, a site, a plan)."""
-    sentences = [content_words(s) for strip in strips for s in split_sentences(strip.text)]
+    sentences = [content_words(plain_text(s)) for strip in strips for s in split_sentences(strip.text)]
     names = _names(question)
     weights: dict[str, float] = {}
     for word in content_words(question):
@@ -347,12 +348,13 @@ def is_breadcrumb(sentence: str) -> bool:
 
 _BULLET_MARK = re.compile(r"^\s*[-*+•·▪◦–—]\s+")
 _HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
-_EMPHASIS = re.compile(r"(\*\*|__|`)")
+_EMPHASIS = re.compile(rf"(?P<url>{BARE_URL.pattern})|\*\*|__|`")  # a URL keeps its "__"
 _TABLE_RULE = re.compile(r"\s*\|(?:[\s:-]*\|)+\s*")  # "| --- | :---: |", "| | |"
 
 
 def tidy_sentence(sentence: str) -> str:
-    """Strip markdown bullets, heading marks and emphasis; collapse whitespace.
+    """Strip markdown bullets, heading marks and emphasis; collapse whitespace. Links stay
+    as written ("[text](url)"): each surface shows them its own way.
 
     A heading becomes "Heading:" and an unpunctuated bullet gets a full stop, so sentences
     joined on one line still read as separate statements.
@@ -361,7 +363,7 @@ def tidy_sentence(sentence: str) -> str:
         return ""  # a table's separator line or empty header row says nothing in a reply
     is_heading = _HEADING_MARK.match(sentence) is not None
     text = _HEADING_MARK.sub("", _BULLET_MARK.sub("", sentence))
-    text = re.sub(r"\s+", " ", _EMPHASIS.sub("", text)).strip()
+    text = re.sub(r"\s+", " ", _EMPHASIS.sub(lambda match: match.group("url") or "", text)).strip()
     if not text:
         return ""
     if is_heading:

@@ -22,6 +22,7 @@ from crag.evidence import SENTENCE_PASSAGES, answer_scores
 from crag.fallback import ActionPolicy, FallbackError, classify_question
 from crag.redaction import keyword_query, redact
 from crag.strips import StripMode, refine
+from crag.text import plain_text
 from crag.types import (
     Action,
     Answer,
@@ -119,7 +120,7 @@ class CragPipeline:
         # 2. Evaluate every (question, candidate) pair in one batch; with a sentence judge, also
         # the sentences of the best candidates: is there a sentence that answers?
         with _timer(timings, "evaluate"):
-            scores = self.evaluator.score(question, [p.text for p in candidates]) if candidates else []
+            scores = self.evaluator.score(question, [plain_text(p.text) for p in candidates]) if candidates else []
             scored = [ScoredPassage(p, float(s)) for p, s in zip(candidates, scores, strict=True)]
             evidence_scored = self._as_evidence(question, scored)
 
@@ -254,7 +255,7 @@ class CragPipeline:
         if not results:
             return []
         # Fallback results are judged by the same evaluator against the original question.
-        result_scores = self.evaluator.score(question, [p.text for p in results])
+        result_scores = self.evaluator.score(question, [plain_text(p.text) for p in results])
         scored = [ScoredPassage(p, float(s)) for p, s in zip(results, result_scores, strict=True)]
         answer.scores += scored
         return scored

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from crag.text import BULLET_LINE, HEADING_LINE, TABLE_ROW, split_sentences
+from crag.text import BULLET_LINE, HEADING_LINE, TABLE_ROW, plain_text, split_sentences
 from crag.types import Evaluator, Passage, Strip
 
 StripMode = Literal["sentences", "words"]
@@ -163,8 +163,9 @@ def _group_by_words(sentences: list[str], target_words: int) -> list[list[str]]:
 
 
 def strip_text_for_scoring(strip: Strip) -> str:
-    """What the evaluator reads for a strip: its context line, then its text."""
-    return f"{strip.context}\n{strip.text}" if strip.context else strip.text
+    """What the evaluator reads for a strip: its context line, then its text, as plain text
+    (a link as its text: URLs add no tokens)."""
+    return plain_text(f"{strip.context}\n{strip.text}" if strip.context else strip.text)
 
 
 def refine(

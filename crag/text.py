@@ -1,11 +1,13 @@
 """The text toolkit every part of policybot shares: sentence splitting, stopwords, content
-words and the folding of quotes, dashes and accents. One home for each, so the pipeline, the
-training data, the redaction and the corpus checks read text the same way."""
+words, the folding of quotes, dashes and accents, and Markdown's inline marks (links, code,
+emphasis). One home for each, so the pipeline, the training data, the redaction, the corpus
+checks and the replies read text the same way."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 # --- folding ---------------------------------------------------------------------------------
 
@@ -88,6 +90,105 @@ def _stem(word: str) -> str:
     return word
 
 
+# --- Markdown inline marks -------------------------------------------------------------------
+
+# A link's text: brackets nest one level ("[![badge](img)](url)"), "\]" is a bracket.
+LINK_TEXT = r"(?:[^\[\]\n\\]|\\.|\[(?:[^\[\]\n\\]|\\.)*\])*"
+# Its destination: "<any thing>", or no spaces with balanced parentheses ("wiki/Leave_(UK)").
+LINK_DESTINATION = r"(?:<[^<>\n]*>|(?:[^\s()\\]|\\.|\((?:[^\s()\\]|\\.)*\))+)"
+LINK_TITLE = r"""(?:"[^"\n]*"|'[^'\n]*'|\([^()\n]*\))"""
+# An inline link or image, "[text](url)", "[text](url "title")", "![alt](url)".
+MARKDOWN_LINK = re.compile(
+    rf"(?P<image>!?)\[(?P<text>{LINK_TEXT})\]\(\s*(?P<url>{LINK_DESTINATION})?(?:\s+{LINK_TITLE})?\s*\)"
+)
+# A URL written out: its last character is not punctuation that ends the sentence around it.
+BARE_URL = re.compile(
+    r"""\b(?:(?:https?|ftp)://|mailto:|www\.)"""
+    r"""(?:[^\s<>()\[\]{}"'`]|\([^\s<>()]*\))*(?:[^\s<>()\[\]{}"'`.,;:!?*_~]|\([^\s<>()]*\))"""
+)
+# A link or a bare URL, without groups: for splitters that must never cut one (the chunker).
+LINK_OR_URL = rf"!?\[{LINK_TEXT}\]\(\s*{LINK_DESTINATION}?(?:\s+{LINK_TITLE})?\s*\)|{BARE_URL.pattern}"
+INLINE_CODE = re.compile(r"(?<!`)(?P<ticks>`+)(?!`)(?P<code>.+?)(?<!`)(?P=ticks)(?!`)")
+# Numbers with inner separators: "2.5", "1,250.50", "v1.2.3", "10:30".
+_NUMBER = re.compile(r"\b[vV]?\d+(?:[.,:]\d+)+\b")
+# Emphasis only where Markdown reads it as such: "**" may sit inside a word, "__", "*" and "_"
+# not ("snake_case", "2*3*4" and "* item" stay as they are).
+_EMPHASIS = (
+    re.compile(r"(?<![\w*])(\*\*\*|\*\*|\*)(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])"),
+    re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*"),
+    re.compile(r"(?<![\w\\])(___|__|_)(?=[^\s_])(.+?)(?<=[^\s_])\1(?!\w)"),
+)
+_SLOT = "\ue000{}\ue001"  # private-use characters: what plain_text keeps aside while it works
+_SLOT_PATTERN = re.compile("\ue000(\\d+)\ue001")
+
+
+def link_url(match: re.Match[str]) -> str:
+    """The destination of a MARKDOWN_LINK match, without its angle brackets ("" if none)."""
+    url = match.group("url") or ""
+    return url[1:-1] if url.startswith("<") else url
+
+
+def render_links(
+    text: str,
+    link: Callable[[str, str], str],
+    between: Callable[[str], str] = lambda part: part,
+    image: Callable[[str, str], str] | None = None,
+) -> str:
+    """`text` with each Markdown link as `link(text, url)`, each image as `image(alt, url)`
+    (default: as a link) and the text between as `between(part)`."""
+    parts: list[str] = []
+    position = 0
+    for match in MARKDOWN_LINK.finditer(text):
+        parts.append(between(text[position : match.start()]))
+        render = image if match.group("image") and image is not None else link
+        parts.append(render(match.group("text"), link_url(match)))
+        position = match.end()
+    parts.append(between(text[position:]))
+    return "".join(parts)
+
+
+def plain_text(markdown: str) -> str:
+    """Markdown's inline marks as a reader sees them: a link or an image as its text, inline
+    code as its content, no emphasis markers. URLs and code keep every character; lines,
+    list and heading markers stay. Text without these marks comes back unchanged."""
+    if not any(mark in markdown for mark in "[`*_"):
+        return markdown
+    kept: list[str] = []
+
+    def keep(part: str) -> str:
+        kept.append(part)
+        return _SLOT.format(len(kept) - 1)
+
+    text = INLINE_CODE.sub(lambda match: keep(match.group("code")), markdown)
+
+    def as_text(label: str, _url: str) -> str:
+        return render_links(label, as_text)  # a badge: an image inside a link
+
+    text = render_links(text, as_text)
+    text = BARE_URL.sub(lambda match: keep(match.group(0)), text)
+    for emphasis in _EMPHASIS:
+        previous = None
+        while previous != text:  # nested emphasis, "**a _b_ c**"
+            previous, text = text, emphasis.sub(lambda match: match.group(match.lastindex or 0), text)
+
+    def restore(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return kept[index] if index < len(kept) else match.group(0)
+
+    previous = None
+    while previous != text:  # a URL kept aside may hold a code span's slot ("https://a.example`x`")
+        previous, text = text, _SLOT_PATTERN.sub(restore, text)
+    return text
+
+
+def _unbreakable_spans(text: str) -> list[tuple[int, int]]:
+    """Where a sentence must not end: links (text and URL), bare URLs, inline code, numbers."""
+    spans = [
+        match.span() for pattern in (MARKDOWN_LINK, INLINE_CODE, BARE_URL, _NUMBER) for match in pattern.finditer(text)
+    ]
+    return sorted(spans)
+
+
 # --- sentence splitting -------------------------------------------------------------
 
 # Abbreviations after which a period never ends a sentence (they precede a name, number or
@@ -135,7 +236,8 @@ def split_sentences(text: str) -> list[str]:
     block; wrapped lines are joined), then sentences inside each block. A period ends a
     sentence only when whitespace and a sentence-like start follow and the word before it
     is not a known abbreviation or an initial, so "U.S.", "e.g.", "No. 5", "Jan. 5, 2026",
-    "$1,250.50" and "2.5 days" never cause a cut.
+    "$1,250.50" and "2.5 days" never cause a cut; nor does anything inside a Markdown link
+    (its text and URL), a bare URL, inline code or a number ("v1.2.3").
     """
     sentences: list[str] = []
     for block in _blocks(text):
@@ -189,10 +291,13 @@ def _split_block(block: str) -> list[str]:
         return []
     sentences: list[str] = []
     start = 0
+    unbreakable = _unbreakable_spans(block)
     for match in _BOUNDARY.finditer(block):
         end = match.end()
         if end >= len(block):
             break
+        if any(left <= match.start() < right for left, right in unbreakable):
+            continue  # "[Dr. Lee's page](...)", "https://a.example/x. y", "`make. all`"
         if _LIST_MARKER_ONLY.match(block[start:end].strip()):
             continue  # "1. Book via the portal.": the marker belongs to its item
         if _is_sentence_end(block[start:end], block[end:]):

@@ -11,7 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from crag.text import LINK_OR_URL
+
 HEADING_SEPARATOR = " > "
+# Pieces of a sentence too long for one chunk: LlamaIndex's default ("[^,.;。？！]+[,.;。？！]?"),
+# except that a link or URL is one piece: "(https://www.amazon." must not end a chunk.
+CLAUSES = rf"(?:{LINK_OR_URL}|[^,.;。？！])+[,.;。？！]?|[,.;。？！]"
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
 
@@ -149,12 +154,14 @@ def chunk_markdown(
     from llama_index.core.node_parser import SentenceSplitter  # LlamaIndex (a second): only to chunk, as above
 
     # "\n\n" between paragraphs: SentenceSplitter splits on paragraphs first, then
-    # sentences, and only then (for a single giant sentence) on words.
+    # sentences, then (for a single giant sentence) after its commas and periods, never inside
+    # a link or URL, and only then on words.
     splitter = SentenceSplitter(
         chunk_size=chunk_tokens,
         chunk_overlap=min(overlap_tokens, chunk_tokens // 4),
         tokenizer=tokenize,
         paragraph_separator="\n\n",
+        secondary_chunking_regex=CLAUSES,
     )
     drafts: list[ChunkDraft] = []
     for section in split_sections(markdown):

@@ -16,6 +16,7 @@ from pathlib import Path
 from tenacity import stop_after_attempt
 from wordfreq import zipf_frequency
 
+from crag.text import HEADING_LINE, LINK_DESTINATION, LINK_TEXT, LINK_TITLE, render_links
 from ingestion.chunking import code_lines, first_title, heading_text, keep_as_text
 from ingestion.docx_blocks import DocxBlock, NotADocx, read_docx_blocks
 from ingestion.html_reader import html_to_markdown
@@ -87,7 +88,8 @@ def _markdown_for_chunking(text: str) -> str:
     is metadata, not policy text, and gives the title when no "# " line does; setext
     headings ("Title" over "=====") become "#" lines; images embedded as base64 (editors
     such as Typora and Notion export them inline) keep only their alt text, instead of
-    thousands of word pieces of noise in the chunks."""
+    thousands of word pieces of noise in the chunks; other images and badges go, links
+    written by reference become inline links (`_read_links`)."""
     front_matter = _FRONT_MATTER.match(text)
     title = ""
     if front_matter and _is_yaml_mapping(front_matter.group("fields")):
@@ -114,6 +116,9 @@ def _markdown_for_chunking(text: str) -> str:
     text = _outside_code("\n".join(out), _without_drafts)
     text = _EMBEDDED_IMAGE.sub(r"\1", text)
     text = _DATA_URI.sub("", text)
+    definitions: dict[str, str] = {}
+    text = _outside_code(text, lambda part: _take_link_definitions(part, definitions))
+    text = _outside_code(text, lambda part: _read_links(part, definitions))
     if title and first_title(text) is None:
         text = f"# {title}\n\n{text}"
     return text
@@ -142,6 +147,81 @@ def _outside_code(text: str, change: Callable[[str], str]) -> str:
         segment = "\n".join(line for line, _ in run)
         parts.append(segment if code else change(segment))
     return "\n".join(parts)
+
+
+# Links as a reader meets them. A code span is read first and kept as written.
+_CODE_SPAN = r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))"
+# "[handbook]: https://... "Title"" on a line of its own; "[^1]: ..." is a footnote.
+_LINK_DEFINITION = re.compile(
+    rf"^ {{0,3}}\[(?P<label>(?!\^)[^\[\]\n]+)\]:[ \t]*(?P<url>{LINK_DESTINATION})(?:[ \t]+{LINK_TITLE})?[ \t]*$"
+)
+# "[text][ref]", "[text][]" and "[ref]" (an image too), not followed by "(" (an inline link).
+_LINK_BY_REFERENCE = re.compile(
+    _CODE_SPAN + rf"|(?P<bang>!?)\[(?P<text>{LINK_TEXT})\](?:\[(?P<ref>[^\[\]\n]*)\])?(?![(\[])"
+)
+_IMAGE = rf"!\[{LINK_TEXT}\]\(\s*{LINK_DESTINATION}?(?:\s+{LINK_TITLE})?\s*\)"
+# What shows no policy: images, badges (images inside a link: build status, shields.io),
+# HTML images and the links they leave empty.
+_PICTURES = re.compile(
+    _CODE_SPAN + rf"|\[\s*(?:{_IMAGE}\s*)+\]\(\s*{LINK_DESTINATION}?(?:\s+{LINK_TITLE})?\s*\)|{_IMAGE}"
+    r"|<img\b[^>]*>|<a\b[^>]*>\s*</a>",
+    re.IGNORECASE,
+)
+# "<https://...>", "<mailto:...>", "<hr@example.com>": the address as written out.
+_AUTOLINK = re.compile(
+    _CODE_SPAN + r"|<(?P<address>(?:https?|ftp)://[^\s<>]*|mailto:[^\s<>]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)>",
+    re.IGNORECASE,
+)
+_EMPTIED_LINE = re.compile(r"\s*(?:[-*+>]|\d{1,9}[.)])?\s*")
+
+
+def _link_label(label: str) -> str:
+    return " ".join(label.split()).casefold()
+
+
+def _take_link_definitions(text: str, definitions: dict[str, str]) -> str:
+    """Reference links' definitions ("[ref]: url") out of the text, into `definitions` (the
+    first of a label counts)."""
+    kept: list[str] = []
+    for line in text.split("\n"):
+        definition = _LINK_DEFINITION.match(line)
+        if definition is None:
+            kept.append(line)
+            continue
+        url = definition.group("url")
+        definitions.setdefault(_link_label(definition.group("label")), url[1:-1] if url.startswith("<") else url)
+    return "\n".join(kept)
+
+
+def _read_links(text: str, definitions: dict[str, str]) -> str:
+    """Links as the chunks keep them: a link by reference becomes an inline link "[text](url)"
+    (the URL is what the reply's link needs), "<https://...>" the bare URL; images, badges
+    and HTML images go, with a line or list item they leave empty; a heading's link is its text."""
+
+    def by_reference(match: re.Match[str]) -> str:
+        if match.group("code"):
+            return match.group(0)
+        url = definitions.get(_link_label(match.group("ref") or match.group("text")))
+        if url is None:
+            return match.group(0)
+        inner = _LINK_BY_REFERENCE.sub(by_reference, match.group("text"))  # a badge's image by reference
+        destination = f"<{url}>" if re.search(r"[\s()]", url) else url
+        return f"{match.group('bang')}[{inner}]({destination})"
+
+    def autolink(match: re.Match[str]) -> str:
+        return match.group("address") or match.group(0)
+
+    lines: list[str] = []
+    for line in text.split("\n"):
+        read = _LINK_BY_REFERENCE.sub(by_reference, line) if definitions else line
+        read = _PICTURES.sub(lambda match: match.group("code") or "", read)
+        read = _AUTOLINK.sub(autolink, read)
+        if HEADING_LINE.match(read):
+            read = render_links(read, lambda label, _url: label)
+        if read != line and _EMPTIED_LINE.fullmatch(read):
+            continue
+        lines.append(read)
+    return "\n".join(lines)
 
 
 def _is_yaml_mapping(fields: str) -> bool:

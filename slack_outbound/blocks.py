@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.wording import describe_action
+from crag.text import plain_text, render_links
 
 SECTION_LIMIT = 3000
 MAX_BLOCKS = 50
@@ -96,6 +97,22 @@ def _link_label(text: str) -> str:
 def _link_url(url: str) -> str:
     # Inside <url|label>, a raw '|' or '>' would end the URL early: percent-encode them.
     return escape(url.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E"))
+
+
+_LINKABLE = re.compile(r"(?:https?://|mailto:)\S", re.IGNORECASE)
+
+
+def answer_mrkdwn(text: str) -> str:
+    """An answer's text as mrkdwn: escaped, and each Markdown link ("[text](url)") a Slack link
+    `<url|text>`; a link to anything but http(s) or mailto, or an image, shows as its text."""
+
+    def link(label: str, url: str) -> str:
+        shown = plain_text(label).strip()
+        if not _LINKABLE.match(url):
+            return escape(shown)
+        return f"<{_link_url(url)}|{_link_label(shown)}>" if shown else f"<{_link_url(url)}>"
+
+    return render_links(text, link, escape, image=lambda alt, _url: escape(plain_text(alt)))
 
 
 def notification_text(text: str, limit: int = FALLBACK_TEXT_LIMIT) -> str:
@@ -249,7 +266,7 @@ def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
     tail.append(feedback_actions(view.question_id))
     tail.append(_context(f"ref `{view.reference}`"))
 
-    sections = split_text(escape(view.text)) or ["_(no answer text)_"]
+    sections = split_text(answer_mrkdwn(view.text)) or ["_(no answer text)_"]
     room = MAX_BLOCKS - len(head) - len(tail)
     if len(sections) > room:
         sections = sections[:room]
@@ -257,7 +274,8 @@ def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
         sections[-1] = _truncate(sections[-1], SECTION_LIMIT - len(note)) + note
     blocks = head + [_section(text) for text in sections] + tail
     assert len(blocks) <= MAX_BLOCKS
-    return {"text": notification_text(view.text) or "policybot answer", "blocks": blocks}
+    # The notification shows a link as its text: Slack would show "[text](url)" as it stands.
+    return {"text": notification_text(plain_text(view.text)) or "policybot answer", "blocks": blocks}
 
 
 def private_answer_lead(channel: str | None, question: str) -> str:

@@ -7,7 +7,7 @@ import json
 from sqlalchemy import select
 
 from core import db
-from core.models import Question
+from core.models import Document, Question
 
 from support.cli import policybot
 
@@ -78,3 +78,58 @@ def test_ask_from_stdin_skips_a_refused_line_and_answers_the_rest(knowledge_base
     assert "line 1: question is 40000 characters" in run.stderr and "skipped" in run.stderr
     [result] = [json.loads(line) for line in run.stdout.splitlines()]
     assert result["question"] == QUESTIONS["kb"] and result["found"]
+
+
+def test_a_github_markdown_handbook_is_answered_with_its_links_shown_as_text(knowledge_base, policybot_home, tmp_path):
+    """End to end on a link-heavy handbook (behind an access list, so that no other test sees
+    it): the fact carried by a link's text is answered; `ask` and `logs show` show the link as
+    its text, Slack as a link; the log keeps the Markdown link for Slack to render."""
+    from ingestion.ingest import ingest_paths, remove_document
+    from slack_outbound import blocks
+
+    from support.markdown_handbook import HANDBOOK, HOLIDAYS
+
+    path = tmp_path / "kettle-fern-handbook.md"
+    path.write_text(HANDBOOK, encoding="utf-8")
+    report = ingest_paths(knowledge_base, [path], collection="handbooks", access_channels=["C0KETTLE"])
+    assert [file.status for file in report.files] == ["added"], report.files
+    with db.session(knowledge_base) as session:
+        document_id = session.execute(
+            select(Document.id).where(Document.collection == "handbooks", Document.deleted.is_(False))
+        ).scalar_one()
+    try:
+        holidays = "How many local holidays does Kettle & Fern observe every year?"
+        desk = "How much can I claim for a standing desk for my home office?"
+        run = policybot(
+            policybot_home, "ask", "--json", "--channel", "C0KETTLE", "-", input_text=f"{holidays}\n{desk}\n"
+        )
+        assert run.returncode == 0, run.stderr
+        answers = {result["question"]: result for result in map(json.loads, run.stdout.splitlines())}
+        for result in answers.values():
+            assert result["found"] and result["citations"][0]["document"] == path.name, result
+            assert "](" not in result["answer"] and "amazon.com" not in result["answer"], result["answer"]
+            assert "holidays_2026" not in result["answer"], result["answer"]
+        assert "observes 11 local holidays every year" in answers[holidays]["answer"]
+        assert "Buy a standing desk on Amazon and claim up to USD 400 within 30 days." in answers[desk]["answer"]
+        if "https://" in answers[desk]["answer"]:  # a bare URL shows, whole
+            assert (
+                "https://kettlefern.example.com/home-office/kit.v2.html?items=desk%2Cchair." in answers[desk]["answer"]
+            )
+
+        run = policybot(policybot_home, "ask", "--channel", "C0KETTLE", holidays)
+        assert run.returncode == 0, run.stderr
+        assert "11 local holidays" in run.stdout and "](" not in run.stdout and "holidays_2026" not in run.stdout
+
+        with db.session(knowledge_base) as session:
+            row = session.execute(select(Question).where(Question.question == holidays).limit(1)).scalar_one()
+            assert f"[11 local holidays]({HOLIDAYS})" in row.answer  # kept for Slack's link
+            message = blocks.answer_message(blocks.AnswerView.from_row(row))
+        shown = message["blocks"][0]["text"]["text"]
+        assert f"<{HOLIDAYS.replace('&', '&amp;')}|11 local holidays>" in shown and "](" not in shown
+        assert "11 local holidays every year" in message["text"] and "](" not in message["text"]
+
+        run = policybot(policybot_home, "logs", "show", row.reference)
+        assert run.returncode == 0, run.stderr
+        assert "11 local holidays" in run.stdout and "](" not in run.stdout
+    finally:
+        remove_document(knowledge_base, document_id)

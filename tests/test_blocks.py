@@ -149,6 +149,28 @@ def test_answer_text_is_escaped_for_mrkdwn() -> None:
     assert message["blocks"][0]["text"]["text"] == "Use &lt;script&gt; &amp; co [1]"
 
 
+def test_a_markdown_link_in_an_answer_is_a_slack_link_and_its_text_in_the_notification() -> None:
+    """Never "[text](url)" as it stands: in the section a Slack link with its text escaped, a
+    link to anything but http(s) or mailto as its text; in the notification the text only."""
+    text = (
+        "We observe [11 local *holidays* <b>|ok</b>](https://x.example/h?a=1&b=2|3) "
+        "and [![badge](https://img.shields.io/b.svg) CI](https://ci.example) ([write](mailto:hr@x.example)), "
+        "see [the share](file://server/share), [this](javascript:alert(1)) and ![map](https://x.example/m.png). [1]"
+    )
+    message = blocks.answer_message(view(text, [source(1)]))
+    shown = message["blocks"][0]["text"]["text"]
+    assert shown == (
+        "We observe <https://x.example/h?a=1&amp;b=2%7C3|11 local holidays &lt;b&gt;¦ok&lt;/b&gt;> "
+        "and <https://ci.example|badge CI> (<mailto:hr@x.example|write>), "
+        "see the share, this and map. [1]"
+    )
+    assert (
+        message["text"]
+        == "We observe 11 local holidays &lt;b&gt;|ok&lt;/b&gt; and badge CI (write), see the share, this and map. [1]"
+    )
+    assert "](" not in shown + message["text"] and block_problems(message["blocks"]) == []
+
+
 def test_notices_and_apology_carry_what_users_need() -> None:
     apology = blocks.apology_message("Q7K2M9")
     assert "Q7K2M9" in apology["text"] and block_problems(apology["blocks"]) == []

@@ -52,3 +52,27 @@ def test_a_long_table_is_chunked_between_rows_under_its_header() -> None:
         assert table[:2] == ["| City | Hotel cap EUR | Meals EUR |", "| --- | --- | --- |"], chunk.text
         assert all(re.fullmatch(r"\| City(\d+) \| 1\d\d \| \d+ \|", row) for row in table[2:]), chunk.text
     assert sum(len(re.findall(r"^\| City\d+ ", c.text, re.M)) for c in chunks) == 60
+
+
+def test_a_sentence_too_long_for_one_chunk_is_never_cut_inside_a_link_or_url() -> None:
+    """A sentence over the chunk size is cut after its commas: never in a link's URL, where
+    "(https://www.amazon." once ended a chunk and "com/...%2Caps" began the next."""
+    from crag.minilm import minilm_folder
+    from ingestion.chunking import chunk_markdown, word_piece_counter
+
+    from support.markdown_handbook import AMAZON
+
+    link = f"[standing desk]({AMAZON}&keywords=standing+desk,adjustable&qid=1700000000.5)"
+    sentence = (
+        f"Buy a {link}, a {link.replace('standing desk', 'monitor arm')}, and a chair from "
+        f"https://www.ikea.com/pt/en/p/markus-office-chair.v2.{AMAZON[-40:]}, each reimbursed in full"
+    )
+    tokenize = word_piece_counter(str(minilm_folder()))
+    assert len(tokenize(sentence)) > 200
+    chunks = chunk_markdown(f"# Home office\n\n{sentence}.\n", tokenize)
+    assert len(chunks) > 1
+    for chunk in chunks:
+        assert chunk.text.count("](") == chunk.text.count("&qid=1700000000.5)"), chunk.text
+        assert all(url.endswith(AMAZON[-40:]) for url in re.findall(r"https://www\.ikea[^\s,]+", chunk.text)), (
+            chunk.text
+        )

@@ -158,10 +158,29 @@ def test_markdown_is_tidied() -> None:
         ("| --- | :---: |", ""),  # a table's separator line
         ("| | |", ""),  # the empty header of a table headed down its first column
         ("| Staff | $200 |", "| Staff | $200 |."),
+        (
+            "- Use [the **claims** form](https://x.example/claims__v2?a=1.2)",
+            "Use [the claims form](https://x.example/claims__v2?a=1.2).",
+        ),
+        ("See https://x.example/my__file for `details`", "See https://x.example/my__file for details."),
     ],
 )
 def test_tidy_sentence(raw: str, tidy: str) -> None:
     assert tidy_sentence(raw) == tidy
+
+
+def test_a_link_url_adds_no_words_to_the_choice_of_lead_and_the_reply_keeps_the_link() -> None:
+    """ "hotel-cap-2026" in a URL neither answers "What is the hotel cap?" nor holds a figure;
+    the sentence that leads keeps its link for the surfaces to show their way."""
+    portal = policy_passage(
+        "p-portal", "Travel > Hotels", "Book hotels through [the travel portal](https://travel.example/hotel-cap-2026)."
+    )
+    cap = policy_passage("p-cap", "Travel > Hotels", "The hotel cap is 200 USD a night.")
+    strips = scored(portal, [0.9]) + scored(cap, [0.85])
+    text, _ = compose_extractive("What is the hotel cap?", strips, floor=0.0)
+    assert text.startswith("The hotel cap is 200 USD a night. [1]")
+    text, _ = compose_extractive("How do I book hotels?", strips, floor=0.0)
+    assert text.startswith("Book hotels through [the travel portal](https://travel.example/hotel-cap-2026). [1]")
 
 
 def test_unscored_strips_still_compose() -> None:

@@ -214,3 +214,46 @@ def test_a_byte_order_mark_does_not_hide_the_first_heading(tmp_path, suffix: str
     document = load_document(path)
     assert document.title == "Leave Policy" and "\ufeff" not in document.text
     assert split_sections(document.text)[0].heading_path == ("Leave Policy",)
+
+
+def test_a_github_handbook_reads_as_markdown(tmp_path) -> None:
+    """Badges, images and HTML comments go; reference links become inline links; inline links,
+    bare URLs, code, lists and tables stay as written; autolinks are written out."""
+    from support.markdown_handbook import AMAZON, HANDBOOK, HOLIDAYS
+
+    path = tmp_path / "handbook.md"
+    path.write_text(HANDBOOK, encoding="utf-8")
+    document = load_document(path)
+    text = document.text
+    assert document.title == "Kettle & Fern People Handbook"
+    assert text.startswith("# Kettle & Fern People Handbook\n")  # nothing left of the badges' line or the image
+    for gone in ("shields.io", "![", "team.png", "Offsite", "TODO", "14 local holidays", "sidebar_position", "]: "):
+        assert gone not in text, gone
+    assert f"observes [11 local holidays]({HOLIDAYS}) every year" in text
+    assert "Ask in [#people-ops](https://kettlefern.slack.com/archives/C0PEOPLE) when" in text
+    assert "Read the [equipment policy](<https://kettlefern.example.com/policies/equipment policy.pdf>) before" in text
+    assert f"on [Amazon]({AMAZON}) and claim up to **USD 400**" in text
+    assert "https://kettlefern.example.com/home-office/kit.v2.html?items=desk%2Cchair." in text
+    assert "Write to people@kettlefern.example.com or see https://kettlefern.example.com/faq." in text
+    assert "  - Secondary caregivers get __4 weeks__; book them with `/timeoff parental` in Slack." in text
+    assert f"| [Chair]({AMAZON}) | 250.50 |" in text
+    sections = split_sections(text)
+    assert [s.heading_path[-1] for s in sections] == ["Time off", "Home office"]
+
+
+def test_markdown_link_reading_keeps_code_and_what_is_not_a_link(tmp_path) -> None:
+    path = tmp_path / "it.md"
+    path.write_text(
+        "# IT Policy\n\n## [VPN](https://it.example.com/vpn)\n\n"
+        "Type `[x][vpn]`, `![y](z.png)` and `<https://a.example>` as written. [^1]\n\n"
+        "- [ ] Install the [VPN][] client.\n- ![logo](logo.png)\n- Ask [IT].\n\n"
+        "```\n[vpn]: https://in-code.example\n![kept](in-code.png)\n```\n\n"
+        "[vpn]: https://it.example.com/vpn\n[^1]: A footnote stays.\n",
+        encoding="utf-8",
+    )
+    text = load_document(path).text
+    assert "## VPN\n" in text  # a heading's link is its text: it names a section
+    assert "Type `[x][vpn]`, `![y](z.png)` and `<https://a.example>` as written. [^1]" in text
+    assert "- [ ] Install the [VPN](https://it.example.com/vpn) client.\n- Ask [IT].\n" in text  # the image's item went
+    assert "[vpn]: https://in-code.example\n![kept](in-code.png)" in text
+    assert "[^1]: A footnote stays." in text and "\n[vpn]: https://it.example.com/vpn" not in text

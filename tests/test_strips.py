@@ -12,7 +12,7 @@ from crag.strips import (
     refine,
     strip_text_for_scoring,
 )
-from crag.text import split_sentences
+from crag.text import plain_text, split_sentences
 from crag.types import Strip
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, TRAVEL_TEXT, travel_passage
@@ -129,6 +129,42 @@ def test_a_bullet_wrapped_mid_sentence_stays_one_sentence() -> None:
 def test_split_sentences_never_loses_text() -> None:
     text = TRAVEL_TEXT + " Dr. Lee, No. 4, approved 2.5 days on Jan. 5, 2026, i.e. early."
     assert " ".join(split_sentences(text)) == text
+
+
+MARKDOWN_SENTENCES = [
+    "We observe [11 local holidays. See the list!](https://example.com/holidays_(2026)?v=1.2) every year.",
+    "Desks come from [Amazon](https://www.amazon.com/s?k=desk&sprefix=standing%2Caps%2C136&sr=8-1).",
+    "Run `git commit -m 'Fix it. Then push'` before you leave.",
+    "Version v1.2.3 of the form costs 1,250.50 USD or 2.5 days.",
+    "The kit list is at https://example.com/kit.v2.html?items=desk%2Cchair.",
+    'Ask [Dr. Lee. She knows](mailto:lee@example.com "Write to Dr. Lee. Today").',
+    "Then wait.",
+]
+
+
+def test_split_sentences_never_cuts_a_link_url_code_or_number() -> None:
+    text = " ".join(MARKDOWN_SENTENCES)
+    assert split_sentences(text) == MARKDOWN_SENTENCES
+    assert " ".join(split_sentences(text)) == text
+    listed = "- " + "\n- ".join(MARKDOWN_SENTENCES)
+    assert split_sentences(listed) == [f"- {sentence}" for sentence in MARKDOWN_SENTENCES]
+
+
+@pytest.mark.parametrize(
+    ("markdown", "plain"),
+    [
+        ('See [11 local holidays](https://x.example/h_(1)?a=1.2 "Title") now.', "See 11 local holidays now."),
+        ("[**Bold** `code`](https://x.example) and ![alt](a.png)", "Bold code and alt"),
+        ("[![build](https://img.shields.io/b.svg)](https://ci.example)", "build"),
+        ("**a** __b__ *c* _d_ ***e*** and **f _g_ h**", "a b c d e and f g h"),
+        ("Keep snake_case, 2*3*4, a * b, `__init__` and `*x*`.", "Keep snake_case, 2*3*4, a * b, __init__ and *x*."),
+        ("At https://x.example/a__b_c_/*d*.html or www.example.com/_e_ now", None),
+        ("- item one\n* item two\n## Heading\n| a | b |", None),
+        ("Plain text. No marks at all, 2.5 days.", None),
+    ],
+)
+def test_plain_text_shows_links_as_text_and_drops_marks(markdown: str, plain: str | None) -> None:
+    assert plain_text(markdown) == (markdown if plain is None else plain)
 
 
 def test_strips_keep_bullets_and_headings_apart() -> None:
@@ -355,6 +391,12 @@ def test_recompose_without_section_or_scope() -> None:
     passage = travel_passage(section="", text="Book early. Pay late.")
     assert recompose(decompose(passage)) == "Book early. Pay late."
     assert recompose([]) == ""
+
+
+def test_the_evaluator_reads_a_strip_as_plain_text() -> None:
+    passage = travel_passage(text="Claims go through [the portal](https://x.example/claims?a=1.2) within **30 days**.")
+    [strip] = decompose(passage)
+    assert strip_text_for_scoring(strip).endswith("Claims go through the portal within 30 days.")
 
 
 def test_strip_text_for_scoring_without_context() -> None:
