@@ -1,11 +1,14 @@
 """Questions and the action log: record a question, answer it through CRAG, log what happened.
 
 The CLI (`policybot ask`) and the Celery `answer` task both go through here, so every
-question, from any surface, leaves exactly one action-log row.
+question, from any surface, leaves exactly one action-log row. A follow-up asked with no
+earlier question ("What about parking?" alone) is not answered here, on any surface: its reply
+asks what it follows (`lone_follow_up`).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import traceback
 from collections.abc import Iterator
@@ -23,9 +26,13 @@ from core import db
 from core.config import Settings
 from core.models import Feedback, Question
 from core.names import new_reference
+from core.wording import FOLLOW_UP_CLASS
+from crag.followups import needs_earlier
 from crag.pipeline import AskContext
 from crag.text import plain_text
-from crag.types import Answer
+from crag.types import Action, Answer
+
+log = logging.getLogger(__name__)
 
 LOCK_NAMESPACE = 0x5042  # first key of pg_try_advisory_lock(int, int); the second is the question id
 
@@ -110,11 +117,21 @@ def answer_question(
     """Run CRAG for a recorded question and write the action-log fields.
 
     `pipeline_question` is what the pipeline sees (e.g. with the thread's earlier question
-    for context); the row keeps the question as asked.
+    for context); the row keeps the question as asked. Without it the question is asked alone,
+    and one that cannot be answered alone (crag.followups.needs_earlier) gets `lone_follow_up`'s
+    reply instead of an answer, logged like an abstention (found false, nothing retrieved).
     """
     row = get_question(settings, question_id)
     if row is None:
         raise LookupError(f"question {question_id} does not exist")
+    if pipeline_question is None and needs_earlier(row.question):
+        started = time.perf_counter()
+        answer = lone_follow_up(row.question, row.surface)
+        latency_ms = (time.perf_counter() - started) * 1000
+        answer.timings_ms = {"total": round(latency_ms, 1)}
+        log_answer(settings, question_id, answer, latency_ms=latency_ms)
+        log.info("question %s (ref %s) reads as a follow-up asked alone: asked what it follows", row.id, row.reference)
+        return answer
     # torch, transformers and LlamaIndex (application/runtime.py): the bot imports this module to record
     # questions and must not load them; only the worker that answers does
     from application.runtime import get_runtime
@@ -137,6 +154,32 @@ def answer_question(
         evaluator_description=runtime.loaded.description,
     )
     return answer
+
+
+FOLLOW_UP_EXAMPLE = 'e.g. "How many PTO days carry over for part-time staff?" rather than "And for part-time staff?"'
+FOLLOW_UP_NOTE = (
+    "asked with no earlier question, it reads as a follow-up: the reply asks what it follows; nothing retrieved"
+)
+
+
+def lone_follow_up(question: str, surface: str) -> Answer:
+    """The reply to a follow-up asked with no earlier question ("What about on international
+    trips?"): it asks what the question follows, where an answer would be a passage about
+    whatever retrieval guessed. Logged like an abstention (found false, action incorrect: no
+    evidence at all), with question_class FOLLOW_UP_CLASS and a note saying why."""
+    if surface == "cli":  # `policybot ask` takes each question alone: there is no thread to ask in
+        where = "Each question here is asked on its own: ask it in full"
+    else:
+        where = "Ask it in the thread of that question, or ask it in full"
+    return Answer(
+        question=question,
+        action=Action.INCORRECT,
+        found=False,
+        text=f"This looks like a follow-up to an earlier question. {where}, {FOLLOW_UP_EXAMPLE}.",
+        evaluator_version="",
+        question_class=FOLLOW_UP_CLASS,
+        notes=[FOLLOW_UP_NOTE],
+    )
 
 
 def log_answer(
@@ -175,7 +218,7 @@ def log_answer(
         ]
         row.sources_used = list(answer.sources_used)
         row.fallback_queries = list(answer.fallback_queries)
-        row.evaluator_version = answer.evaluator_version
+        row.evaluator_version = answer.evaluator_version or None  # None: no evaluator ran (lone_follow_up)
         row.upper = answer.thresholds.upper if answer.thresholds else None
         row.lower = answer.thresholds.lower if answer.thresholds else None
         timings: dict[str, float | list[str]] = dict(answer.timings_ms)

@@ -29,7 +29,7 @@ from application.action_log import ACTIONS, VERDICTS, LogFilters, record_id
 from core import db
 from core.errors import NotFound, UserError
 from core.models import Document, Feedback, Question, Review
-from core.wording import describe_action
+from core.wording import FOLLOW_UP_CLASS, describe_action
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -165,7 +165,7 @@ def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | No
         "question": row.question,
         "status": row.status,
         "action": row.action,
-        "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []))
+        "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []), row.question_class)
         if row.action
         else None,
         "found": row.found,
@@ -342,9 +342,10 @@ def _incorrect_share(session: Session, since: datetime, until: datetime) -> tupl
     row = session.execute(
         text(
             "SELECT count(*) AS answered, count(*) FILTER (WHERE action = 'incorrect') AS incorrect FROM questions "
-            "WHERE status = 'answered' AND created_at >= :since AND created_at < :until"
+            "WHERE status = 'answered' AND created_at >= :since AND created_at < :until "
+            "AND question_class IS DISTINCT FROM :follow_up"  # a follow-up asked alone was never looked up
         ),
-        {"since": since, "until": until},
+        {"since": since, "until": until, "follow_up": FOLLOW_UP_CLASS},
     ).one()
     return int(row.incorrect), int(row.answered)
 
@@ -377,6 +378,8 @@ def _misses(settings: Settings, since: datetime) -> Sequence[Any]:
                 Question.status == "answered",
                 Question.created_at >= since,
                 or_(Question.action == "incorrect", Question.found.is_(False)),
+                # A follow-up asked alone was not looked up: it says nothing of what the policies lack.
+                Question.question_class.is_distinct_from(FOLLOW_UP_CLASS),
             )
         ).all()
 

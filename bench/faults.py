@@ -11,6 +11,9 @@ its questions has a reply in its thread or the bound passes, before the next fau
 - the worker's pool process SIGKILLed mid-answer;
 - Redis restarted without persistence while questions are queued and being answered;
 - PostgreSQL restarted (a fast shutdown) mid-answer;
+- PostgreSQL told to stop (SIGTERM, a smart shutdown) mid-answer: it stays "stopping", refusing
+  new connections, while the bot and the worker hold theirs, until each of the fault's questions
+  has its reply or SMART_SHUTDOWN_HOLD_S pass; then it is stopped fast and started again;
 - Slack answering HTTP 429 and then 503 to the answers' posts for a while.
 
 Every question must get exactly one reply (the answer, or the apology): none lost, none
@@ -41,6 +44,9 @@ QUESTIONS = (
 )
 APOLOGIES = ("went wrong", "can't take questions right now")
 POSTGRES_DOWN_S = 5.0
+# At most this long PostgreSQL stays "stopping" before it is stopped fast and started again:
+# longer than the ordinary retries (1 s, then 3 s, then the apology) take with a slow answer.
+SMART_SHUTDOWN_HOLD_S = 30.0
 
 
 @dataclass
@@ -77,6 +83,7 @@ class FaultRun:
     # the messages it held when the connection drops: "Unrecoverable error: AttributeError").
     restart_worker: Callable[[], Any] | None = None
     bot: Any = None  # devtools.bot_process.BotProcess
+    smart_shutdown_hold_s: float = SMART_SHUTDOWN_HOLD_S
     asked: list[Asked] = field(default_factory=list)
     worker_restarts: int = 0
     _count: int = 0
@@ -194,6 +201,29 @@ def postgres_restarted_mid_answer(run: FaultRun, count: int) -> None:
     services.start_postgres(run.settings)
 
 
+def postgres_smart_shutdown_mid_answer(run: FaultRun, count: int) -> None:
+    """SIGTERM to the postmaster (`pg_ctl stop -m smart`): it refuses new connections but waits
+    for every session to end, and the bot's and the worker's pooled ones do not. Held so until
+    every question asked has its reply (nothing left to meet it) or run.smart_shutdown_hold_s
+    pass, then stopped fast (SIGINT) and started again. Before issue 34 a worker that met it tried
+    to start the embedded server, failed, and apologised after its two quick retries."""
+    import psutil
+
+    from core import services
+
+    asked = run.ask("PostgreSQL smart shutdown mid-answer", count, slow_first=True)
+    run.wait_until_answering(asked[0])
+    postmaster = psutil.Process(int((run.settings.home / "postgres" / "postmaster.pid").read_text().split()[0]))
+    postmaster.send_signal(signal.SIGTERM)  # a smart shutdown
+    held_until = time.monotonic() + run.smart_shutdown_hold_s
+    while time.monotonic() < held_until and not all(_replies(run, question) for question in asked):
+        time.sleep(0.5)
+    if postmaster.is_running():
+        postmaster.send_signal(signal.SIGINT)  # then a fast one, as an operator tired of waiting does
+        postmaster.wait(timeout=30)
+    services.start_postgres(run.settings)
+
+
 def slack_429_then_503(run: FaultRun, count: int) -> None:
     run.fake.rate_limited["chat.postMessage"] = 2 * count
     run.fake.unavailable["chat.postMessage"] = 2 * count
@@ -205,6 +235,7 @@ FAULTS: tuple[Callable[[FaultRun, int], None], ...] = (
     worker_killed_mid_answer,
     redis_restarted_without_persistence,
     postgres_restarted_mid_answer,
+    postgres_smart_shutdown_mid_answer,
     slack_429_then_503,
 )
 
@@ -330,7 +361,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     report.add(
         f"Waits shortened for the run: {', '.join(f'{k}={v}' for k, v in FAULT_ENV.items())}, "
-        f"POLICYBOT_CELERY_VISIBILITY_TIMEOUT=10; PostgreSQL down {POSTGRES_DOWN_S:.0f} s. The worker exited "
+        f"POLICYBOT_CELERY_VISIBILITY_TIMEOUT=10; PostgreSQL down {POSTGRES_DOWN_S:.0f} s, or stopping "
+        f"(smart shutdown) until its questions had replies, at most {SMART_SHUTDOWN_HOLD_S:.0f} s, before a "
+        "fast restart. The worker exited "
         f"{run.worker_restarts} time(s) and was started again, as a supervisor would. "
         "docs/operations.md gives the bounds with the defaults."
     )

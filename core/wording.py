@@ -9,12 +9,17 @@ ACTION_WORDS = {
     "ambiguous": "Knowledge base was inconclusive, also checked {sources}",
     "incorrect": "Not in the knowledge base, answered from {sources}",
     "abstain": "Not found in approved sources",
+    "follow_up": "Not answered: a follow-up needs the question it follows",
 }
+FOLLOW_UP_CLASS = "follow-up"  # the question class of a follow-up asked alone (application/answering.py)
 
 
-def describe_action(action: str, found: bool, sources_used: list[str]) -> str:
-    """The chosen action, stated for people (the CLI and Slack say the same)."""
+def describe_action(action: str, found: bool, sources_used: list[str], question_class: str | None = None) -> str:
+    """The chosen action, stated for people (the CLI and Slack say the same); `question_class`
+    FOLLOW_UP_CLASS: a follow-up asked with no earlier question, not looked up at all."""
     fallback = [name for name in sources_used if name != "knowledge base"]
+    if question_class == FOLLOW_UP_CLASS:
+        return ACTION_WORDS["follow_up"]
     if not found:
         return ACTION_WORDS["abstain"]
     if action == "correct":

@@ -20,8 +20,9 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQuery,
     VectorStoreQueryMode,
 )
+from sqlalchemy import Engine
 
-from core import services
+from core import db
 from core.config import Settings
 from core.names import CHANNEL_ID, COLLECTION_NAME
 from crag.types import Origin, Passage
@@ -30,11 +31,14 @@ from ingestion import embedding, store
 RRF_K = 60  # the usual reciprocal-rank-fusion constant
 
 
-_vector_stores: dict[str, object] = {}
+_vector_stores: dict[Engine, object] = {}
 
 
-def _vector_store(settings: Settings):  # -> PGVectorStore, one per database and process
-    key = services.database_url(settings)
+def _vector_store(settings: Settings):  # -> PGVectorStore, one per database engine and process
+    # The process's engine, not services.database_url: resolving the URL on every question
+    # checked the embedded server each time and tried to start one that was stopping
+    # (issue 34); the engine is resolved once, and a database that went away is waited out.
+    key = db.engine(settings)
     if key not in _vector_stores:
         _vector_stores[key] = store.vector_store(settings)
     return _vector_stores[key]

@@ -54,6 +54,7 @@ class AnswerView:
     found: bool
     sources_used: Sequence[str] = ()
     citations: Sequence[SourceView] = field(default_factory=tuple)
+    question_class: str | None = None  # core.wording.FOLLOW_UP_CLASS: a follow-up asked alone, not looked up
 
     @classmethod
     def from_row(cls, row: Any) -> AnswerView:
@@ -66,6 +67,7 @@ class AnswerView:
             found=bool(row.found),
             sources_used=tuple(row.sources_used or ()),
             citations=tuple(source_from_json(c) for c in (row.citations or ())),
+            question_class=getattr(row, "question_class", None),
         )
 
 
@@ -204,7 +206,7 @@ def _context(*texts: str) -> Block:
 
 def action_line(view: AnswerView) -> str:
     """The chosen action, stated for people: the same words as `policybot ask`."""
-    words = describe_action(view.action, view.found, list(view.sources_used))
+    words = describe_action(view.action, view.found, list(view.sources_used), view.question_class)
     emoji = ACTION_EMOJI["abstain" if not view.found else view.action] if view.action in ACTION_EMOJI else "ℹ️"
     return f"{emoji} {words}"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from sqlalchemy import select
 
@@ -133,3 +134,26 @@ def test_a_github_markdown_handbook_is_answered_with_its_links_shown_as_text(kno
         assert "11 local holidays" in run.stdout and "](" not in run.stdout
     finally:
         remove_document(knowledge_base, document_id)
+
+
+def test_a_follow_up_asked_alone_is_asked_what_it_follows(knowledge_base, policybot_home):
+    """Issue 34: "What about on international trips?" with no earlier question got a scope
+    sentence that answered nothing. Now the reply asks what it follows, the log says why, and a
+    short question that names its subject is answered as before."""
+    follow_up, standalone = "What about on international trips?", "What is the hotel limit per night when travelling?"
+    run = policybot(policybot_home, "ask", "-", input_text=f"{follow_up}\n{standalone}\n")
+    assert run.returncode == 0, run.stderr
+    out = " ".join(re.sub("[│╭╮╰╯─]", " ", run.stdout).split())  # Rich wraps the panels
+    assert "This looks like a follow-up to an earlier question. Each question here is asked on its own" in out
+    assert 'e.g. "How many PTO days carry over for part-time staff?"' in out
+    assert "Not answered: a follow-up needs the question it follows" in out
+
+    with db.session(knowledge_base) as session:
+        rows = session.execute(select(Question).order_by(Question.id.desc()).limit(2)).scalars().all()
+    logged = {row.question: row for row in rows}
+    lone = logged[follow_up]
+    assert lone.status == "answered" and lone.found is False and lone.question_class == "follow-up"
+    assert lone.citations == [] and lone.scores == [] and lone.evaluator_version is None
+    assert "reads as a follow-up" in " ".join(lone.timings_ms["notes"])
+    answered = logged[standalone]
+    assert answered.found and answered.question_class != "follow-up" and answered.citations

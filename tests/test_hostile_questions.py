@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from crag.compose import compose_extractive
 from crag.fallback import classify_question
-from crag.followups import continues_earlier
+from crag.followups import continues_earlier, needs_earlier
 from crag.redaction import keyword_query, redact
 from crag.types import Passage, Strip
 
@@ -38,6 +38,7 @@ QUESTION_PATH: dict[str, Callable[[str], object]] = {
     "keyword_query": keyword_query,
     "classify_question": classify_question,
     "continues_earlier": continues_earlier,
+    "needs_earlier": needs_earlier,
     "compose_extractive": lambda text: compose_extractive(text, [_STRIP]),
 }
 

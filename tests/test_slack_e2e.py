@@ -160,6 +160,29 @@ def test_a_thread_question_that_stands_alone_is_asked_alone_and_a_thanks_is_no_q
     assert question_for(stack.settings, channel, thanks["ts"]) == []
 
 
+def test_a_follow_up_at_the_top_level_is_asked_what_it_follows(stack) -> None:
+    """Issue 34: a follow-up with no earlier question in its thread ("What about parking?" at
+    the top of a channel or a DM) gets a reply that asks what it follows, not a passage about
+    whatever retrieval guessed; the log keeps it as a follow-up, found nothing."""
+    for event in (
+        stack.mention("What about on international trips?", "CLONEFU001"),
+        stack.dm("and for contractors?", "DLONEFU001"),
+    ):
+        assert stack.deliver(event).status_code == 200
+        post = _answer_post(stack, event["channel"], event["ts"])
+        text = " ".join(section_texts(post))
+        assert text.startswith("This looks like a follow-up to an earlier question. Ask it in the thread of that")
+        assert any("Not answered: a follow-up needs the question it follows" in c for c in context_texts(post))
+        assert not any(c.startswith("[1] ") for c in context_texts(post))  # no sources: nothing was looked up
+        [row] = wait_until(
+            lambda event=event: [r for r in question_for(stack.settings, event["channel"], event["ts"]) if r.answer_ts],
+            30,
+            "the reply's ts saved",
+        )
+        assert row.status == "answered" and row.found is False and row.question_class == "follow-up"
+        assert row.parent_id is None and row.scores == [] and row.answer_ts == post.response["ts"]
+
+
 def test_direct_message_gets_one_answer_in_thread(stack) -> None:
     channel = "DUSER00001"
     event = stack.dm("What is the deadline for submitting travel expense reports?", channel)

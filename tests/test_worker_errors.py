@@ -132,3 +132,70 @@ def test_a_request_that_reached_slack_is_not_sent_again(tmp_path) -> None:
             web_client(settings, wait_out_rate_limits=False).chat_postMessage(channel="C1", text="the answer")
     assert len(received) == 1
     assert not slack_failed_for_now(raised.value)
+
+
+# ------------------------------------------------------------ a database that is away
+
+
+def _postmaster_status(home) -> str:
+    lines = (home / "postgres" / "postmaster.pid").read_text().splitlines()
+    return lines[7].strip() if len(lines) > 7 else ""
+
+
+@pytest.mark.services
+def test_a_database_stopping_or_down_is_an_outage_and_a_worker_never_starts_it(tmp_path, monkeypatch) -> None:
+    """Issue 34: during a smart shutdown (SIGTERM; the server stays "stopping" while sessions
+    last) the answer path asked for the URL by starting the embedded server, which failed with
+    an assertion surfacing as ServiceError, and that counted as an ordinary error: two quick
+    retries, then the apology. A real PostgreSQL, stopping and then down: whatever comes back
+    is a database outage, and a process that leaves PostgreSQL alone reads its URL without
+    starting anything."""
+    import signal
+    import time
+
+    import psutil
+    import psycopg
+
+    from core import services
+    from workers.retries import is_database_error
+
+    own = Settings(POLICYBOT_HOME=tmp_path / "home")
+    monkeypatch.setattr(services, "_START_POSTGRES_ON_DEMAND", True)  # restored after the test
+    url = services.start_postgres(own)
+    conninfo = url.replace("postgresql+psycopg://", "postgresql://")
+    held = psycopg.connect(conninfo)  # a session the smart shutdown waits for, as the bot's and the worker's
+    postmaster = psutil.Process(int((own.home / "postgres" / "postmaster.pid").read_text().split()[0]))
+    try:
+        postmaster.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while _postmaster_status(own.home) != "stopping":
+            assert time.monotonic() < deadline, _postmaster_status(own.home)
+            time.sleep(0.1)
+
+        with pytest.raises(psycopg.OperationalError) as refused:
+            psycopg.connect(conninfo, connect_timeout=5)
+        assert "shutting down" in str(refused.value) and is_database_error(refused.value)
+        assert is_database_error(RuntimeError(f"query failed: {refused.value}"))  # a library's wrapping
+        with pytest.raises(services.DatabaseUnavailable) as not_started:  # what the answer path met
+            services.start_postgres(own)
+        assert is_database_error(not_started.value)
+
+        services.leave_postgres_alone()
+        assert services.database_url(own) == url  # read from the stopping server, nothing started
+
+        postmaster.send_signal(signal.SIGINT)  # then a fast shutdown
+        postmaster.wait(timeout=30)
+        with pytest.raises(services.DatabaseUnavailable, match="is not running") as down:
+            services.database_url(own)
+        assert is_database_error(down.value)
+        assert not (own.home / "postgres" / "postmaster.pid").exists()  # and still nothing started it
+        with pytest.raises(psycopg.OperationalError) as gone:
+            psycopg.connect(conninfo, connect_timeout=5)
+        assert is_database_error(gone.value)
+    finally:
+        held.close()
+        monkeypatch.setattr(services, "_START_POSTGRES_ON_DEMAND", True)
+        services.stop_postgres(own)
+
+    assert not is_database_error(ValueError("no passages"))
+    assert not is_database_error(services.ServiceError("redis-server failed to start: port in use"))

@@ -34,7 +34,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import redis  # noqa: E402
 from celery import Celery  # noqa: E402
-from celery.signals import task_received, worker_process_init  # noqa: E402
+from celery.signals import task_received, worker_init, worker_process_init  # noqa: E402
 from kombu import Queue  # noqa: E402
 
 from core import db, services  # noqa: E402
@@ -214,9 +214,17 @@ def log_given_up(task: Any, what: str) -> None:
     )
 
 
+@worker_init.connect
+def leave_postgres_alone(**_: object) -> None:
+    """A worker never starts the embedded PostgreSQL (its pool processes inherit this): one that is
+    stopping, starting or down is waited out like any outage; `services up` and the CLI start it."""
+    services.leave_postgres_alone()
+
+
 @worker_process_init.connect
 def load_models(**_: object) -> None:
     """In each worker process: fresh DB connections, torch threads from settings, models loaded once."""
+    services.leave_postgres_alone()  # as in its parent (leave_postgres_alone above), whatever the pool
     db.dispose_engines()  # never reuse connections opened before fork
     settings = get_settings()
     try:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +12,7 @@ from psycopg import OperationalError as PsycopgOperationalError
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from application.outbox import UnsavedPost
+from core.services import DatabaseUnavailable
 from slack_outbound.client import (
     MAX_RETRY_AFTER_S,
     SLACK_PERMANENT_ERRORS,
@@ -62,10 +64,26 @@ def plan_retry(error: BaseException, retries: int, waited_later: int, *, answere
 DATABASE_WAITS_S = (2, 4, 8, 15, 30, 60, 60, 60)
 
 
-def is_database_error(error: BaseException) -> bool:
-    """Whether the database (not the statement) failed: a lost or refused connection, anywhere
-    in the error's chain (LlamaIndex and our own helpers may wrap it)."""
+# What PostgreSQL and libpq say when the server, not the statement, is the trouble: stopping
+# (a smart shutdown refuses new connections for as long as old ones stay), starting, in
+# recovery, gone from under a session, or not there at all. Read from any error in the chain,
+# whatever its class (a library may wrap the driver's error in one of its own).
+_DATABASE_AWAY = re.compile(
+    r"the database system is (?:shutting down|starting up|in recovery mode|not (?:yet )?accepting connections)"
+    r"|terminating connection due to administrator command|server closed the connection unexpectedly"
+    r"|connection to server (?:on socket|at) .* failed|could not connect to server|the embedded PostgreSQL",
+    re.IGNORECASE | re.DOTALL,
+)
 
+
+def is_database_error(error: BaseException) -> bool:
+    """Whether the database (not the statement) failed: a lost or refused connection, a server
+    that is stopping, starting or down (DatabaseUnavailable: the embedded one, which a worker
+    never starts), anywhere in the error's chain (LlamaIndex and our own helpers may wrap it)."""
+    if in_chain(error, DatabaseUnavailable) is not None or any(
+        _DATABASE_AWAY.search(str(link)) for link in _chain(error)
+    ):
+        return True
     found = in_chain(error, (UnsavedPost, OperationalError, InterfaceError, PsycopgOperationalError, DBAPIError))
     return found is not None and (
         not isinstance(found, DBAPIError)
@@ -74,16 +92,21 @@ def is_database_error(error: BaseException) -> bool:
     )
 
 
+def _chain(error: BaseException) -> list[BaseException]:
+    """An error and the errors it was raised from or during (at most 10: a cycle is not followed)."""
+    links: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and len(links) < 10:
+        links.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return links
+
+
 def in_chain(
     error: BaseException, types: type[BaseException] | tuple[type[BaseException], ...]
 ) -> BaseException | None:
     """The first of `types` among an error and the errors it was raised from or during."""
-    seen: BaseException | None = error
-    for _ in range(10):  # a chain is short; a cycle is not followed for ever
-        if seen is None or isinstance(seen, types):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
+    return next((link for link in _chain(error) if isinstance(link, types)), None)
 
 
 def wait_for_database(task, what: str, error: BaseException, db_waits: int, kwargs: dict[str, Any]) -> str:
