@@ -27,7 +27,12 @@ def logs(
         str | None, typer.Option("--found", help="true (answered from a source) or false (abstained).")
     ] = None,
     feedback: Annotated[str | None, typer.Option("--feedback", help="up, down, any or none.")] = None,
-    status: Annotated[str | None, typer.Option("--status", help="answered, failed or pending.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status", help="What happened to the asker: answered, abstained, apologised, failed or pending."
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Newest N rows.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array with every field.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
@@ -51,7 +56,7 @@ def logs(
     if feedback is not None and feedback not in FEEDBACK_CHOICES:
         fail("--feedback must be up, down, any or none", 1)
     if status is not None and status not in STATUSES:
-        fail("--status must be answered, failed or pending", 1)
+        fail(f"--status must be one of {', '.join(STATUSES)}", 1)
     from application.review import query_logs  # SQLAlchemy: see the module docstring
 
     records = query_logs(
@@ -66,6 +71,9 @@ def logs(
     _print_log_table(records)
 
 
+STATUS_COLOURS = {"answered": "green", "abstained": "yellow", "apologised": "red", "failed": "red", "pending": "yellow"}
+
+
 def _short(text: str | None, width: int) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -77,7 +85,7 @@ def _print_log_table(records: list[dict[str, Any]]) -> None:
     )
     table.columns[4].overflow = "fold"
     for record in records:
-        colour = {"answered": "green", "failed": "red", "pending": "yellow"}.get(record["status"], "white")
+        colour = STATUS_COLOURS.get(record["status"], "white")
         fb = record["feedback"]
         top = record["top_score"]
         table.add_row(
@@ -117,7 +125,8 @@ def logs_show(
 def _print_record(record: dict[str, Any]) -> None:
     console.print(
         f"[bold]#{record['id']}[/] ref {record['reference']} · {record['created_at']} · {record['surface']}"
-        f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]",
+        f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]"
+        + (f" (reply {record['delivery']})" if record["delivery"] else ""),
         highlight=False,
     )
     console.print(Panel(record["question"], title="question", expand=False), markup=False)

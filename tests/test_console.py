@@ -206,6 +206,14 @@ def test_activity_filters_paginates_and_refuses_bad_filters(admin, seeded_log) -
         v for k, v in seeded_log.items() if k.startswith("recent") or k == "dog"
     }
     assert ids(q="100%_") == set()  # LIKE wildcards are literal
+    # The status says what happened to the asker: the dog question was abstained on, not "answered".
+    assert ids(status="abstained") == {seeded_log["dog"]} | {
+        v for k, v in seeded_log.items() if k.startswith("recent") and k.endswith("-0")
+    }
+    assert seeded_log["dog"] not in ids(status="answered") and seeded_log["parental"] in ids(status="answered")
+    dog_page = admin.get("/admin/activity", params={"channel": CHANNEL, "q": "bring my DOG"}).text
+    dog_row = re.search(rf'data-id="{seeded_log["dog"]}">.*?</tr>', dog_page, re.S)
+    assert dog_row is not None and '<span class="pill abstained">abstained</span>' in dog_row.group(0)
     for bad in ({"action": "sideways"}, {"since": "last tuesday"}, {"range": "forever"}, {"page": "0"}):
         response = admin.get("/admin/activity", params=bad)
         assert response.status_code == 400, bad

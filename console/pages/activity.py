@@ -114,6 +114,7 @@ async def activity(c: Console, request: Request) -> Response:
             "query": query,
             "versions": versions,
             "actions": action_log.ACTIONS,
+            "statuses": action_log.STATUSES,
             "ranges": list(RANGES),
         },
     )
