@@ -17,6 +17,7 @@ from rich.table import Table
 
 from application.action_log import ACTIONS, FEEDBACK_CHOICES, STATUSES, parse_since, records_csv
 from cli.common import console, fail, load_settings
+from core.wording import citation_place, path_end
 
 
 def logs(
@@ -122,6 +123,10 @@ def logs_show(
         _print_record(record)
 
 
+def _threshold(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"  # 3 decimals, as the scores and the console show them
+
+
 def _print_record(record: dict[str, Any]) -> None:
     console.print(
         f"[bold]#{record['id']}[/] ref {record['reference']} · {record['created_at']} · {record['surface']}"
@@ -134,7 +139,7 @@ def _print_record(record: dict[str, Any]) -> None:
         thresholds = record["thresholds"]
         console.print(
             f"action [bold]{record['action']}[/]: {record['action_text']} (evaluator {record['evaluator_version']},"
-            f" upper {thresholds['upper']}, lower {thresholds['lower']})",
+            f" upper {_threshold(thresholds['upper'])}, lower {_threshold(thresholds['lower'])})",
             highlight=False,
         )
     if record["scores"]:
@@ -144,7 +149,7 @@ def _print_record(record: dict[str, Any]) -> None:
                 f"{score.get('score', 0.0):.3f}",
                 str(score.get("origin", "")),
                 str(score.get("document", "")),
-                _short(score.get("section"), 60),
+                path_end(score.get("section"), 60),
             )
         console.print(table)
     if record["strips"]:
@@ -159,7 +164,7 @@ def _print_record(record: dict[str, Any]) -> None:
         console.print(Panel(record["answer"], title="answer", expand=False), markup=False)
     for citation in record["citations"]:
         origin = "knowledge base" if citation.get("origin") == "kb" else f"fallback: {citation.get('source')}"
-        where = " — ".join(p for p in (citation.get("title"), citation.get("section")) if p)
+        where = citation_place(citation.get("title"), citation.get("section"))
         console.print(
             f"  [{citation.get('n')}] {citation.get('document')}: {where} ({origin})"
             + (f" {citation['url']}" if citation.get("url") else ""),

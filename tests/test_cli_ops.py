@@ -177,6 +177,47 @@ def test_logs_show_by_id_and_by_reference(settings, policybot_home, log_rows) ->
     assert missing.returncode == 1 and "no logged question" in missing.stderr
 
 
+def test_logs_show_rounds_thresholds_and_shows_where_sections_differ(settings, policybot_home) -> None:
+    from core import db
+
+    title = "Devices and Information Security Policy"
+    byod = f"{title} > 3. Bring Your Own Device (BYOD) and personal equipment at work"
+    sections = [f"{byod} > 3.1 Enrolling a personal phone", f"{byod} > 3.2 Leaving the company"]
+    row = _question(
+        question="Can I read work email on my own phone?",
+        action="correct",
+        upper=0.3292999225290789,
+        lower=-0.508929048070236,
+        answer="Yes, once the phone is enrolled. [1]",
+        scores=[
+            {"document": "devices.md", "section": section, "origin": "kb", "source": "policies", "score": score}
+            for section, score in zip(sections, (0.61, 0.12), strict=True)
+        ],
+        citations=[
+            {
+                "n": 1,
+                "origin": "kb",
+                "source": "policies",
+                "document": "devices.md",
+                "title": title,
+                "section": sections[0],
+                "url": None,
+                "score": 0.61,
+            }
+        ],
+    )
+    with db.session(settings) as session:
+        session.add(row)
+        session.flush()
+        row_id = row.id
+    shown = policybot(policybot_home, "logs", "show", str(row_id))
+    assert shown.returncode == 0, shown.stderr
+    assert "upper 0.329, lower -0.509" in shown.stdout and "0.3292999" not in shown.stdout, shown.stdout
+    assert "3.1 Enrolling a personal phone" in shown.stdout and "3.2 Leaving the company" in shown.stdout, shown.stdout
+    [citation] = [line for line in shown.stdout.splitlines() if line.strip().startswith("[1]")]
+    assert f"{title} — 3.1 Enrolling a personal phone" in citation and citation.count(title) == 1, citation
+
+
 def test_logs_status_says_what_happened_to_the_asker(settings, policybot_home) -> None:
     """The status is the asker's outcome, derived from what the answering code stores; where the Slack
     reply is (posted, owed, not posted) is a field of its own."""
