@@ -17,7 +17,7 @@ from rich.table import Table
 
 from application.action_log import ACTIONS, FEEDBACK_CHOICES, STATUSES, parse_since, records_csv
 from cli.common import console, fail, load_settings
-from core.wording import citation_place, path_end
+from core.wording import citation_place, path_end, shorten
 
 
 def logs(
@@ -75,11 +75,6 @@ def logs(
 STATUS_COLOURS = {"answered": "green", "abstained": "yellow", "apologised": "red", "failed": "red", "pending": "yellow"}
 
 
-def _short(text: str | None, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _print_log_table(records: list[dict[str, Any]]) -> None:
     table = Table(
         "id", "ref", "when (UTC)", "via", "question", "action", "found", "top", "sources", "fb", "ms", "status"
@@ -94,11 +89,11 @@ def _print_log_table(records: list[dict[str, Any]]) -> None:
             record["reference"],
             (record["created_at"] or "")[:16].replace("T", " "),
             record["surface"],
-            _short(record["question"], 60),
+            shorten(record["question"], 60),
             record["action"] or "-",
             "-" if record["found"] is None else ("yes" if record["found"] else "[yellow]no[/]"),
             f"{top:.2f}" if top is not None else "-",
-            _short(", ".join(record["sources_used"]), 24),
+            shorten(", ".join(record["sources_used"]), 24),
             (f"👍{fb['up']}" if fb["up"] else "") + (f"👎{fb['down']}" if fb["down"] else ""),
             f"{record['latency_ms']:.0f}" if record["latency_ms"] is not None else "-",
             f"[{colour}]{record['status']}[/]",

@@ -1,5 +1,5 @@
 """How things are stated for people, the same way in the CLI, Slack and the console: the chosen
-action, and where a citation points in a document's heading path."""
+action, where a citation points in a document's heading path, and long text in a table's cell."""
 
 from __future__ import annotations
 
@@ -27,6 +27,12 @@ def describe_action(action: str, found: bool, sources_used: list[str]) -> str:
     if action == "ambiguous" and not fallback:
         return "Knowledge base was inconclusive; answered from the closest policy text"
     return template.format(sources=", ".join(fallback) or "approved fallback sources")
+
+
+def shorten(text: str | None, width: int) -> str:
+    """`text` on one line in `width` characters; a cut one ends with "…" (`policybot logs`, the demo's log table)."""
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 SECTION_SEPARATOR = " > "  # between the headings of a section path (ingestion/chunking.py joins them)

@@ -196,3 +196,34 @@ def test_demo_says_why_its_short_training_routes_like_cosine_and_how_to_get_the_
             session.execute(delete(EvaluatorVersion).where(EvaluatorVersion.version == "demo-short-test"))
         if previous is not None:
             evaluators.activate_version(settings, previous.version)
+
+
+def test_demo_output_shortens_with_an_ellipsis_and_keeps_the_delivery_together(settings):
+    """The demo's action-log table shortens questions as `policybot logs` does (with "…"), and a
+    delivery's "(HTTP 200 in 22 ms)" never wraps inside the parenthesis, whatever the terminal's width."""
+    import io
+
+    from rich.console import Console
+
+    from core import db
+    from devtools.demo import delivered_line, print_log_rows
+
+    from support.question_log import question_row
+
+    question = "How long do I have to submit my expense report after a domestic business trip?"
+    with db.session(settings) as session:
+        row = question_row(question=question, channel="CDEMOTABLE", action="correct", latency_ms=900.0)
+        session.add(row)
+        session.flush()
+        row_id = row.id
+    out = io.StringIO()
+    print_log_rows(Console(file=out, width=220), settings, [row_id])
+    assert "How long do I have to submit my expense report after a domestic busin…" in out.getvalue(), out.getvalue()
+
+    for width in range(60, 141):
+        out = io.StringIO()
+        Console(file=out, width=width).print(delivered_line("1712345678.000100", question, 200, 0.022))
+        lines = [line.strip() for line in out.getvalue().splitlines()]
+        assert "(HTTP 200 in 22 ms)" in lines[0], (width, lines)
+        words = " ".join(" ".join(lines).replace("(HTTP 200 in 22 ms)", " ").split())
+        assert words == f"→ delivered app_mention 1712345678.000100: {question}", (width, lines)
