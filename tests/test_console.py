@@ -220,6 +220,20 @@ def test_activity_filters_paginates_and_refuses_bad_filters(admin, seeded_log) -
         assert "error-message" in response.text
 
 
+def test_activity_date_placeholders_are_examples_from_today(admin) -> None:
+    """From/To show dates near today (a week back, today), not fixed ones that age; whether they fit
+    their boxes is measured in the browser (tests/test_console_e2e.py)."""
+    from datetime import datetime, timedelta
+
+    before = datetime.now(UTC).date()
+    page = admin.get("/admin/activity").text
+    after = datetime.now(UTC).date()
+    shown = {name: re.search(rf'name="{name}"[^>]*placeholder="([^"]*)"', page).group(1) for name in ("since", "until")}
+    assert any(
+        shown == {"since": (day - timedelta(days=7)).isoformat(), "until": day.isoformat()} for day in {before, after}
+    ), shown
+
+
 def test_exports_carry_the_filtered_rows(admin, seeded_log) -> None:
     params = {"channel": CHANNEL, "action": "incorrect", "range": "24h"}
     exported = admin.get("/admin/activity.csv", params=params)
