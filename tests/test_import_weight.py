@@ -2,6 +2,8 @@
 for the worker that answers (application/answering.py imports application/runtime.py inside
 answer_question; the console's evaluator and preview pages import theirs inside the page).
 
+`policybot ask`, which answers in its own process, loads what one question needs and nothing more.
+
 Guarded by the modules an import loads, as tests/test_cli_startup.py guards the CLI's.
 """
 
