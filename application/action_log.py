@@ -25,7 +25,11 @@ from typing import Any
 from core.names import could_be_reference
 
 ACTIONS = ("correct", "ambiguous", "incorrect")
-STATUSES = ("answered", "failed", "pending")
+# What happened to the asker (application/review.py's asker_outcome derives it from what is stored):
+# answered, abstained (no approved source held it), apologised (given up: the apology with the
+# reference), failed (given up with no reply in Slack), pending (not answered yet, or a retry is due).
+# A record's `delivery` says apart where its Slack reply is: posted, owed or not posted (reply_delivery).
+STATUSES = ("answered", "abstained", "apologised", "failed", "pending")
 FEEDBACK_CHOICES = ("up", "down", "any", "none")
 VERDICTS = ("right", "wrong")
 
@@ -80,6 +84,7 @@ CSV_FIELDS = (
     "asker",
     "channel",
     "status",
+    "delivery",
     "action",
     "found",
     "top_score",

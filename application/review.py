@@ -3,6 +3,8 @@ reply and the admin console, so all three show the same rows and the same number
 
 - `query_logs` / `count_logs`: logged questions, newest first, filtered (application/action_log.py's
   `LogFilters`);
+- `asker_outcome` / `reply_delivery`: what happened to the asker, and where their Slack reply is,
+  derived from what is stored (the question's state, found flag and reply ts, and its outbox row);
 - `logged_evaluator_versions`: the evaluator versions found in the log (a filter's choices);
 - `find_record`, `log_record`: one row as the plain dict of `logs --json` (and the console's record view);
 - `daily_stats` / `stats_summary`: per-day action rates, abstention, feedback, latency;
@@ -28,11 +30,47 @@ from sqlalchemy.orm import Session
 from application.action_log import ACTIONS, VERDICTS, LogFilters, record_id
 from core import db
 from core.errors import NotFound, UserError
-from core.models import Document, Feedback, Question, Review
+from core.models import Document, Feedback, Outbox, Question, Review
 from core.wording import FOLLOW_UP_CLASS, describe_action
 
 if TYPE_CHECKING:
     from core.config import Settings
+
+
+def _outbox_says(*conditions: Any):
+    """Whether the question's outbox row (its Slack reply) meets `conditions`."""
+    return exists().where(Outbox.question_id == Question.id, *conditions)
+
+
+# What happened to the asker (action_log.STATUSES), from what is stored: the stored status is the
+# pipeline's (pending | answered | failed) and says nothing of abstentions or apologies.
+# - answered / abstained: the pipeline answered, from a source or with the abstention (found false);
+# - apologised: given up, and the apology with the reference is the reply (posted, or owed while Slack
+#   is down); a failed question's posted reply is always its apology (workers/tasks.py, bot/recovery.py);
+# - pending: not answered yet, or failed for now with the answer still owed (a retry is due);
+# - failed: given up with no reply in Slack (asked from the CLI, the apology refused, the bot could not queue it).
+asker_outcome = case(
+    (Question.status == "answered", case((Question.found.is_(False), "abstained"), else_="answered")),
+    (
+        Question.status == "failed",
+        case(
+            (Question.answer_ts.is_not(None), "apologised"),
+            (_outbox_says(Outbox.closed_at.is_(None), Outbox.kind == "apology"), "apologised"),
+            (_outbox_says(Outbox.closed_at.is_(None)), "pending"),
+            else_="failed",
+        ),
+    ),
+    else_="pending",
+)
+
+# Where the Slack reply is, apart from what it says: posted, owed (due: a worker or the sweep posts it),
+# or not posted (Slack refused it, or the bot could not queue the question); None without one (the CLI).
+reply_delivery = case(
+    (Question.answer_ts.is_not(None), "posted"),
+    (_outbox_says(Outbox.closed_at.is_(None)), "owed"),
+    (_outbox_says(), "not posted"),
+    else_=None,
+)
 
 
 def _filtered(query, filters: LogFilters):
@@ -46,7 +84,7 @@ def _filtered(query, filters: LogFilters):
     if filters.found is not None:
         query = query.where(Question.found.is_(filters.found))
     if filters.status:
-        query = query.where(Question.status == filters.status)
+        query = query.where(asker_outcome == filters.status)
     if filters.channel:
         query = query.where(Question.channel == filters.channel)
     if filters.evaluator_version:
@@ -103,17 +141,20 @@ def query_logs(
     Keyword filters (`since=`, `action=`, ...) are accepted as well as a `LogFilters`.
     """
     filters = filters or LogFilters(**legacy)
-    query = _filtered(select(Question), filters).order_by(Question.id.desc())
+    query = _filtered(select(Question, asker_outcome, reply_delivery), filters).order_by(Question.id.desc())
     if limit:
         query = query.limit(limit)
     if offset:
         query = query.offset(offset)
     with db.session(settings) as session:
-        rows = session.execute(query).scalars().all()
-        ids = [row.id for row in rows]
+        rows = session.execute(query).all()
+        ids = [row.id for row, _, _ in rows]
         votes = _feedback_counts(session, ids)
         reviews = _latest_reviews(session, ids)
-    return [log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id)) for row in rows]
+    return [
+        log_record(row, outcome, delivery, votes.get(row.id, (0, 0)), reviews.get(row.id))
+        for row, outcome, delivery in rows
+    ]
 
 
 def count_logs(settings: Settings, filters: LogFilters) -> int:
@@ -134,24 +175,25 @@ def find_record(settings: Settings, ref: str) -> dict[str, Any] | None:
     """One logged question by the reference users quote (e.g. Q7K2M9) or by row id (`record_id`)."""
     ref = ref.strip()
     row_id = record_id(ref)
+    query = select(Question, asker_outcome, reply_delivery)
+    if row_id is not None:
+        query = query.where(Question.id == row_id)
+    else:
+        query = query.where(func.upper(Question.reference) == ref.upper()).order_by(Question.id.desc()).limit(1)
     with db.session(settings) as session:
-        if row_id is not None:
-            row = session.get(Question, row_id)
-        else:
-            row = session.execute(
-                select(Question)
-                .where(func.upper(Question.reference) == ref.upper())
-                .order_by(Question.id.desc())
-                .limit(1)
-            ).scalar_one_or_none()
-        if row is None:
+        found = session.execute(query).first()
+        if found is None:
             return None
+        row, outcome, delivery = found
         votes = _feedback_counts(session, [row.id])
         reviews = _latest_reviews(session, [row.id])
-    return log_record(row, votes.get(row.id, (0, 0)), reviews.get(row.id))
+    return log_record(row, outcome, delivery, votes.get(row.id, (0, 0)), reviews.get(row.id))
 
 
-def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None) -> dict[str, Any]:
+def log_record(
+    row, outcome: str, delivery: str | None, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One row as a plain dict; `outcome` and `delivery`: asker_outcome and reply_delivery, selected with it."""
     scores = row.scores or []
     return {
         "id": row.id,
@@ -163,7 +205,8 @@ def log_record(row, votes: tuple[int, int] = (0, 0), review: dict[str, Any] | No
         "thread_ts": row.thread_ts,
         "parent_id": row.parent_id,
         "question": row.question,
-        "status": row.status,
+        "status": outcome,
+        "delivery": delivery,
         "action": row.action,
         "action_text": describe_action(row.action, bool(row.found), list(row.sources_used or []), row.question_class)
         if row.action

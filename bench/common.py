@@ -1,17 +1,20 @@
 """What every performance benchmark shares: machine description, percentiles, tables, the bench stack.
 
 Benchmarks run on their own POLICYBOT_HOME (default ./.policybot-bench-perf) and their own
-Redis port, never on a developer's ./.policybot. Each prints a Markdown table and a
-summary line; `bench.run_all` collects them into docs/performance.md.
+Redis port, never on a developer's ./.policybot, and stop the services they started when they
+end (`bench_services_up`). Each prints a Markdown table and a summary line; `bench.run_all`
+collects them into docs/performance.md.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,13 +53,39 @@ def use_bench_home(home: Path | None = None) -> Path:
     return home
 
 
-def prepared_settings(train_minutes: float = 3.0):  # -> Settings
-    """The bench stack up, the sample corpus ingested, an evaluator trained once (reused later)."""
+def bench_services_up(settings: Settings) -> None:
+    """The bench home's embedded PostgreSQL and Redis up for this run; the ones this run started are
+    stopped when it ends (at exit, also after an error), so a benchmark leaves nothing running.
+    One that was running before it stays running."""
     from core import services
+
+    running = {status.name for status in services.services_status(settings) if status.running}
+    services.services_up(settings)
+    started = [name for name in ("postgres", "redis") if name not in running]
+    if started:
+        atexit.register(_stop_services, settings, started)
+
+
+def _stop_services(settings: Settings, names: list[str]) -> None:
+    from core import db, services
+
+    db.dispose_engines()  # this process's connections first
+    stop = {"postgres": services.stop_postgres, "redis": services.stop_redis}
+    for name in names:
+        try:
+            if stop[name](settings):
+                print(f"stopped the benchmark's {name} (it was not running before)", flush=True)
+        except Exception as error:  # stop the other one all the same
+            print(f"could not stop the benchmark's {name}: {error}", file=sys.stderr, flush=True)
+
+
+def prepared_settings(train_minutes: float = 3.0):  # -> Settings
+    """The bench stack up (stopped at exit if this run started it), the sample corpus ingested, an
+    evaluator trained once (reused later)."""
     from core.config import get_settings
 
     settings = get_settings()
-    services.services_up(settings)
+    bench_services_up(settings)
     prepare(settings, train_minutes, retrain=False)
     return settings
 

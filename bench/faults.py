@@ -306,10 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    from bench.common import Report, table, use_bench_home
+    from bench.common import Report, bench_services_up, table, use_bench_home
 
     use_bench_home()
-    from core import services
     from core.config import get_settings
     from devtools.demo import worker_env
     from devtools.fake_slack import FakeSlack
@@ -318,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
 
     report = Report("faults", "Fault injection: no question lost").begin()
     settings = get_settings()
-    services.services_up(settings)
+    bench_services_up(settings)  # and stopped when the run ends
     repo = Path(__file__).resolve().parent.parent
     ingest_paths(settings, [repo / "samples" / "policies"], collection="policies", prune=True)
     log_dir = settings.home / "logs" / "bench-faults"

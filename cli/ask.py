@@ -12,7 +12,7 @@ from rich.panel import Panel
 
 from cli.common import console, errors, fail, load_settings
 from core.names import CHANNEL_ID, CHANNEL_ID_HINT
-from core.wording import describe_action
+from core.wording import citation_place, describe_action
 from crag.text import plain_text
 
 if TYPE_CHECKING:
@@ -94,9 +94,7 @@ def _print_answer(answer: Answer) -> None:
         )
     )
     for citation in answer.citations:
-        where = " — ".join(
-            part for part in (citation.title, citation.section.split(" > ")[-1] if citation.section else "") if part
-        )
+        where = citation_place(citation.title, citation.section)
         origin = "knowledge base" if citation.origin == "kb" else f"fallback: {citation.source}"
         console.print(
             f"  [{citation.n}] {citation.document}: {where} ({origin}, score {citation.score:.2f})", highlight=False

@@ -15,6 +15,7 @@ from cli.fallback import fallback_list
 from cli.services import print_status
 
 if TYPE_CHECKING:
+    from core.config import Settings
     from core.services import ServiceStatus
 
 
@@ -74,6 +75,7 @@ def demo(
             )
         else:
             evaluator_train(minutes=train_minutes, activate="if-better", as_json=False)
+            _say_why_answers_use_cosine(settings, train_minutes)
         if slack:
             # devtools/demo.py loads Slack Bolt, Celery and httpx (the local Slack fake): only for the demo's Slack loop
             from devtools.demo import run_local_slack_loop
@@ -86,6 +88,25 @@ def demo(
                 ask(question, as_json=False, channel=None)
     finally:
         _say_services_still_run(services.services_status(settings))
+
+
+def _say_why_answers_use_cosine(settings: Settings, minutes: float) -> None:
+    """After the demo's short training (`minutes`): when the evaluator it trained is not activated (it
+    routes no better than cosine), one line saying why, and how to train the real one."""
+    from application import evaluators  # torch: as in demo()
+
+    trained = next(iter(evaluators.list_versions(settings)), None)  # the newest: the one just trained
+    if trained is None or trained.active:
+        return
+    # A budget too short for the policy-qa corpus trains on weak supervision alone (application/evaluators.py).
+    weak = str((trained.metrics or {}).get("gate", "")).startswith("weak supervision")
+    console.print(
+        f"[yellow]note:[/] the T5 evaluator routes no better than cosine here: {round(minutes, 1):g} minutes of "
+        f"{'weak supervision alone' if weak else 'training'} are the demo's budget, so it is not activated and "
+        "answers use cosine. For the real one: `policybot evaluator pretrain` (once per machine, about an hour), "
+        "then `policybot evaluator train`.",
+        highlight=False,
+    )
 
 
 def _say_services_still_run(statuses: list[ServiceStatus]) -> None:

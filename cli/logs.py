@@ -17,6 +17,7 @@ from rich.table import Table
 
 from application.action_log import ACTIONS, FEEDBACK_CHOICES, STATUSES, parse_since, records_csv
 from cli.common import console, fail, load_settings
+from core.wording import citation_place, path_end, shorten
 from crag.text import plain_text
 
 
@@ -28,7 +29,12 @@ def logs(
         str | None, typer.Option("--found", help="true (answered from a source) or false (abstained).")
     ] = None,
     feedback: Annotated[str | None, typer.Option("--feedback", help="up, down, any or none.")] = None,
-    status: Annotated[str | None, typer.Option("--status", help="answered, failed or pending.")] = None,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status", help="What happened to the asker: answered, abstained, apologised, failed or pending."
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="Newest N rows.")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array with every field.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV on stdout.")] = False,
@@ -52,7 +58,7 @@ def logs(
     if feedback is not None and feedback not in FEEDBACK_CHOICES:
         fail("--feedback must be up, down, any or none", 1)
     if status is not None and status not in STATUSES:
-        fail("--status must be answered, failed or pending", 1)
+        fail(f"--status must be one of {', '.join(STATUSES)}", 1)
     from application.review import query_logs  # SQLAlchemy: see the module docstring
 
     records = query_logs(
@@ -67,9 +73,7 @@ def logs(
     _print_log_table(records)
 
 
-def _short(text: str | None, width: int) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+STATUS_COLOURS = {"answered": "green", "abstained": "yellow", "apologised": "red", "failed": "red", "pending": "yellow"}
 
 
 def _print_log_table(records: list[dict[str, Any]]) -> None:
@@ -78,7 +82,7 @@ def _print_log_table(records: list[dict[str, Any]]) -> None:
     )
     table.columns[4].overflow = "fold"
     for record in records:
-        colour = {"answered": "green", "failed": "red", "pending": "yellow"}.get(record["status"], "white")
+        colour = STATUS_COLOURS.get(record["status"], "white")
         fb = record["feedback"]
         top = record["top_score"]
         table.add_row(
@@ -86,11 +90,11 @@ def _print_log_table(records: list[dict[str, Any]]) -> None:
             record["reference"],
             (record["created_at"] or "")[:16].replace("T", " "),
             record["surface"],
-            _short(record["question"], 60),
+            shorten(record["question"], 60),
             record["action"] or "-",
             "-" if record["found"] is None else ("yes" if record["found"] else "[yellow]no[/]"),
             f"{top:.2f}" if top is not None else "-",
-            _short(", ".join(record["sources_used"]), 24),
+            shorten(", ".join(record["sources_used"]), 24),
             (f"👍{fb['up']}" if fb["up"] else "") + (f"👎{fb['down']}" if fb["down"] else ""),
             f"{record['latency_ms']:.0f}" if record["latency_ms"] is not None else "-",
             f"[{colour}]{record['status']}[/]",
@@ -115,10 +119,15 @@ def logs_show(
         _print_record(record)
 
 
+def _threshold(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"  # 3 decimals, as the scores and the console show them
+
+
 def _print_record(record: dict[str, Any]) -> None:
     console.print(
         f"[bold]#{record['id']}[/] ref {record['reference']} · {record['created_at']} · {record['surface']}"
-        f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]",
+        f" · asker {record['asker'] or '-'} · channel {record['channel'] or '-'} · [bold]{record['status']}[/]"
+        + (f" (reply {record['delivery']})" if record["delivery"] else ""),
         highlight=False,
     )
     console.print(Panel(record["question"], title="question", expand=False), markup=False)
@@ -126,7 +135,7 @@ def _print_record(record: dict[str, Any]) -> None:
         thresholds = record["thresholds"]
         console.print(
             f"action [bold]{record['action']}[/]: {record['action_text']} (evaluator {record['evaluator_version']},"
-            f" upper {thresholds['upper']}, lower {thresholds['lower']})",
+            f" upper {_threshold(thresholds['upper'])}, lower {_threshold(thresholds['lower'])})",
             highlight=False,
         )
     if record["scores"]:
@@ -136,7 +145,7 @@ def _print_record(record: dict[str, Any]) -> None:
                 f"{score.get('score', 0.0):.3f}",
                 str(score.get("origin", "")),
                 str(score.get("document", "")),
-                _short(score.get("section"), 60),
+                path_end(score.get("section"), 60),
             )
         console.print(table)
     if record["strips"]:
@@ -153,7 +162,7 @@ def _print_record(record: dict[str, Any]) -> None:
         console.print(Panel(plain_text(record["answer"]), title="answer", expand=False), markup=False)
     for citation in record["citations"]:
         origin = "knowledge base" if citation.get("origin") == "kb" else f"fallback: {citation.get('source')}"
-        where = " — ".join(p for p in (citation.get("title"), citation.get("section")) if p)
+        where = citation_place(citation.get("title"), citation.get("section"))
         console.print(
             f"  [{citation.get('n')}] {citation.get('document')}: {where} ({origin})"
             + (f" {citation['url']}" if citation.get("url") else ""),

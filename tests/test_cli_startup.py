@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,7 +109,7 @@ def test_every_option_has_help_that_renders_whole() -> None:
 
     root = typer.main.get_command(app)
     runner = CliRunner()
-    undocumented, dangling = [], []
+    undocumented, dangling, valued_flags = [], [], []
     for path, command in _commands(root):
         for param in command.params:
             if isinstance(param, click.Option) and not (param.help or "").strip():
@@ -116,8 +117,13 @@ def test_every_option_has_help_that_renders_whole() -> None:
         shown = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200"}, terminal_width=200)
         assert shown.exit_code == 0, (path, shown.output)
         dangling += [f"{' '.join(path)}: {line.strip()}" for line in shown.output.splitlines() if " ." in line]
+        # a flag takes no value: `--help <bool>` reads as if it took one (typer 0.29's rich help)
+        valued_flags += [f"{' '.join(path)}: {line.strip()}" for line in shown.output.splitlines() if "<bool>" in line]
     assert undocumented == []
     assert dangling == []  # e.g. "Time budget ." where Rich took "[default: ...]" for markup
+    assert valued_flags == []
+    hash_help = runner.invoke(app, ["console", "hash-password", "--help"], terminal_width=200).output
+    assert re.search(r"--user\s+<str>", hash_help) and re.search(r"--help\s+Show this message", hash_help), hash_help
 
 
 def test_activate_cosine_is_documented() -> None:

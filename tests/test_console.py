@@ -206,10 +206,32 @@ def test_activity_filters_paginates_and_refuses_bad_filters(admin, seeded_log) -
         v for k, v in seeded_log.items() if k.startswith("recent") or k == "dog"
     }
     assert ids(q="100%_") == set()  # LIKE wildcards are literal
+    # The status says what happened to the asker: the dog question was abstained on, not "answered".
+    assert ids(status="abstained") == {seeded_log["dog"]} | {
+        v for k, v in seeded_log.items() if k.startswith("recent") and k.endswith("-0")
+    }
+    assert seeded_log["dog"] not in ids(status="answered") and seeded_log["parental"] in ids(status="answered")
+    dog_page = admin.get("/admin/activity", params={"channel": CHANNEL, "q": "bring my DOG"}).text
+    dog_row = re.search(rf'data-id="{seeded_log["dog"]}">.*?</tr>', dog_page, re.S)
+    assert dog_row is not None and '<span class="pill abstained">abstained</span>' in dog_row.group(0)
     for bad in ({"action": "sideways"}, {"since": "last tuesday"}, {"range": "forever"}, {"page": "0"}):
         response = admin.get("/admin/activity", params=bad)
         assert response.status_code == 400, bad
         assert "error-message" in response.text
+
+
+def test_activity_date_placeholders_are_examples_from_today(admin) -> None:
+    """From/To show dates near today (a week back, today), not fixed ones that age; whether they fit
+    their boxes is measured in the browser (tests/test_console_e2e.py)."""
+    from datetime import datetime, timedelta
+
+    before = datetime.now(UTC).date()
+    page = admin.get("/admin/activity").text
+    after = datetime.now(UTC).date()
+    shown = {name: re.search(rf'name="{name}"[^>]*placeholder="([^"]*)"', page).group(1) for name in ("since", "until")}
+    assert any(
+        shown == {"since": (day - timedelta(days=7)).isoformat(), "until": day.isoformat()} for day in {before, after}
+    ), shown
 
 
 def test_exports_carry_the_filtered_rows(admin, seeded_log) -> None:
@@ -578,7 +600,7 @@ def test_recalibrate_from_reviews_previews_then_stores(csettings, admin, tmp_pat
 
     preview = admin.post("/admin/evaluators/recalibrate", data=form | {"apply": "no"})
     expected = calibrate(PRESENT, ABSENT)
-    assert preview.status_code == 200 and f"upper 0.500 → {expected['upper']:.3f}" in preview.text
+    assert preview.status_code == 200 and f"upper 0.500 → {expected.upper:.3f}" in preview.text
     assert "Preview only: nothing changed" in preview.text and "12 answer-present and 12 answer-absent" in preview.text
     assert stored_thresholds(csettings, version) == (0.5, 0.1, 0.2)
 

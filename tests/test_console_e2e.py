@@ -110,6 +110,23 @@ def test_sign_in(page, console_url) -> None:
     shot(page, "02-activity")
 
 
+def test_the_date_filters_examples_fit_their_boxes(page, console_url) -> None:
+    """The From/To placeholders are whole in the browser: typed into the box, their text does not scroll."""
+    page.goto(console_url + "/activity")
+    for name in ("since", "until"):
+        text, needed, room = page.evaluate(
+            """(name) => {
+                const box = document.querySelector(`input[name=${name}]`);
+                box.value = box.placeholder;
+                const measured = [box.placeholder, box.scrollWidth, box.clientWidth];
+                box.value = "";
+                return measured;
+            }""",
+            name,
+        )
+        assert text and needed <= room, (name, text, needed, room)
+
+
 def test_filter_activity_open_record_and_review(page, console_url, seeded_log) -> None:
     page.goto(console_url + "/activity")
     page.fill("input[name=channel]", SEED_CHANNEL)

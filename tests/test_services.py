@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psycopg
@@ -137,6 +138,93 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
             redis.Redis.from_url(unprotected).shutdown(nosave=True)
         except redis.RedisError:
             pass
+
+
+def _redis_servers_in(folder: Path) -> list[int]:
+    """The redis-server processes working in `folder` (a Redis works in its --dir): what runs of a home's Redis."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (
+                proc.name.isdigit()
+                and proc.joinpath("cwd").resolve(strict=True) == folder.resolve()
+                and b"redis-server" in proc.joinpath("cmdline").read_bytes()
+            ):
+                found.append(int(proc.name))
+        except OSError:  # gone meanwhile, a zombie, or another user's
+            continue
+    return found
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="reads processes from /proc (Linux)")
+
+
+@needs_proc
+@pytest.mark.services
+def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp_path) -> None:
+    """A benchmark starts its home's Redis on a port of its own (POLICYBOT_REDIS_PORT, from the home's
+    bench-redis-port); `services down` on that home, without that variable, still finds it: by its pid file."""
+    import subprocess
+    import sys
+
+    from core.config import Settings
+
+    from support.environment import cli_env
+
+    home = tmp_path / "home"
+    bench_style = Settings(POLICYBOT_HOME=home, POLICYBOT_REDIS_PORT=services._free_port())
+    services.start_redis(bench_style)
+    try:
+        assert len(_redis_servers_in(home / "redis")) == 1
+        env = {key: value for key, value in cli_env(home).items() if key != "POLICYBOT_REDIS_PORT"}
+
+        def policybot(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "cli", *args], env=env, capture_output=True, text=True, timeout=120
+            )
+
+        status = policybot("services", "status")
+        assert "pid" in status.stdout and "another port" in " ".join(status.stdout.split()), status.stdout
+        down = policybot("services", "down")
+        assert down.returncode == 0, down.stderr
+        assert "stopped: redis" in down.stdout, down.stdout
+        assert _redis_servers_in(home / "redis") == []
+        assert "nothing was running" in policybot("services", "down").stdout
+    finally:
+        services.stop_redis(bench_style)
+
+
+@needs_proc
+@pytest.mark.services
+def test_a_benchmark_stops_the_services_it_started(tmp_path) -> None:
+    """bench/common.py's start of the bench stack (every benchmark's) stops, when the run ends, the
+    PostgreSQL and Redis it started: nothing of the bench home is left running."""
+    import subprocess
+    import sys
+
+    from core.config import Settings
+
+    home = tmp_path / "bench-home"
+    run = (
+        "from pathlib import Path; import sys\n"
+        "from bench.common import bench_services_up, use_bench_home\n"
+        "use_bench_home(Path(sys.argv[1]))\n"
+        "from core.config import get_settings\n"
+        "bench_services_up(get_settings())\n"
+        "from core import services\n"
+        "print('running:', sorted(s.name for s in services.services_status(get_settings()) if s.running), flush=True)\n"
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("POLICYBOT_")}
+    env["PYTHONPATH"] = str(REPO)
+    result = subprocess.run(
+        [sys.executable, "-c", run, str(home)], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert "running: ['postgres', 'redis']" in result.stdout, result.stdout
+    assert "stopped the benchmark's postgres" in result.stdout and "stopped the benchmark's redis" in result.stdout
+    assert _redis_servers_in(home / "redis") == []
+    bench = Settings(POLICYBOT_HOME=home, POLICYBOT_REDIS_PORT=int((home / "bench-redis-port").read_text()))
+    assert not any(status.running for status in services.services_status(bench))
 
 
 def test_docker_composes_redis_wants_the_password_its_clients_use_and_persists_append_only() -> None:

@@ -102,6 +102,7 @@ async def activity(c: Console, request: Request) -> Response:
     records = await c.call(review.query_logs, c.settings, filters, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
     versions = await c.call(review.logged_evaluator_versions, c.settings)
     query = {k: v for k, v in params.items() if v}
+    today = datetime.now(UTC).date()  # the dates are UTC, as the rows' times
     return c.render(
         request,
         "activity.html",
@@ -114,7 +115,11 @@ async def activity(c: Console, request: Request) -> Response:
             "query": query,
             "versions": versions,
             "actions": action_log.ACTIONS,
+            "statuses": action_log.STATUSES,
             "ranges": list(RANGES),
+            # placeholders: a week back to today, examples that fit their boxes
+            "since_example": (today - timedelta(days=7)).isoformat(),
+            "until_example": today.isoformat(),
         },
     )
 
