@@ -17,7 +17,7 @@ COPY ingestion ./ingestion
 COPY workers ./workers
 COPY core ./core
 COPY application ./application
-COPY slack_outbound ./slack_outbound
+COPY slack_shared ./slack_shared
 COPY console ./console
 COPY cli ./cli
 COPY devtools ./devtools

@@ -80,7 +80,7 @@ def record_question(
 ) -> RecordedQuestion:
     """Insert a pending question in the caller's transaction (the Slack listener claims the
     message in the same one); a second insert with the same Slack event_id is a no-op.
-    `private_reply`: the answer goes to the asker alone (slack_outbound/audience.py)."""
+    `private_reply`: the answer goes to the asker alone (slack_shared/audience.py)."""
     values = dict(
         question=question,
         surface=surface,
@@ -297,7 +297,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
         "question": answer.question,
         "action": answer.action.value,
         "found": answer.found,
-        "answer": plain_text(answer.text),  # a link as its text; Slack gets it as a link (slack_outbound/blocks.py)
+        "answer": plain_text(answer.text),  # a link as its text; Slack gets it as a link (slack_shared/blocks.py)
         "citations": [citation_json(c) for c in answer.citations],
         "evaluator": {
             "version": answer.evaluator_version,

@@ -37,7 +37,7 @@ def margin_s(settings: Settings) -> int:
     return max(1, settings.reply_wait_s // 2)
 
 
-# As text, compiled once: the listener runs it on every question (see slack_outbound/state.py's _CLAIM).
+# As text, compiled once: the listener runs it on every question (see slack_shared/state.py's _CLAIM).
 _ADD = text(
     "INSERT INTO outbox (question_id, due_at) VALUES (:question_id, now() + make_interval(secs => :due_in_s)) "
     "ON CONFLICT (question_id) DO NOTHING"

@@ -1,5 +1,5 @@
 """The Bolt app: wiring only. Who may ask is checked in bot/who_may_ask.py, listeners decide
-(bot/decisions.py) and carry out (bot/listeners/), blocks render (slack_outbound/blocks.py)."""
+(bot/decisions.py) and carry out (bot/listeners/), blocks render (slack_shared/blocks.py)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from bot.listeners.messages import on_message
 from bot.listeners.uploads import on_upload_choice
 from bot.who_may_ask import identity, ignoring_bot_events
 from core.config import Settings, secret_value
-from slack_outbound import blocks
-from slack_outbound.client import web_client
+from slack_shared import blocks
+from slack_shared.client import web_client
 
 log = logging.getLogger(__name__)
 

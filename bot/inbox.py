@@ -5,7 +5,7 @@ again. A bot killed in between (a deploy, the OOM killer) would lose the questio
 verified `app_mention` and `message` event is inserted here before the ack (one statement,
 about a millisecond: bench.ack), and deleted once its listener has carried it out. The bot's
 sweep (bot/recovery.py) replays an event still here `replay_after_s` later through the same
-listeners; the message's claim (slack_outbound/state.py) keeps a replay from answering twice.
+listeners; the message's claim (slack_shared/state.py) keeps a replay from answering twice.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 STORED_EVENTS = frozenset({"app_mention", "message"})  # the events that may carry a question
 MAX_REPLAYS = 3  # an event whose listener fails every time is then dropped, with an error line
 
-# As text, compiled once: it runs on every event, before the ack (see slack_outbound/state.py's _CLAIM).
+# As text, compiled once: it runs on every event, before the ack (see slack_shared/state.py's _CLAIM).
 _STORE = text(
     "INSERT INTO slack_inbox (event_id, body) VALUES (:event_id, CAST(:body AS jsonb)) "
     "ON CONFLICT (event_id) DO NOTHING"

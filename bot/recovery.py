@@ -34,8 +34,8 @@ from bot import inbox
 from bot.enqueuer import Enqueuer
 from core import db
 from core.config import Settings
-from slack_outbound.apology import apologise
-from slack_outbound.client import web_client
+from slack_shared.apology import apologise
+from slack_shared.client import web_client
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from slack_bolt import Ack, BoltContext, BoltResponse
 
 from core.config import Settings
-from slack_outbound.askers import is_guest
+from slack_shared.askers import is_guest
 
 log = logging.getLogger(__name__)
 

@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     answer_outsiders: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_OUTSIDERS")
     # Guests of the workspace (multi- and single-channel): not answered unless this is on.
     answer_guests: bool = Field(default=False, validation_alias="POLICYBOT_ANSWER_GUESTS")
-    # Answers in a channel with guests go to the asker by DM, as in Slack Connect channels (slack_outbound/audience.py).
+    # Answers in a channel with guests go to the asker by DM, as in Slack Connect channels (slack_shared/audience.py).
     private_with_guests: bool = Field(default=False, validation_alias="POLICYBOT_PRIVATE_WITH_GUESTS")
     # Other workspaces of our Enterprise Grid organisation, whose members count as ours (team IDs).
     member_team_ids: str = Field(default="", validation_alias="POLICYBOT_MEMBER_TEAMS")

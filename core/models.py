@@ -110,7 +110,7 @@ class Question(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     answer_ts: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    # Asked where people outside the organisation read (slack_outbound/audience.py): the answer goes to
+    # Asked where people outside the organisation read (slack_shared/audience.py): the answer goes to
     # the asker by DM, never into the channel. Decided once, when the question arrived (0007).
     private_reply: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -86,7 +86,7 @@ def test_a_github_markdown_handbook_is_answered_with_its_links_shown_as_text(kno
     it): the fact carried by a link's text is answered; `ask` and `logs show` show the link as
     its text, Slack as a link; the log keeps the Markdown link for Slack to render."""
     from ingestion.ingest import ingest_paths, remove_document
-    from slack_outbound import blocks
+    from slack_shared import blocks
 
     from support.markdown_handbook import HANDBOOK, HOLIDAYS
 

@@ -12,7 +12,7 @@ from bot.dedup import OutageReplies, RecentMessages
 from bot.listeners.common import Listeners
 from bot.who_may_ask import BotIdentity
 from devtools.fake_slack import block_problems, sign
-from slack_outbound import blocks
+from slack_shared import blocks
 
 ME = BotIdentity(user_id="UPOLICYBOT", bot_id="BPOLICYBOT")
 

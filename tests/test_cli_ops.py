@@ -239,7 +239,7 @@ def test_logs_status_says_what_happened_to_the_asker(settings, policybot_home) -
     outbox.mark_posted(settings, abstained, "1700000001.000200")
     apologised = slack_question(question="What broke?", status="pending", action=None, found=None)
     mark_failed(settings, apologised, RuntimeError("boom"), apology_due=True)
-    outbox.mark_posted(settings, apologised, "1700000001.000300")  # the apology, as slack_outbound/apology.py posts it
+    outbox.mark_posted(settings, apologised, "1700000001.000300")  # the apology, as slack_shared/apology.py posts it
     apology_owed = slack_question(question="What broke while Slack was down?", status="pending", found=None)
     mark_failed(settings, apology_owed, RuntimeError("boom"), apology_due=True)
     apology_refused = slack_question(question="What broke in a gone channel?", status="pending", found=None)

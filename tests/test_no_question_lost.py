@@ -229,7 +229,7 @@ def _left_behind(
     from application.answering import record_question
     from core import db
     from core.models import Outbox, Question, SlackMessage
-    from slack_outbound import state
+    from slack_shared import state
 
     event = stack.mention(text, channel)
     now = datetime.now(UTC)
@@ -314,7 +314,7 @@ def test_a_ready_answer_whose_retry_redis_dropped_is_posted_by_the_sweep(stack) 
     """The issue's example: Slack rate-limits the ready answer, due again later; Redis restarts
     without persistence and drops that retry. The outbox still owes the answer: once it is
     due, the sweep queues it and the answer is posted from the log (the pipeline ran once)."""
-    from slack_outbound.client import web_client
+    from slack_shared.client import web_client
     from workers.enqueuer import CeleryEnqueuer
 
     channel = "CREDISLOST"
@@ -359,7 +359,7 @@ def test_every_reply_owed_is_swept_from_the_outbox(stack) -> None:
     reached Slack are never posted (again)."""
     from application.answering import question_lock
     from bot.recovery import MAX_SWEEPS
-    from slack_outbound.client import web_client
+    from slack_shared.client import web_client
     from workers.enqueuer import CeleryEnqueuer
 
     client = web_client(stack.settings)

@@ -414,7 +414,7 @@ def test_a_message_taken_for_a_notice_is_not_taken_for_a_question_on_a_retry(sta
 
     from core import db
     from core.models import SlackMessage
-    from slack_outbound import state
+    from slack_shared import state
 
     channel, ts = "CKINDS0001", stack.fake.new_ts()
     with db.session(stack.settings) as session:

@@ -14,7 +14,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 
 from core.config import Settings
-from slack_outbound.client import MAX_RETRY_AFTER_S, slack_failed_for_now, web_client
+from slack_shared.client import MAX_RETRY_AFTER_S, slack_failed_for_now, web_client
 from workers.retries import LATER_COUNTDOWNS_S, plan_retry
 
 

@@ -41,12 +41,12 @@ from application.answering import answer_question, get_question, mark_failed, qu
 from application.outbox import UnsavedPost, mark_posted
 from core.config import get_settings
 from crag.followups import continues_earlier
-from slack_outbound import blocks
-from slack_outbound.apology import apologise
-from slack_outbound.askers import SLACK_USERS
-from slack_outbound.audience import answer_place, note_private_answer
-from slack_outbound.client import SLACK_PERMANENT_ERRORS, describe_error, slack_error_of, web_client
-from slack_outbound.progress import clear_progress
+from slack_shared import blocks
+from slack_shared.apology import apologise
+from slack_shared.askers import SLACK_USERS
+from slack_shared.audience import answer_place, note_private_answer
+from slack_shared.client import SLACK_PERMANENT_ERRORS, describe_error, slack_error_of, web_client
+from slack_shared.progress import clear_progress
 from workers.celery_app import (
     ANSWER_HARD_LIMIT_S,
     ANSWER_SOFT_LIMIT_S,
@@ -179,7 +179,7 @@ def _answer(task, question_id: int, waited_later: int, db_waits: int, posted_ts:
                 answered_row = get_question(settings, question_id)
                 assert answered_row is not None
                 row = answered_row
-            # Asked where outsiders read: to the asker alone, as decided when it arrived (slack_outbound/audience.py).
+            # Asked where outsiders read: to the asker alone, as decided when it arrived (slack_shared/audience.py).
             lead = blocks.private_answer_lead(row.channel, row.question) if row.private_reply else None
             message = blocks.answer_message(blocks.AnswerView.from_row(row), lead)
             answered = row

@@ -22,9 +22,9 @@ from application import jobs
 from application.uploads import UploadRefused, check_size, checked_name
 from core.config import get_settings, secret_value
 from core.errors import UserError
-from slack_outbound import blocks, state
-from slack_outbound.client import describe_error, web_client
-from slack_outbound.progress import clear_progress
+from slack_shared import blocks, state
+from slack_shared.client import describe_error, web_client
+from slack_shared.progress import clear_progress
 from workers.celery_app import (
     INGEST_HARD_LIMIT_S,
     INGEST_SOFT_LIMIT_S,

@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from application.outbox import UnsavedPost
 from core.services import DatabaseUnavailable
-from slack_outbound.client import (
+from slack_shared.client import (
     MAX_RETRY_AFTER_S,
     SLACK_PERMANENT_ERRORS,
     describe_error,

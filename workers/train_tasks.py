@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from application import jobs
 from core.config import get_settings
 from core.errors import UserError
-from slack_outbound.client import describe_error
+from slack_shared.client import describe_error
 from workers.celery_app import (
     INGEST_HARD_LIMIT_S,
     INGEST_SOFT_LIMIT_S,

@@ -12,7 +12,7 @@ from slack_sdk.errors import SlackApiError
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.listeners.common import Listeners
-from slack_outbound import blocks, state
+from slack_shared import blocks, state
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from slack_sdk import WebClient
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.listeners.common import Listeners
-from slack_outbound import blocks, state
+from slack_shared import blocks, state
 
 log = logging.getLogger(__name__)
 

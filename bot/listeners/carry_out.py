@@ -15,7 +15,7 @@ from bot.listeners.notices import notice
 from bot.listeners.questions import question
 from bot.listeners.uploads import upload
 from bot.who_may_ask import profile_refusal
-from slack_outbound.askers import SlackUnavailable
+from slack_shared.askers import SlackUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def _as_slack_knows_the_writer(
 
 
 def _private_reason(listeners: Listeners, incoming: Incoming, client: WebClient, shared_externally: bool) -> str | None:
-    """Why the answer must go to the asker alone (slack_outbound/audience.py); a DM with the bot (a `D`
+    """Why the answer must go to the asker alone (slack_shared/audience.py); a DM with the bot (a `D`
     conversation, also when it mentions the bot) is theirs already."""
     if incoming.surface != "mention" or incoming.channel.startswith("D"):
         return None

@@ -21,10 +21,10 @@ from bot.enqueuer import Enqueuer
 from bot.who_may_ask import BotIdentity, lacks_writer_team, writer_team
 from core import services
 from core.config import Settings
-from slack_outbound import blocks, state
-from slack_outbound.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
-from slack_outbound.audience import ChannelAudience
-from slack_outbound.progress import clear_progress
+from slack_shared import blocks, state
+from slack_shared.askers import SLACK_USERS, SlackUnavailable, is_guest, teams_of
+from slack_shared.audience import ChannelAudience
+from slack_shared.progress import clear_progress
 
 log = logging.getLogger(__name__)
 

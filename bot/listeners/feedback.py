@@ -11,7 +11,7 @@ from slack_sdk.errors import SlackApiError
 
 from application.answering import record_feedback
 from bot.listeners.common import Listeners
-from slack_outbound import blocks
+from slack_shared import blocks
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from application.review import stats_summary
 from bot.decisions import Decision, Incoming
 from bot.listeners.common import Listeners
 from core import db
-from slack_outbound import blocks, state
+from slack_shared import blocks, state
 
 log = logging.getLogger(__name__)
 

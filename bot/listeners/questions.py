@@ -15,8 +15,8 @@ from bot.decisions import Incoming
 from bot.listeners import uploads
 from bot.listeners.common import Listeners
 from core import db
-from slack_outbound import state
-from slack_outbound.progress import show_progress
+from slack_shared import state
+from slack_shared.progress import show_progress
 
 log = logging.getLogger(__name__)
 

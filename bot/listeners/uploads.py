@@ -14,8 +14,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.decisions import Incoming, Surface
 from bot.listeners.common import Listeners
 from core import db
-from slack_outbound import blocks, state
-from slack_outbound.progress import show_progress
+from slack_shared import blocks, state
+from slack_shared.progress import show_progress
 
 if TYPE_CHECKING:
     from core.models import SlackMessage

@@ -1,5 +1,5 @@
 """Who sees what the bot posts: a question answered privately (asked where outsiders read,
-slack_outbound/audience.py), and the admin who confirmed that a file they sent becomes a policy document.
+slack_shared/audience.py), and the admin who confirmed that a file they sent becomes a policy document.
 
 Revision ID: 0007
 Revises: 0006

@@ -186,7 +186,7 @@ def choose_upload(
     url: str | None = None,
 ):  # -> httpx.Response
     """Click "Add to knowledge base" (or "Don't add") on the bot's offer to add an admin's files."""
-    from slack_outbound import blocks
+    from slack_shared import blocks
 
     [button] = [b for b in buttons(offer) if b["action_id"] == (blocks.UPLOAD_ADD if add else blocks.UPLOAD_SKIP)]
     response = stack.fake.click(

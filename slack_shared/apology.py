@@ -12,9 +12,9 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from application import outbox
 from core.config import Settings
-from slack_outbound import blocks
-from slack_outbound.client import SLACK_CHANNEL_ERRORS, describe_error
-from slack_outbound.progress import clear_progress
+from slack_shared import blocks
+from slack_shared.client import SLACK_CHANNEL_ERRORS, describe_error
+from slack_shared.progress import clear_progress
 
 log = logging.getLogger(__name__)
 

@@ -281,7 +281,7 @@ def answer_message(view: AnswerView, lead: str | None = None) -> dict[str, Any]:
 
 
 def private_answer_lead(channel: str | None, question: str) -> str:
-    """What a private answer (slack_outbound/audience.py) answers: the asker's question and where they asked it."""
+    """What a private answer (slack_shared/audience.py) answers: the asker's question and where they asked it."""
     return f"🔒 Your question in <#{channel}>: {escape(_truncate(question, 500))}"
 
 

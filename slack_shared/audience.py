@@ -28,8 +28,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from core.config import Settings
-from slack_outbound import blocks
-from slack_outbound.askers import SLACK_USERS, is_guest
+from slack_shared import blocks
+from slack_shared.askers import SLACK_USERS, is_guest
 
 log = logging.getLogger(__name__)
 
