@@ -332,6 +332,7 @@ def measure(
     progress: Progress | None = None,
     t0: float | None = None,
     sentence_evidence: bool = False,
+    cost: float = WRONG_CORRECT_COST,
 ) -> Metrics:
     """All metrics of one evaluator on the held-out part of `ws`. `sentence_evidence`: route
     as the pipeline does for an evaluator trained on answer sentences (crag/evidence.py);
@@ -373,6 +374,7 @@ def measure(
             [scores[(e.question, e.text)] for e in strips if e.label == 0],
             fallback_present=[set_max(s) for s in fallback if s.present],
             fallback_absent=[set_max(s) for s in fallback if not s.present],
+            cost=cost,
         )
 
     if not sets:

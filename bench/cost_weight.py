@@ -1,0 +1,72 @@
+"""How much a wrong Correct should cost, measured on the dev organisations only.
+
+    .venv/bin/python -m bench.cost_weight --home DIR [--version V] [--costs 1,1.5,2,3]
+
+For a trained evaluator stored in DIR (default: its newest), calibrates upper, lower, strip and
+the fallback bar as the product does (weak-supervision sets of DIR's knowledge base together
+with the policy-qa corpus's dev sets), once per cost weight (`crag.training.metrics.calibrate`:
+upper maximises TPR - cost * FPR), and prints the dev questions' routing for each: cross-fitted
+routing accuracy, and how often an answer-present set and an answer-absent set are routed
+Correct. `WRONG_CORRECT_COST` in crag/training/metrics.py is chosen from this table; the test
+organisations are never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, required=True, help="a bench home with a trained evaluator")
+    parser.add_argument("--version", help="the evaluator version (default: the newest stored)")
+    parser.add_argument("--costs", default="1,1.5,2,3", help="cost weights to compare")
+    args = parser.parse_args(argv)
+
+    from application import evaluators
+    from application.corpus_supervision import labelled_data
+    from application.runtime import embed_function
+    from bench.quality import bench_settings
+    from crag.checkpoint import load_evaluator
+    from crag.inference import CachedEvaluator
+    from crag.training.metrics import measure, merged_held_out
+    from crag.training.weak_supervision import build_weak_supervision
+
+    settings = bench_settings(args.home)  # the home's own services, as bench.quality runs them
+    rows = evaluators.list_versions(settings)
+    row = next((r for r in rows if r.version == args.version), None) if args.version else (rows[0] if rows else None)
+    if row is None:
+        print(f"no evaluator {args.version or ''} stored under {args.home}", file=sys.stderr)
+        return 2
+    seed = int((row.metrics or {}).get("seed", 0))
+    labelled = labelled_data(settings)
+    if labelled is None:
+        print("the corpus is switched off (POLICYBOT_CORPUS=off)", file=sys.stderr)
+        return 2
+    weak = build_weak_supervision(evaluators.corpus_chunks(settings), embed_function(settings), seed=seed)
+    both = merged_held_out(weak, labelled.held_out)
+    judge = CachedEvaluator(load_evaluator(row.path))
+    print(f"The cost of a wrong Correct, on the dev organisations: evaluator {row.version}", flush=True)
+    lines = [
+        "| cost | upper | lower | strip | fallback | dev routing (cross-fitted) | present → Correct | absent → Correct |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    print("\n".join(lines), flush=True)
+    for cost in (float(c) for c in args.costs.split(",")):
+        calibrated = measure(judge, both, sentence_evidence=True, cost=cost).thresholds
+        dev = measure(judge, labelled.held_out, sentence_evidence=True, cost=cost)
+        fixed = measure(judge, labelled.held_out, fixed_thresholds=calibrated, sentence_evidence=True)
+        fallback = "-" if calibrated.fallback is None else f"{calibrated.fallback:.3f}"
+        lines.append(
+            f"| {cost:g} | {calibrated.upper:.3f} | {calibrated.lower:.3f} | {calibrated.strip:.3f} | {fallback} "
+            f"| {dev.routing_accuracy:.1%} | {fixed.action_rates['present']['correct']:.0%} "
+            f"| {fixed.action_rates['absent']['correct']:.0%} |"
+        )
+        print(lines[-1], flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
