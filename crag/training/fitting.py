@@ -30,14 +30,16 @@ from crag.training.weak_supervision import Pair
 FROZEN_CACHE_MB = 1024
 
 
-def frozen_state_cache(model: torch.nn.Module, max_mb: int) -> FrozenStateCache | None:
+def frozen_state_cache(
+    model: torch.nn.Module, max_mb: int, dtype: torch.dtype = torch.float16
+) -> FrozenStateCache | None:
     """A cache of the frozen part's states for a judge that reads question and passage apart
     (the default); None where it does not apply (joint reading, the t5_encoder kind) or is off."""
     if max_mb <= 0 or not isinstance(model, MiniLMT5Judge) or not model.separate_encoding:
         return None
     if model.frozen_layers < 0:
         return None  # MiniLM's embeddings learn: nothing is frozen
-    return FrozenStateCache(max_mb * 2**20, layers=model.frozen_layers)
+    return FrozenStateCache(max_mb * 2**20, layers=model.frozen_layers, dtype=dtype)
 
 
 def _fill_ahead(
@@ -95,6 +97,7 @@ def fit_judge(
     seconds_left: Callable[[], float],
     emit: PhaseEmitter,
     frozen_cache_mb: int = FROZEN_CACHE_MB,
+    frozen_cache_dtype: torch.dtype = torch.float16,
 ) -> Fitted:
     """Train `bundle.model` in place with BCE on `pairs`, for `config.max_epochs` (or
     `config.max_steps`) or until `seconds_left()` runs out, whichever comes first; never fewer
@@ -103,7 +106,7 @@ def fit_judge(
 
     A judge that reads question and passage apart (the default) keeps what its frozen part
     (MiniLM's embeddings and lowest layers) makes of each distinct question and passage in a
-    `FrozenStateCache` of `frozen_cache_mb` (0: none), so that a step runs only the layers that
+    `FrozenStateCache` of `frozen_cache_mb` (0: none) in `frozen_cache_dtype`, so that a step runs only the layers that
     learn. The frozen part then reads in eval mode: no dropout below the layers that learn.
     Each step reads through it the texts the cache lacks; once the plan covers every pair,
     the texts left are read ahead in long batches, shown as the "cache" phase."""
@@ -140,7 +143,7 @@ def fit_judge(
     step, seen, loss_ema, logit_std = 0, 0, None, 0.0
     epoch_batches: list[list[int]] = []
     step_times: list[float] = []
-    cache = frozen_state_cache(model, frozen_cache_mb)
+    cache = frozen_state_cache(model, frozen_cache_mb, frozen_cache_dtype)
     fill_ahead = cache is not None
     if isinstance(model, MiniLMT5Judge):
         model.frozen_cache = cache
