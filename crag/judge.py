@@ -26,7 +26,7 @@ when it is imported, so the process entry points (the policybot CLI, the Celery 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal, TypeVar, cast
 
@@ -174,8 +174,24 @@ class PassageStateCache:
             _, evicted = self._states.popitem(last=False)
             self.bytes -= evicted.numel() * evicted.element_size()
 
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._states  # counts neither a hit nor a miss
+
     def __len__(self) -> int:
         return len(self._states)
+
+
+class FrozenStateCache(PassageStateCache):
+    """What the frozen part of MiniLM (its embeddings and `layers` lowest layers) makes of each
+    text read apart, per token ids, in an LRU bounded by bytes and stored as `dtype`. For
+    training: those weights never change, so each distinct question and passage goes through
+    them once, and a step runs only the layers that learn, the T5 blocks and the head. The
+    frozen part reads in eval mode (no dropout), or its states would differ at every reading."""
+
+    def __init__(self, max_bytes: int, layers: int, dtype: torch.dtype = torch.float16):
+        super().__init__(max_bytes)
+        self.layers = layers
+        self.dtype = dtype
 
 
 class MiniLMT5Judge(nn.Module):
@@ -201,6 +217,7 @@ class MiniLMT5Judge(nn.Module):
         self.prior_scale = nn.Parameter(torch.tensor(scale))
         self.prior_shift = nn.Parameter(torch.tensor(shift))
         self.passage_cache: PassageStateCache | None = None  # set for inference by TorchEvaluator
+        self.frozen_cache: FrozenStateCache | None = None  # set for training by fit_judge
 
     def forward(
         self,
@@ -246,7 +263,7 @@ class MiniLMT5Judge(nn.Module):
         distinct_q, row_of = torch.unique(q_ids, dim=0, return_inverse=True)
         first_row = torch.zeros(distinct_q.shape[0], dtype=torch.long, device=input_ids.device)
         first_row.scatter_(0, row_of, torch.arange(row_of.numel(), device=input_ids.device))
-        q_states = self.minilm(input_ids=distinct_q, attention_mask=q_mask[first_row]).last_hidden_state[row_of]
+        q_states = self._read_apart(distinct_q, q_mask[first_row])[row_of]
         p_states = self._passage_states(p_ids, p_mask, p_len)
         # Pack: the question's tokens, then the passage's, then padding.
         total = q_len + p_len
@@ -267,16 +284,14 @@ class MiniLMT5Judge(nn.Module):
         """MiniLM over the passages, padded like p_ids; through the cache when there is one."""
         cache = self.passage_cache
         if cache is None or torch.is_grad_enabled():
-            return self.minilm(input_ids=p_ids, attention_mask=p_mask).last_hidden_state
+            return self._read_apart(p_ids, p_mask)
         lengths = p_len.tolist()
         keys = [p_ids[row, :n].numpy().tobytes() for row, n in enumerate(lengths)]
         found = [cache.get(key) for key in keys]
         missing = [row for row, states in enumerate(found) if states is None]
         if missing:
             longest = max(lengths[row] for row in missing)
-            fresh = self.minilm(
-                input_ids=p_ids[missing, :longest], attention_mask=p_mask[missing, :longest]
-            ).last_hidden_state
+            fresh = self._read_apart(p_ids[missing, :longest], p_mask[missing, :longest])
             for i, row in enumerate(missing):
                 computed = fresh[i, : lengths[row]].clone()  # a copy: no view pinning the whole batch
                 cache.put(keys[row], computed)
@@ -285,6 +300,106 @@ class MiniLMT5Judge(nn.Module):
         out = p_ids.new_zeros((len(keys), p_ids.shape[1], self.minilm.config.hidden_size), dtype=states_by_row[0].dtype)
         for row, states in enumerate(states_by_row):
             out[row, : lengths[row]] = states
+        return out
+
+    def _read_apart(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """MiniLM's last states of texts read apart ([CLS] text [SEP] rows, right-padded); with a
+        frozen-state cache, only the layers above the frozen ones run on the cached states."""
+        cache = self.frozen_cache
+        if cache is None:
+            return self.minilm(input_ids=ids, attention_mask=mask).last_hidden_state
+        return self._minilm_layers(self._frozen_states(ids, mask, cache), mask, cache.layers, None)
+
+    def _minilm_layers(self, hidden: torch.Tensor, mask: torch.Tensor, start: int, stop: int | None) -> torch.Tensor:
+        """MiniLM's layers `start:stop` on `hidden`, with the attention mask its own forward builds."""
+        from transformers.masking_utils import create_bidirectional_mask  # transformers: as in quiet_transformers
+
+        attention = create_bidirectional_mask(config=self.minilm.config, inputs_embeds=hidden, attention_mask=mask)
+        for layer in self.minilm.encoder.layer[start:stop]:
+            hidden = layer(hidden, attention)
+        return hidden
+
+    @property
+    def frozen_layers(self) -> int:
+        """How many of MiniLM's lowest layers learn nothing (with its embeddings): `freeze_lower`'s
+        count; -1 when the embeddings learn too."""
+        if any(p.requires_grad for p in self.minilm.embeddings.parameters()):
+            return -1
+        frozen = 0
+        for layer in self.minilm.encoder.layer:
+            if any(p.requires_grad for p in layer.parameters()):
+                break
+            frozen += 1
+        return frozen
+
+    def fill_frozen_cache(
+        self,
+        texts: Sequence[Sequence[int]],
+        cache: FrozenStateCache,
+        batch_size: int = 64,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> bool:
+        """Read the texts (token ids as read apart, `[CLS] text [SEP]`) the cache lacks through
+        the frozen part, in batches of similar lengths, and keep them; `progress(done, total)`
+        before the first batch and after each. False, and nothing read, when they would not all
+        fit in the cache's bytes."""
+        todo = {key: list(text) for text in texts if (key := torch.tensor(list(text)).numpy().tobytes()) not in cache}
+        size = sum(len(ids) for ids in todo.values()) * self.minilm.config.hidden_size * cache.dtype.itemsize
+        if cache.bytes + size > cache.max_bytes:
+            return False
+        ordered = sorted(todo.items(), key=lambda item: len(item[1]))
+        for start in range(0, len(ordered), batch_size):
+            if progress:
+                progress(start, len(ordered))
+            part = ordered[start : start + batch_size]
+            batch = collate([{"input_ids": ids} for _, ids in part], pad_id=0)
+            fresh = self.frozen_states(batch["input_ids"], batch["attention_mask"], cache.layers)
+            for row, (key, ids) in enumerate(part):
+                cache.put(key, fresh[row, : len(ids)].to(cache.dtype, copy=True))
+        if progress and ordered:
+            progress(len(ordered), len(ordered))
+        return True
+
+    def frozen_states(self, ids: torch.Tensor, mask: torch.Tensor, layers: int) -> torch.Tensor:
+        """The embeddings and the `layers` lowest MiniLM layers on `ids`, in eval mode, without
+        gradients: what a `FrozenStateCache` holds."""
+        modules = [self.minilm.embeddings, *self.minilm.encoder.layer[:layers]]
+        modes = [module.training for module in modules]
+        try:
+            for module in modules:
+                module.eval()
+            with torch.no_grad():
+                return self._minilm_layers(self.minilm.embeddings(input_ids=ids), mask, 0, layers)
+        finally:
+            for module, mode in zip(modules, modes, strict=True):
+                module.train(mode)
+
+    def _frozen_states(self, ids: torch.Tensor, mask: torch.Tensor, cache: FrozenStateCache) -> torch.Tensor:
+        """The frozen part's states of each row, padded like `ids` (zeros), from the cache; the
+        texts it lacks are read together once, then kept."""
+        lengths = mask.sum(1).tolist()
+        keys = [ids[row, :n].numpy().tobytes() for row, n in enumerate(lengths)]
+        found: dict[bytes, torch.Tensor] = {}
+        missing: dict[bytes, int] = {}
+        for row, key in enumerate(keys):
+            if key in found or key in missing:
+                continue  # the same text twice in one batch
+            states = cache.get(key)
+            if states is None:
+                missing[key] = row
+            else:
+                found[key] = states
+        if missing:
+            rows = list(missing.values())
+            longest = max(lengths[row] for row in rows)
+            fresh = self.frozen_states(ids[rows, :longest], mask[rows, :longest], cache.layers)
+            for i, (key, row) in enumerate(missing.items()):
+                computed = fresh[i, : lengths[row]].to(cache.dtype, copy=True)  # a copy: no view of the batch
+                cache.put(key, computed)
+                found[key] = computed
+        out = torch.zeros((len(keys), ids.shape[1], self.minilm.config.hidden_size))
+        for row, key in enumerate(keys):
+            out[row, : lengths[row]] = found[key]
         return out
 
     def freeze_lower(self, n_layers: int) -> None:
@@ -414,6 +529,14 @@ def collate(rows: Sequence[dict[str, list[int]]], pad_id: int) -> dict[str, torc
     if types is not None:
         batch["token_type_ids"] = types
     return batch
+
+
+def read_apart(row: dict[str, list[int]]) -> tuple[list[int], list[int]]:
+    """The two texts a separate-encoding judge reads of one encoded pair (`encode_pairs`):
+    `[CLS] question [SEP]` and `[CLS] passage [SEP]`, as `MiniLMT5Judge` splits them."""
+    ids, types = row["input_ids"], row["token_type_ids"]
+    q_len = types.index(1) if 1 in types else len(ids)
+    return ids[:q_len], ids[:1] + ids[q_len:]
 
 
 def max_positions(model: nn.Module, kind: ModelKind) -> int:

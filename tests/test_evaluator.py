@@ -20,14 +20,24 @@ import torch
 
 from crag.checkpoint import detect_format, load_evaluator
 from crag.inference import CachedEvaluator, CosineEvaluator, evaluator_from_bundle
-from crag.judge import EvaluatorConfig, PassageStateCache, build_judge, collate, encode_pairs
+from crag.judge import (
+    EvaluatorConfig,
+    FrozenStateCache,
+    PassageStateCache,
+    build_judge,
+    collate,
+    encode_pairs,
+    read_apart,
+)
 from crag.minilm import minilm_folder
 from crag.text import plain_sentences as split_sentences
+from crag.training.fitting import fit_judge, frozen_state_cache
 from crag.training.metrics import calibrate, evaluate_evaluator, held_out_passages, roc_auc, within_time
 from crag.training.saving import load_weights, save_evaluator
 from crag.training.train import train_evaluator
 from crag.training.weak_supervision import (
     CorpusChunk,
+    Pair,
     build_weak_supervision,
     conversational,
     find_entities,
@@ -537,6 +547,125 @@ def test_passage_state_cache_scores_exactly_as_without_and_reads_each_passage_on
     cached.model.passage_cache = small
     cached.score("How many sick days do I get?", passages)
     assert 0 < len(small) < len(passages) and small.bytes <= small.max_bytes
+
+
+def _frozen_part_rows(bundle) -> list[dict[str, list[int]]]:
+    """Pairs of two questions and mixed-length passages, one passage twice (padding, a repeat)."""
+    questions = ["How long do I have to submit my expense report?", "What is the hotel cap in New York?"]
+    passages = [TOY[0][2], TOY[1][2], "Short one.", TOY[0][2] * 3]
+    return [
+        row
+        for question in questions
+        for passage in passages
+        for row in encode_pairs(bundle.tokenizer, "minilm_t5", question, [passage], 128)
+    ]
+
+
+def test_frozen_state_cache_gives_the_same_logits_and_gradients():
+    """The frozen part's states cached (embeddings and the lowest layers, read in eval mode):
+    the same logits, cold and warm, and in training mode, with the frozen layers in eval mode as
+    the cache reads them, the same dropout draws, logits and gradients. fp16 storage moves a
+    logit by about 1e-3."""
+    torch.manual_seed(0)
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    model = bundle.model
+    torch.nn.init.normal_(model.head.weight, std=0.5)  # the T5 part speaks too
+    assert model.frozen_layers == 4  # EvaluatorConfig.freeze_minilm_layers
+    batch = collate(_frozen_part_rows(bundle), 0)
+    model.eval()
+    with torch.no_grad():
+        plain = model(**batch)
+        model.frozen_cache = FrozenStateCache(2**30, layers=4, dtype=torch.float32)
+        cold, warm = model(**batch), model(**batch)
+        assert model.frozen_cache.misses == 2 + 4 and model.frozen_cache.hits == 2 + 4  # distinct texts, once
+        model.frozen_cache = FrozenStateCache(2**30, layers=4)  # fp16, the default
+        half = model(**batch)
+    assert cold.tolist() == pytest.approx(plain.tolist(), abs=1e-5) and warm.tolist() == cold.tolist()
+    assert half.tolist() == pytest.approx(plain.tolist(), abs=2e-2) and plain.std() > 0.1
+
+    def step(cache):
+        model.frozen_cache = cache
+        model.zero_grad()
+        torch.manual_seed(1)  # the same dropout draws in the layers that learn
+        logits = model(**batch)
+        logits.sum().backward()
+        return logits.detach(), {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+    model.train()
+    for module in [model.minilm.embeddings, *model.minilm.encoder.layer[:4]]:
+        module.eval()
+    without, grads_without = step(None)
+    with_cache, grads_with = step(FrozenStateCache(2**30, layers=4, dtype=torch.float32))
+    assert with_cache.tolist() == pytest.approx(without.tolist(), abs=1e-5)
+    assert grads_with.keys() == grads_without.keys() and not any(n.startswith("minilm.embeddings") for n in grads_with)
+    for name, grad in grads_with.items():
+        assert torch.allclose(grad, grads_without[name], atol=1e-5), name
+
+
+def test_frozen_state_cache_filled_ahead_reads_nothing_more_and_keeps_to_its_bytes():
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    model = bundle.model.eval()
+    rows = _frozen_part_rows(bundle)
+    texts = {tuple(text) for row in rows for text in read_apart(row)}
+    assert len(texts) == 2 + 4
+    cache = FrozenStateCache(2**30, layers=4)
+    done: list[tuple[int, int]] = []
+    assert model.fill_frozen_cache(list(texts), cache, batch_size=4, progress=lambda *p: done.append(p))
+    assert done == [(0, 6), (4, 6), (6, 6)] and len(cache) == 6
+    model.frozen_cache = cache
+    with torch.no_grad():
+        model(**collate(rows, 0))
+    assert cache.misses == 0 and cache.hits == 6
+    # Too small for them all: nothing is read ahead (steps then read what they lack, in an LRU).
+    assert not model.fill_frozen_cache(list(texts), FrozenStateCache(cache.bytes // 2, layers=4))
+
+
+def test_frozen_state_cache_applies_only_to_separate_encoding():
+    separate = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64))
+    cache = frozen_state_cache(separate.model, 64)
+    assert cache is not None and cache.layers == 4 and cache.max_bytes == 64 * 2**20
+    assert frozen_state_cache(separate.model, 0) is None  # off
+    joint = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=False))
+    encoder = build_judge(EvaluatorConfig(kind="t5_encoder", t5_layers=1, t5_heads=2, t5_d_ff=64))
+    assert frozen_state_cache(joint.model, 64) is None and frozen_state_cache(encoder.model, 64) is None
+
+
+@pytest.mark.training
+def test_fit_judge_with_the_frozen_cache_reads_each_text_once_learns_and_reloads(tmp_path):
+    """fit_judge caches the frozen part by default: every distinct question and passage goes
+    through the frozen layers once (read ahead, shown as the "cache" phase, when the plan reads
+    every pair), the loss falls, and the judge saves and reloads as before."""
+    rng = random.Random(0)
+    pairs = []
+    for i, (_, section, text) in enumerate(TOY[:12]):
+        question = f"What does the policy say about {section.split(' > ')[1].lower()}?"
+        pairs.append(Pair(question, text, 1, "positive", "template", str(i)))
+        for j in rng.sample([k for k in range(12) if k != i], 2):
+            pairs.append(Pair(question, TOY[j][2], 0, "random", "template", str(j)))
+    config = EvaluatorConfig(
+        t5_layers=1, t5_heads=2, t5_d_ff=64, train_max_length=96, train_batch_size=8, max_steps=30, min_steps=30
+    )
+    torch.manual_seed(0)
+    bundle = build_judge(config)
+    model = bundle.model
+    rows = [encode_pairs(bundle.tokenizer, "minilm_t5", p.question, [p.passage], 96)[0] for p in pairs]
+    texts = {tuple(text) for row in rows for text in read_apart(row)}
+    read_by_frozen: list[int] = []
+    model.minilm.encoder.layer[0].register_forward_hook(lambda _m, args, _out: read_by_frozen.append(args[0].shape[0]))
+    events: list[tuple] = []
+    fitted = fit_judge(bundle, pairs, config, 0, lambda: 600.0, lambda *event: events.append(event))
+    assert fitted.steps == 30 and model.frozen_cache is None
+    assert sum(read_by_frozen) == len(texts)  # each distinct text once, through steps 1-3 and the read-ahead
+    phases = [event[0] for event in events]
+    # Steps 1-3, then (the plan at step 3 reads every pair) the read-ahead, then training on.
+    assert phases[:2] == ["train"] * 2 and phases[2] == "cache" and phases.count("train") == 30
+    assert set(phases[phases.index("train", 2) :]) == {"train"}
+    losses = [event[3] for event in events if event[0] == "train"]
+    assert losses[-1] < losses[0]
+    question, passages = "How many sick days do I get?", [TOY[5][2], TOY[8][2]]
+    expected = evaluator_from_bundle(bundle, "c").score(question, passages)
+    save_evaluator(bundle, tmp_path / "c", {"version": "c"})
+    assert load_evaluator(tmp_path / "c", threads=1).score(question, passages) == pytest.approx(expected, abs=1e-5)
 
 
 def test_fused_gelu_scores_as_transformers_python_gelu():

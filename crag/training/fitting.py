@@ -12,9 +12,43 @@ from typing import Any
 import numpy as np
 import torch
 
-from crag.judge import EvaluatorConfig, JudgeBundle, MiniLMT5Judge, T5EncoderJudge, collate, encode_pairs
+from crag.judge import (
+    EvaluatorConfig,
+    FrozenStateCache,
+    JudgeBundle,
+    MiniLMT5Judge,
+    T5EncoderJudge,
+    collate,
+    encode_pairs,
+    read_apart,
+)
 from crag.training.progress import PhaseEmitter
 from crag.training.weak_supervision import Pair
+
+# The frozen part's states of the training texts, kept in fp16 (docs/evaluator.md, "Training on
+# two cores": fp16 or fp32, the same held-out AUC; sizes measured there).
+FROZEN_CACHE_MB = 1024
+
+
+def frozen_state_cache(
+    model: torch.nn.Module, max_mb: int, dtype: torch.dtype = torch.float16
+) -> FrozenStateCache | None:
+    """A cache of the frozen part's states for a judge that reads question and passage apart
+    (the default); None where it does not apply (joint reading, the t5_encoder kind) or is off."""
+    if max_mb <= 0 or not isinstance(model, MiniLMT5Judge) or not model.separate_encoding:
+        return None
+    if model.frozen_layers < 0:
+        return None  # MiniLM's embeddings learn: nothing is frozen
+    return FrozenStateCache(max_mb * 2**20, layers=model.frozen_layers, dtype=dtype)
+
+
+def _fill_ahead(
+    model: MiniLMT5Judge, cache: FrozenStateCache, rows: Sequence[dict[str, list[int]]], emit: PhaseEmitter
+) -> bool:
+    """Read every training text the cache lacks through the frozen part now, in long batches,
+    as the "cache" phase; False when they would not all fit (then each step reads those it lacks)."""
+    texts = {tuple(text) for row in rows for text in read_apart(row)}
+    return model.fill_frozen_cache(list(texts), cache, progress=lambda done, total: emit("cache", done, total))
 
 
 def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
@@ -62,11 +96,20 @@ def fit_judge(
     seed: int,
     seconds_left: Callable[[], float],
     emit: PhaseEmitter,
+    frozen_cache_mb: int = FROZEN_CACHE_MB,
+    frozen_cache_dtype: torch.dtype = torch.float16,
 ) -> Fitted:
     """Train `bundle.model` in place with BCE on `pairs`, for `config.max_epochs` (or
     `config.max_steps`) or until `seconds_left()` runs out, whichever comes first; never fewer
     than `config.min_steps` steps. The planned total (and the LR schedule) follows the measured
-    step time, replanned every 10 steps."""
+    step time, replanned every 10 steps.
+
+    A judge that reads question and passage apart (the default) keeps what its frozen part
+    (MiniLM's embeddings and lowest layers) makes of each distinct question and passage in a
+    `FrozenStateCache` of `frozen_cache_mb` (0: none) in `frozen_cache_dtype`, so that a step runs only the layers that
+    learn. The frozen part then reads in eval mode: no dropout below the layers that learn.
+    Each step reads through it the texts the cache lacks; once the plan covers every pair,
+    the texts left are read ahead in long batches, shown as the "cache" phase."""
     rng = random.Random(seed)
     model = bundle.model
     if not isinstance(model, MiniLMT5Judge | T5EncoderJudge):
@@ -100,32 +143,45 @@ def fit_judge(
     step, seen, loss_ema, logit_std = 0, 0, None, 0.0
     epoch_batches: list[list[int]] = []
     step_times: list[float] = []
-    while step < plan["total"]:
-        if not epoch_batches:
-            epoch_batches = _batches(lengths, config.train_batch_size, rng)
-        idx = epoch_batches.pop()
-        started = time.monotonic()
-        batch = collate([rows[i] for i in idx], pad_id)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
-            logits = model(**batch)
-        logits = logits.float()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[idx], pos_weight=pos_weight)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        seen += len(idx)
-        step_times.append(time.monotonic() - started)
-        value = loss.item()
-        loss_ema = value if loss_ema is None else 0.9 * loss_ema + 0.1 * value
-        logit_std = float(logits.detach().std()) if len(idx) > 1 else logit_std
-        if step == 3 or step % 10 == 0:
-            # Replan: how many steps fit in the time left.
-            per_step = float(np.median(step_times[-10:]))
-            fits = step + int(max(0.0, seconds_left()) / per_step)
-            plan["total"] = max(config.min_steps, min(max_steps, fits))
-        emit("train", step, plan["total"], loss_ema)
+    cache = frozen_state_cache(model, frozen_cache_mb, frozen_cache_dtype)
+    fill_ahead = cache is not None
+    if isinstance(model, MiniLMT5Judge):
+        model.frozen_cache = cache
+    try:
+        while step < plan["total"]:
+            if not epoch_batches:
+                epoch_batches = _batches(lengths, config.train_batch_size, rng)
+            idx = epoch_batches.pop()
+            started = time.monotonic()
+            batch = collate([rows[i] for i in idx], pad_id)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=config.bf16):
+                logits = model(**batch)
+            logits = logits.float()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[idx], pos_weight=pos_weight)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            seen += len(idx)
+            step_times.append(time.monotonic() - started)
+            value = loss.item()
+            loss_ema = value if loss_ema is None else 0.9 * loss_ema + 0.1 * value
+            logit_std = float(logits.detach().std()) if len(idx) > 1 else logit_std
+            if step == 3 or step % 10 == 0:
+                # Replan: how many steps fit in the time left.
+                per_step = float(np.median(step_times[-10:]))
+                fits = step + int(max(0.0, seconds_left()) / per_step)
+                plan["total"] = max(config.min_steps, min(max_steps, fits))
+                if fill_ahead and plan["total"] - step >= len(epoch_batches):
+                    # The plan reads every pair, so every text: read those the cache lacks now, in long batches.
+                    assert isinstance(model, MiniLMT5Judge) and cache is not None  # fill_ahead says so
+                    _fill_ahead(model, cache, rows, emit)
+                    fill_ahead = False
+            emit("train", step, plan["total"], loss_ema)
+    finally:
+        if isinstance(model, MiniLMT5Judge):
+            model.frozen_cache = None  # the training texts' states: of no use to scoring, and memory
     model.eval()
     return Fitted(steps=step, pairs_seen=seen, epochs=seen / max(1, len(rows)), logit_std=logit_std)
