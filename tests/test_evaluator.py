@@ -23,6 +23,7 @@ from crag.inference import CachedEvaluator, CosineEvaluator, evaluator_from_bund
 from crag.judge import (
     EvaluatorConfig,
     FrozenStateCache,
+    JudgeBundle,
     PassageStateCache,
     build_judge,
     collate,
@@ -653,17 +654,33 @@ def test_fit_judge_with_the_frozen_cache_reads_each_text_once_learns_and_reloads
     read_by_frozen: list[int] = []
     model.minilm.encoder.layer[0].register_forward_hook(lambda _m, args, _out: read_by_frozen.append(args[0].shape[0]))
     events: list[tuple] = []
-    fitted = fit_judge(bundle, pairs, config, 0, lambda: 600.0, lambda *event: events.append(event))
+    question, passages = "How many sick days do I get?", [TOY[5][2], TOY[8][2]]
+    after: list[int] = []
+    midway: list[list[float]] = []
+
+    def after_step(step: int, trained: JudgeBundle) -> None:  # as bench/learning_curve.py measures
+        after.append(step)
+        if step == 15:
+            trained.model.eval()
+            midway.append(evaluator_from_bundle(trained, "midway").score(question, passages))
+            trained.model.train()
+
+    fitted = fit_judge(
+        bundle, pairs, config, 0, lambda: 600.0, lambda *event: events.append(event), after_step=after_step
+    )
     assert fitted.steps == 30 and model.frozen_cache is None
-    assert sum(read_by_frozen) == len(texts)  # each distinct text once, through steps 1-3 and the read-ahead
+    assert after == list(range(1, 31))
+    # Each distinct text once, through steps 1-3 and the read-ahead; and the midway question,
+    # new to the cache (its two passages were cached by then).
+    assert sum(read_by_frozen) == len(texts) + 1
     phases = [event[0] for event in events]
     # Steps 1-3, then (the plan at step 3 reads every pair) the read-ahead, then training on.
     assert phases[:2] == ["train"] * 2 and phases[2] == "cache" and phases.count("train") == 30
     assert set(phases[phases.index("train", 2) :]) == {"train"}
     losses = [event[3] for event in events if event[0] == "train"]
     assert losses[-1] < losses[0]
-    question, passages = "How many sick days do I get?", [TOY[5][2], TOY[8][2]]
     expected = evaluator_from_bundle(bundle, "c").score(question, passages)
+    assert midway and midway[0] != pytest.approx(expected, abs=1e-4)  # measured midway, then trained on
     save_evaluator(bundle, tmp_path / "c", {"version": "c"})
     assert load_evaluator(tmp_path / "c", threads=1).score(question, passages) == pytest.approx(expected, abs=1e-5)
 

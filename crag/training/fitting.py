@@ -98,6 +98,7 @@ def fit_judge(
     emit: PhaseEmitter,
     frozen_cache_mb: int = FROZEN_CACHE_MB,
     frozen_cache_dtype: torch.dtype = torch.float16,
+    after_step: Callable[[int, JudgeBundle], None] | None = None,
 ) -> Fitted:
     """Train `bundle.model` in place with BCE on `pairs`, for `config.max_epochs` (or
     `config.max_steps`) or until `seconds_left()` runs out, whichever comes first; never fewer
@@ -108,6 +109,7 @@ def fit_judge(
     (MiniLM's embeddings and lowest layers) makes of each distinct question and passage in a
     `FrozenStateCache` of `frozen_cache_mb` (0: none) in `frozen_cache_dtype`, so that a step runs only the layers that
     learn. The frozen part then reads in eval mode: no dropout below the layers that learn.
+    `after_step(step, bundle)` runs after every step (bench/learning_curve.py measures the judge there).
     Each step reads through it the texts the cache lacks; once the plan covers every pair,
     the texts left are read ahead in long batches, shown as the "cache" phase."""
     rng = random.Random(seed)
@@ -180,6 +182,8 @@ def fit_judge(
                     _fill_ahead(model, cache, rows, emit)
                     fill_ahead = False
             emit("train", step, plan["total"], loss_ema)
+            if after_step is not None:
+                after_step(step, bundle)
     finally:
         if isinstance(model, MiniLMT5Judge):
             model.frozen_cache = None  # the training texts' states: of no use to scoring, and memory

@@ -14,7 +14,7 @@ import copy
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -103,6 +103,7 @@ def train_general(
     seed: int = 0,
     progress: Progress | None = None,
     resume: bool = False,
+    after_step: Callable[[int, JudgeBundle], None] | None = None,
 ) -> Path:
     """Train the general part, the same for every customer: the judge on the corpus's labelled
     pairs alone, for `config.max_epochs` or `budget_s`, saved to `folder` with no thresholds.
@@ -127,7 +128,13 @@ def train_general(
         load_weights(bundle, folder)
     run_seed = seed + 7919 * int(earlier.get("runs", 1))  # a new batch order for each run
     fitted = fit_judge(
-        bundle, labelled.train_pairs, config, run_seed, lambda: t0 + budget_s - 5.0 - time.monotonic(), emit
+        bundle,
+        labelled.train_pairs,
+        config,
+        run_seed,
+        lambda: t0 + budget_s - 5.0 - time.monotonic(),
+        emit,
+        after_step=after_step,
     )
     emit("save", 0, 1)
     folder = save_evaluator(
