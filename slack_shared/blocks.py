@@ -8,7 +8,7 @@ split on paragraph, then sentence, then word boundaries.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,25 +134,27 @@ def _sentences(paragraph: str) -> list[str]:
     return [part for part in parts if part]
 
 
-def _hard_split(text: str, limit: int) -> list[str]:
-    pieces: list[str] = []
+def _pack(units: Iterable[tuple[str, str]], limit: int) -> list[str]:
+    """Join (separator, piece) units greedily into pieces of at most `limit` characters; every
+    piece given is at most `limit` long."""
+    packed: list[str] = []
     current = ""
-    for word in text.split(" "):
-        while len(word) > limit:  # a single enormous "word" (a URL, a hash)
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(word[:limit])
-            word = word[limit:]
-        candidate = f"{current} {word}" if current else word
+    for separator, piece in units:
+        candidate = f"{current}{separator}{piece}" if current else piece
         if len(candidate) > limit:
-            pieces.append(current)
-            current = word
+            packed.append(current)
+            current = piece
         else:
             current = candidate
     if current:
-        pieces.append(current)
-    return pieces
+        packed.append(current)
+    return packed
+
+
+def _hard_split(text: str, limit: int) -> list[str]:
+    """On spaces; a single enormous "word" (a URL, a hash) is cut every `limit` characters."""
+    words = (word[i : i + limit] for word in text.split(" ") for i in range(0, max(len(word), 1), limit))
+    return _pack(((" ", word) for word in words), limit)
 
 
 def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
@@ -162,24 +164,13 @@ def split_text(text: str, limit: int = SECTION_LIMIT) -> list[str]:
         return []
     if len(text) <= limit:
         return [text]
-    units: list[tuple[str, str]] = []  # (piece, separator before it)
+    units: list[tuple[str, str]] = []  # (separator before it, piece)
     for index, paragraph in enumerate(p for p in re.split(r"\n\s*\n", text) if p.strip()):
         paragraph = paragraph.strip()
         pieces = [paragraph] if len(paragraph) <= limit else _split_long(paragraph, limit)
         for offset, piece in enumerate(pieces):
-            units.append((piece, "\n\n" if index and not offset else " " if offset else ""))
-    chunks: list[str] = []
-    current = ""
-    for piece, separator in units:
-        candidate = f"{current}{separator}{piece}" if current else piece
-        if len(candidate) > limit:
-            chunks.append(current)
-            current = piece
-        else:
-            current = candidate
-    if current:
-        chunks.append(current)
-    return chunks
+            units.append(("\n\n" if index and not offset else " " if offset else "", piece))
+    return _pack(units, limit)
 
 
 def _split_long(paragraph: str, limit: int) -> list[str]:

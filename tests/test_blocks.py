@@ -127,6 +127,18 @@ def test_long_answer_is_split_on_boundaries_within_limits() -> None:
     assert block_problems(message["blocks"]) == []
 
 
+def test_split_text_packs_paragraphs_sentences_and_words_greedily() -> None:
+    text = "One two three. Four five six.\n\nSeven eight. " + "x" * 25 + " nine"
+    assert blocks.split_text(text, limit=20) == [
+        "One two three.",  # a sentence per piece where two would not fit
+        "Four five six.",
+        "Seven eight.",  # a new paragraph starts a new piece when the blank line would not fit
+        "x" * 20,  # an enormous word is cut every `limit` characters
+        "xxxxx nine",  # and what follows joins its tail
+    ]
+    assert blocks.split_text("a b\n\nc d", limit=20) == ["a b\n\nc d"]  # short: unchanged
+
+
 def test_enormous_answer_and_many_citations_stay_within_50_blocks() -> None:
     text = " ".join(f"Rule {i} says something specific about expenses." for i in range(4000))  # ~200k characters
     message = blocks.answer_message(view(text, [source(n) for n in range(1, 31)]))
