@@ -1,7 +1,7 @@
 """Answer quality, side by side in one run: plain RAG, CRAG with cosine, CRAG with the trained evaluator.
 
     .venv/bin/python -m bench.quality [--set samples|corpus|both] [--seeds 0,1,2] [--minutes 10]
-        [--general-minutes 12] [--per-org 60] [--retrain] [--home DIR] [--write FILE] [--dump FILE]
+        [--general-minutes 60] [--per-org 60] [--retrain] [--home DIR] [--write FILE] [--dump FILE]
 
 Runs on its own POLICYBOT_HOME (default ./.policybot-bench): ingests samples/policies as the
 knowledge base and samples/hr-portal as an allow-listed fallback collection. For each seed it
@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from bench.common import REPO, ingest_samples, prepare
+from core.config import PRETRAIN_MINUTES
 from bench.corpus_routing import every_nth
 from bench.replies import (
     SplitDocuments,
@@ -672,8 +673,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--general-minutes",
         type=float,
-        default=12.0,
-        help="the general evaluator's budget per seed, when none is kept (0: adapt from MiniLM)",
+        default=PRETRAIN_MINUTES,
+        help="the general evaluator's budget per seed, when none is kept (0: adapt from MiniLM); "
+        "default: `evaluator pretrain`'s",
     )
     parser.add_argument(
         "--per-org", type=int, default=60, help="corpus questions per test organisation, every label (0: all)"

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from cli.common import AsJson, console, errors, fail, load_settings
+from core.config import PRETRAIN_MINUTES
 
 if TYPE_CHECKING:
     from application.evaluators import Activation
@@ -122,7 +123,7 @@ def evaluator_pretrain(
             "--minutes",
             help="Time budget in minutes: training stops at it, or after two epochs of the corpus if sooner.",
         ),
-    ] = 60,
+    ] = PRETRAIN_MINUTES,
     seed: Annotated[
         int,
         typer.Option(

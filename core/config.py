@@ -83,6 +83,11 @@ def secret_value(secret: SecretStr | str | None) -> str | None:
     return secret.get_secret_value() if isinstance(secret, SecretStr) else secret
 
 
+# `policybot evaluator pretrain`'s default budget, which `bench.quality` pretrains with too: the
+# longest the learning curve (bench/learning_curve.py, docs/quality.md) allows on 2 cores.
+PRETRAIN_MINUTES = 60.0
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
