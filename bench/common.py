@@ -53,6 +53,17 @@ def use_bench_home(home: Path | None = None) -> Path:
     return home
 
 
+def bench_settings(home: Path) -> Settings:
+    """Settings on the benchmark home `home`, its PostgreSQL and Redis up for this run (stopped at
+    exit when this run started them)."""
+    use_bench_home(home)
+    from core.config import get_settings
+
+    settings = get_settings()
+    bench_services_up(settings)
+    return settings
+
+
 def bench_services_up(settings: Settings) -> None:
     """The bench home's embedded PostgreSQL and Redis up for this run; the ones this run started are
     stopped when it ends (at exit, also after an error), so a benchmark leaves nothing running.

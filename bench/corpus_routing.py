@@ -18,7 +18,6 @@ bench.quality` trains one, or `policybot evaluator train` on that home).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -62,16 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     from application.corpus_supervision import ask_corpus, corpus_path, held_out, load_checked_corpus
     from application.evaluators import active_version
     from application.runtime import embed_function
+    from bench.common import bench_settings
     from crag.checkpoint import load_evaluator
     from crag.inference import CachedEvaluator
     from crag.training.metrics import cosine_with_known, measure
 
-    os.environ["POLICYBOT_HOME"] = str(args.home)
-    os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from core.config import get_settings
-
-    settings = get_settings()
+    settings = bench_settings(args.home)
     row = active_version(settings)
     if row is None:
         print(f"no active evaluator in {args.home}: train one first (python -m bench.quality)", file=sys.stderr)

@@ -28,13 +28,13 @@ def main(argv: list[str] | None = None) -> int:
     from application import evaluators
     from application.corpus_supervision import labelled_data
     from application.runtime import embed_function
-    from bench.quality import bench_settings
+    from bench.common import bench_settings
     from crag.checkpoint import load_evaluator
     from crag.inference import CachedEvaluator
     from crag.training.metrics import measure, merged_held_out
     from crag.training.weak_supervision import build_weak_supervision
 
-    settings = bench_settings(args.home)  # the home's own services, as bench.quality runs them
+    settings = bench_settings(args.home)
     rows = evaluators.list_versions(settings)
     row = next((r for r in rows if r.version == args.version), None) if args.version else (rows[0] if rows else None)
     if row is None:

@@ -139,15 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     import math
 
     from application import evaluators
-    from bench.common import bench_services_up, machine
-    from bench.quality import bench_settings
+    from bench.common import bench_settings, machine
     from crag.inference import evaluator_from_bundle
     from crag.judge import EvaluatorConfig, JudgeBundle, build_judge
     from crag.training.saving import update_metadata
     from crag.training.train import general_fingerprint, train_general
 
-    settings = bench_settings(args.home.resolve())
-    bench_services_up(settings)
+    settings = bench_settings(args.home)
     print("the corpus through retrieval (kept under the home after the first run)...", file=sys.stderr, flush=True)
     labelled = evaluators._corpus_for_training(settings, None)
     held_out = dev_sample(labelled.held_out, args.dev_questions, args.seed)

@@ -46,8 +46,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from bench.common import REPO, ingest_samples, prepare
-from core.config import PRETRAIN_MINUTES
+from bench.common import REPO, bench_settings, ingest_samples, prepare
 from bench.corpus_routing import every_nth
 from bench.replies import (
     SplitDocuments,
@@ -58,6 +57,7 @@ from bench.replies import (
     split_documents,
 )
 from bench.replies import judge as judge_reply
+from core.config import PRETRAIN_MINUTES
 from devtools.replies import reply_words
 
 if TYPE_CHECKING:
@@ -279,16 +279,6 @@ def open_bench(home: Path, minutes: float, retrain: bool, seed: int = 0) -> Sett
     settings = bench_settings(home)
     prepare(settings, minutes, retrain, seed)
     return settings
-
-
-def bench_settings(home: Path) -> Settings:
-    os.environ["POLICYBOT_HOME"] = str(home)
-    os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from core.config import get_settings
-
-    return get_settings()
 
 
 def load_questions() -> list[dict]:

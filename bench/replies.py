@@ -26,7 +26,6 @@ import argparse
 import functools
 import itertools
 import json
-import os
 import pickle
 import re
 import statistics
@@ -358,15 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.tune and args.split != "dev":
         parser.error("--tune tunes on the dev split only")
 
-    os.environ["POLICYBOT_HOME"] = str(args.home.resolve())
-    os.environ.setdefault("POLICYBOT_REDIS_PORT", "6393")  # bench.quality's
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from application.runtime import cosine_evaluator, load_active_evaluator
-    from core.config import get_settings
+    from bench.common import bench_settings
     from crag.compose import REPLY_SHAPE
 
-    settings = get_settings()
+    settings = bench_settings(args.home)
     loaded = load_active_evaluator(settings) if args.trained else cosine_evaluator(settings)
     documents = split_documents(settings, args.split)
 
