@@ -168,22 +168,28 @@ def summary(split: str, evaluator: str, f: dict[str, float | int]) -> str:
     )
 
 
-def recompose(replies: list[tuple[QuestionRecord, str, Answer]], shape: ReplyShape, floor: float) -> list[Judged]:
-    """Every reply composed again from the strips the pipeline kept, under another shape."""
+def recompose(
+    replies: list[tuple[QuestionRecord, str, Answer]], shape: ReplyShape, floor: float, lead_by_score: bool = False
+) -> list[Judged]:
+    """Every reply composed again from the strips the pipeline kept, under another shape (and
+    lead rule: the judge's best sentence with `lead_by_score`, as the pipeline does for a
+    sentence judge, else words shared with the question)."""
     from crag.compose import compose_extractive
     from crag.pipeline import document_order
 
     judged = []
     for record, asked, answer in replies:
         if answer.found and answer.strips:
-            text, citations = compose_extractive(asked, document_order(answer.strips), shape, floor=floor)
+            text, citations = compose_extractive(
+                asked, document_order(answer.strips), shape, floor=floor, lead_by_score=lead_by_score
+            )
             judged.append(judge(record, text, True, citations))
         else:
             judged.append(judge(record, answer.text, answer.found, answer.citations))
     return judged
 
 
-def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str:
+def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float, lead_by_score: bool = False) -> str:
     """The grid of reply shapes on these replies. The best holds the most right replies among the
     shapes within half the issue's bounds on off-section lines (5%, of its 10%) and words (50, of
     60 with room for organisations that write longer sentences); more replies led by their key
@@ -200,7 +206,7 @@ def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str
         if other < follow:
             continue  # another section never follows more easily than the lead's own
         shape = ReplyShape(lead, follow, other, following, on_topic)
-        f = figures(recompose(replies, shape, floor))
+        f = figures(recompose(replies, shape, floor, lead_by_score))
         within = f["median_words_kb"] <= 50 and f["off_section_right"] <= 0.05
         rows.append((within, f["right"], round(f["answer_first"] * f["right"]), -f["median_words_kb"], shape, f))
     rows.sort(key=lambda row: row[:4], reverse=True)
@@ -221,6 +227,24 @@ def tune(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str
             f"{shape.on_topic_only} | {right} | {led} ({f['answer_first']:.1%}) | "
             f"{f['off_section_right']:.1%} | {f['median_words_kb']:g}{'' if within else ' (out of bounds)'} |"
         )
+    return "\n".join(lines)
+
+
+def compare_leads(replies: list[tuple[QuestionRecord, str, Answer]], floor: float) -> str:
+    """The same kept strips, the reply led by the judge's best sentence or by the words it shares
+    with the question (crag/compose.py `_lead_by_score`, `_lead`): which leads more replies with
+    their answer. A lexical rule stays only where it measures better on dev (#32)."""
+    from crag.compose import REPLY_SHAPE
+
+    lines = [
+        "",
+        "Lead rule, on the same kept strips:",
+        "| lead | right | right replies led by the key phrases | median KB words |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, by_score in (("the judge's best sentence", True), ("words shared with the question", False)):
+        f = figures(recompose(replies, REPLY_SHAPE, floor, lead_by_score=by_score))
+        lines.append(f"| {name} | {f['right']} | {f['answer_first']:.1%} | {f['median_words_kb']:g} |")
     return "\n".join(lines)
 
 
@@ -368,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
     kept = args.home / f"replies-{args.split}-{args.per_org}.pickle"
     if args.reuse and kept.exists():
         replies = pickle.loads(kept.read_bytes())
-        results = recompose(replies, REPLY_SHAPE, loaded.thresholds.strip)  # as the current code composes them
+        # As the current code composes them.
+        results = recompose(replies, REPLY_SHAPE, loaded.thresholds.strip, lead_by_score=loaded.sentence_evidence)
         dumped: list[str] = []
     else:
         results, replies, dumped = ask(documents, loaded, args.per_org)
@@ -376,7 +401,9 @@ def main(argv: list[str] | None = None) -> int:
             kept.write_bytes(pickle.dumps(replies))
     print(summary(args.split, loaded.description, figures(results)))
     if args.tune:
-        print(tune(replies, loaded.thresholds.strip))
+        print(tune(replies, loaded.thresholds.strip, loaded.sentence_evidence))
+        if loaded.sentence_evidence:
+            print(compare_leads(replies, loaded.thresholds.strip))
     if args.dump and dumped:
         args.dump.write_text("".join(line + "\n" for line in dumped), encoding="utf-8")
     return 0
