@@ -552,7 +552,7 @@ def run(args: argparse.Namespace) -> int:
             # Each system's answers are kept under the home: a later run (another seed, a crash)
             # asks again only what it lacks. --fresh asks everything again.
             kept = args.home / "quality-results" / f"{which}-{args.per_org}-{system_ids[name]}.json"
-            read = _read_kept(kept, name) if kept.exists() and not args.fresh and dumped is None else None
+            read = _read_kept(kept, name) if kept.exists() and not args.fresh else None
             if read is not None:
                 results[name], missed[name], n_orgs = read
                 continue
@@ -673,7 +673,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retrain", action="store_true", help="train every seed's evaluator again")
     parser.add_argument("--home", type=Path, default=REPO / ".policybot-bench", help="POLICYBOT_HOME for the benchmark")
     parser.add_argument("--write", type=Path, default=None, help="also write the tables to this Markdown file")
-    parser.add_argument("--dump", type=Path, default=None, help="write every answer as JSONL")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="write every answer this run asks as JSONL (kept answers are not asked again: add --fresh for all)",
+    )
     parser.add_argument("--fresh", action="store_true", help="ask again what earlier runs kept under the home")
     parser.add_argument("--show-missed", action="store_true", help="list the missed question ids per system")
     args = parser.parse_args(argv)
