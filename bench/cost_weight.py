@@ -1,6 +1,6 @@
 """How much a wrong Correct should cost, measured on the dev organisations only.
 
-    .venv/bin/python -m bench.cost_weight --home DIR [--version V] [--costs 1,1.5,2,3]
+    .venv/bin/python -m bench.cost_weight --home DIR [--version V] [--costs 1,1.5,2,3] [--dev-questions 400]
 
 For a trained evaluator stored in DIR (default: its newest), calibrates upper, lower, strip and
 the fallback bar as the product does (weak-supervision sets of DIR's knowledge base together
@@ -23,12 +23,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, required=True, help="a bench home with a trained evaluator")
     parser.add_argument("--version", help="the evaluator version (default: the newest stored)")
     parser.add_argument("--costs", default="1,1.5,2,3", help="cost weights to compare")
+    parser.add_argument(
+        "--dev-questions",
+        type=int,
+        default=400,
+        help="an even sample of the dev questions (0: all 1,584, about 35 minutes of scoring on 2 cores)",
+    )
     args = parser.parse_args(argv)
 
     from application import evaluators
     from application.corpus_supervision import labelled_data
     from application.runtime import embed_function
     from bench.common import bench_settings
+    from bench.learning_curve import dev_sample
     from crag.checkpoint import load_evaluator
     from crag.inference import CachedEvaluator
     from crag.training.metrics import measure, merged_held_out
@@ -46,8 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         print("the corpus is switched off (POLICYBOT_CORPUS=off)", file=sys.stderr)
         return 2
     weak = build_weak_supervision(evaluators.corpus_chunks(settings), embed_function(settings), seed=seed)
-    both = merged_held_out(weak, labelled.held_out)
-    judge = CachedEvaluator(load_evaluator(row.path))
+    dev = dev_sample(labelled.held_out, args.dev_questions, seed)
+    both = merged_held_out(weak, dev)
+    judge = CachedEvaluator(load_evaluator(row.path), max_items=1_000_000)  # every score once, whatever the cost
     print(f"The cost of a wrong Correct, on the dev organisations: evaluator {row.version}", flush=True)
     lines = [
         "| cost | upper | lower | strip | fallback | dev routing (cross-fitted) | present → Correct | absent → Correct |",
@@ -56,12 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines), flush=True)
     for cost in (float(c) for c in args.costs.split(",")):
         calibrated = measure(judge, both, sentence_evidence=True, cost=cost).thresholds
-        dev = measure(judge, labelled.held_out, sentence_evidence=True, cost=cost)
-        fixed = measure(judge, labelled.held_out, fixed_thresholds=calibrated, sentence_evidence=True)
+        routed = measure(judge, dev, sentence_evidence=True, cost=cost)
+        fixed = measure(judge, dev, fixed_thresholds=calibrated, sentence_evidence=True)
         fallback = "-" if calibrated.fallback is None else f"{calibrated.fallback:.3f}"
         lines.append(
             f"| {cost:g} | {calibrated.upper:.3f} | {calibrated.lower:.3f} | {calibrated.strip:.3f} | {fallback} "
-            f"| {dev.routing_accuracy:.1%} | {fixed.action_rates['present']['correct']:.0%} "
+            f"| {routed.routing_accuracy:.1%} | {fixed.action_rates['present']['correct']:.0%} "
             f"| {fixed.action_rates['absent']['correct']:.0%} |"
         )
         print(lines[-1], flush=True)
