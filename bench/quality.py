@@ -255,6 +255,8 @@ def dump_record(item: dict, system: str, answer: Answer, outcome: Outcome) -> di
         "found": outcome.found,
         "right": outcome.right,
         "first_line_cited": outcome.first_line_cited,
+        "first_document": outcome.first_document,
+        "first_origin": outcome.first_origin,
         "thresholds": None
         if answer.thresholds is None
         else {"upper": answer.thresholds.upper, "lower": answer.thresholds.lower},
