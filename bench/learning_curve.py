@@ -139,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     import math
 
     from application import evaluators
+    from application.corpus_supervision import labelled_data
     from bench.common import bench_settings, machine
     from crag.inference import evaluator_from_bundle
     from crag.judge import EvaluatorConfig, JudgeBundle, build_judge
@@ -147,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = bench_settings(args.home)
     print("the corpus through retrieval (kept under the home after the first run)...", file=sys.stderr, flush=True)
-    labelled = evaluators._corpus_for_training(settings, None)
+    labelled = labelled_data(settings)
+    if labelled is None:
+        print("the corpus is switched off (POLICYBOT_CORPUS=off): the curve learns from it", file=sys.stderr)
+        return 2
     held_out = dev_sample(labelled.held_out, args.dev_questions, args.seed)
     default = EvaluatorConfig()
     steps_per_epoch = math.ceil(len(labelled.train_pairs) / default.train_batch_size)
