@@ -131,6 +131,23 @@ def test_the_best_judged_sentence_leads_not_the_one_sharing_most_words() -> None
     assert not lexical.text.splitlines()[0].startswith("The nightly cap")  # word overlap picks the other one
 
 
+def test_words_shared_with_the_question_settle_a_near_tie_of_the_judge_not_a_clear_judgement() -> None:
+    from dataclasses import replace
+
+    from crag.compose import SHARED_WORDS_WEIGHT, compose_extractive
+    from crag.types import Strip
+
+    leave = Passage(id="leave", text="", origin="kb", source="kb", document="leave.md", section="Leave")
+    question = "How many weeks of parental leave do I get?"
+    answer = Strip(leave, 0, "Parental leave is 16 weeks at full pay.", score=0.60)
+    beside = Strip(leave, 1, "Leave requests go to your manager in the HR portal.", score=0.62)
+    near_tie, _ = compose_extractive(question, [answer, beside], lead_by_score=True)
+    assert near_tie.startswith("Parental leave is 16 weeks")  # the judge alone would lead with the other
+    clear = replace(answer, score=beside.score - SHARED_WORDS_WEIGHT - 0.1)
+    judged, _ = compose_extractive(question, [clear, beside], lead_by_score=True)
+    assert judged.startswith("Leave requests go to your manager")
+
+
 PORTAL_PAGE = Passage(
     id="portal-caps",
     text=(
