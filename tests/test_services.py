@@ -177,6 +177,7 @@ def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp
     try:
         assert len(_redis_servers_in(home / "redis")) == 1
         env = {key: value for key, value in cli_env(home).items() if key != "POLICYBOT_REDIS_PORT"}
+        env["COLUMNS"] = "400"  # rich wraps the table to the width: "another port" may otherwise span two rows
 
         def policybot(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
@@ -184,7 +185,7 @@ def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp
             )
 
         status = policybot("services", "status")
-        assert "pid" in status.stdout and "another port" in " ".join(status.stdout.split()), status.stdout
+        assert "pid" in status.stdout and "another port" in status.stdout, status.stdout
         down = policybot("services", "down")
         assert down.returncode == 0, down.stderr
         assert "stopped: redis" in down.stdout, down.stdout
