@@ -19,6 +19,11 @@ Then the per-question figure the issue targets: scoring the 10 candidates plus a
 strips for one question, as the worker does (candidates in one call, strips in another),
 p50/p95 over the questions, for fp32, bf16 and int8 on 1 torch thread, and the deployed
 default on 2.
+
+Last, what a sentence judge adds (issue #32: within 1.5x): per question, in turns, the scoring
+above and a sentence judge's (the candidates, the sentences of the 3 best for the answer scores,
+then every candidate's one-sentence strips, behind the score cache the worker has), deployed
+default on 1 thread. `--sentences-only` runs this comparison alone.
 """
 
 from __future__ import annotations
@@ -28,9 +33,12 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.common import Report, fmt_ms, prepared_settings, summary, table, use_bench_home
+
+if TYPE_CHECKING:
+    from crag.types import Passage
 
 BATCHES = (1, 8, 32)
 PRECISIONS = ("fp32", "bf16", "int8")
@@ -41,6 +49,8 @@ class QuestionSet:
     question: str
     candidates: list[str]
     strips: list[str]
+    passages: list[Passage]  # the candidates as the pipeline holds them
+    sentences: list[str]  # every candidate's one-sentence strips, as a sentence judge refines them
 
 
 def question_sets(settings, limit: int) -> list[QuestionSet]:
@@ -49,6 +59,7 @@ def question_sets(settings, limit: int) -> list[QuestionSet]:
 
     from application.runtime import knowledge_base_collections
     from bench.quality import QUESTIONS
+    from crag.evidence import sentence_texts
     from crag.strips import decompose, strip_text_for_scoring
     from ingestion.retriever import ChunkRetriever
 
@@ -57,7 +68,8 @@ def question_sets(settings, limit: int) -> list[QuestionSet]:
     for item in yaml.safe_load(QUESTIONS.read_text())[:limit]:
         passages = retriever.retrieve(item["question"], settings.top_k)
         strips = [strip_text_for_scoring(s) for p in passages for s in decompose(p, settings.strip_mode)]
-        sets.append(QuestionSet(item["question"], [p.text for p in passages], strips))
+        sentences = [text for p in passages for text in sentence_texts(p)]
+        sets.append(QuestionSet(item["question"], [p.text for p in passages], strips, passages, sentences))
     return sets
 
 
@@ -161,6 +173,55 @@ def per_question_ms(evaluator, sets: list[QuestionSet]) -> list[float]:
     return times
 
 
+def sentence_evidence_ms(evaluator, sets: list[QuestionSet]) -> tuple[list[float], list[float]]:
+    """Per question, in turns so that both meet the same machine: the passage judge's scoring
+    (candidates, then all their strips) and a sentence judge's (candidates, the answer scores of
+    the 3 best, then every candidate's one-sentence strips; a fresh CachedEvaluator per question,
+    as the worker's, so a sentence read for routing is not read again for its strip)."""
+    from crag.evidence import answer_scores
+    from crag.inference import CachedEvaluator
+
+    evaluator.score(sets[0].question, sets[0].candidates[:2])  # warm-up
+    passages_ms, sentences_ms = [], []
+    for qs in sets:
+        started = time.perf_counter()
+        evaluator.score(qs.question, qs.candidates)
+        evaluator.score(qs.question, qs.strips)
+        passages_ms.append((time.perf_counter() - started) * 1000)
+        cached = CachedEvaluator(evaluator)
+        started = time.perf_counter()
+        scores = cached.score(qs.question, qs.candidates)
+        answer_scores(cached, qs.question, qs.passages, scores)
+        cached.score(qs.question, qs.sentences)
+        sentences_ms.append((time.perf_counter() - started) * 1000)
+    return passages_ms, sentences_ms
+
+
+def sentence_evidence_table(evaluator, sets: list[QuestionSet], figures: dict[str, Any]) -> str:
+    passages_ms, sentences_ms = sentence_evidence_ms(evaluator, sets)
+    ratios = [s / p for p, s in zip(passages_ms, sentences_ms, strict=True)]
+    figures["per_question_passage_judge"] = summary(passages_ms)
+    figures["per_question_sentence_judge"] = summary(sentences_ms)
+    figures["sentence_over_passage_ratio_median"] = statistics.median(ratios)
+    rows = [
+        [
+            name,
+            f"{statistics.median(len(getattr(qs, field)) for qs in sets):.0f}",
+            fmt_ms(summary(ms)["p50"], ms=True),
+            fmt_ms(summary(ms)["p95"], ms=True),
+        ]
+        for name, field, ms in (
+            ("passage judge: candidates + all their strips", "strips", passages_ms),
+            ("sentence judge: candidates + 3 best's sentences + all one-sentence strips", "sentences", sentences_ms),
+        )
+    ]
+    return (
+        f"A sentence judge's scoring against a passage judge's, in turns on the same {len(sets)} questions "
+        f"(deployed default, 1 thread, no passage cache): median ratio {statistics.median(ratios):.2f}x "
+        f"(issue #32: within 1.5x).\n\n" + table(["scoring", "texts after the candidates (median)", "p50", "p95"], rows)
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=64, help="questions for the per-question figure")
@@ -169,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-pairs", type=int, default=8, help="pairs T5-large scores per setting (it is slow)")
     parser.add_argument("--time-cap", type=float, default=20.0, help="seconds per throughput setting at most")
     parser.add_argument("--no-large", action="store_true", help="skip the T5-large comparison")
+    parser.add_argument(
+        "--sentences-only", action="store_true", help="only the sentence judge's scoring against the passage judge's"
+    )
     args = parser.parse_args(argv)
 
     use_bench_home()
@@ -186,6 +250,15 @@ def main(argv: list[str] | None = None) -> int:
     sets = question_sets(settings, args.questions)
     n_cands = [len(s.candidates) for s in sets]
     n_strips = [len(s.strips) for s in sets]
+    deployed = "bf16" if native_bf16() else "fp32"  # what POLICYBOT_EVALUATOR_BF16=auto picks here
+    figures: dict[str, Any] = {}
+    if args.sentences_only:
+        torch.set_num_threads(1)
+        evaluator = load_evaluator(active.path, threads=1, bf16=deployed == "bf16")
+        report.add(sentence_evidence_table(evaluator, sets[: args.per_question], figures))
+        report.figures.update(figures)
+        report.finish()
+        return 0
 
     # The throughput sample: per question a mix of candidates and strips, as scored in practice.
     groups: list[tuple[str, list[str]]] = []
@@ -212,7 +285,6 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     rows: list[list[Any]] = []
-    figures: dict[str, Any] = {}
     for precision in PRECISIONS:
         evaluator = load_evaluator(active.path, threads=1, quantize_int8=precision == "int8", bf16=precision == "bf16")
         for batch in BATCHES:
@@ -264,7 +336,6 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     per_q_rows = []
-    deployed = "bf16" if native_bf16() else "fp32"  # what POLICYBOT_EVALUATOR_BF16=auto picks here
     for precision, threads in (("fp32", 1), ("bf16", 1), ("int8", 1), (deployed, 2)):
         torch.set_num_threads(threads)
         evaluator = load_evaluator(
@@ -310,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
         '"passage cache" read every passage afresh:\n\n'
         + table(["precision", "threads", "batch", "p50", "p95", "max", "target (p50 < 300 ms)"], per_q_rows)
     )
+    torch.set_num_threads(1)
+    evaluator = load_evaluator(active.path, threads=1, bf16=deployed == "bf16")
+    report.add(sentence_evidence_table(evaluator, sets[: args.per_question], figures))
     report.figures.update(figures)
     report.finish()
     return 0
