@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 Activation = Literal["if_better", "always", "never"]
 MIN_CHUNKS = 20  # below this, weak supervision has too few negatives to learn from
 # One train organisation of the corpus per this much budget: each costs about 10 s to ingest the
-# first time and adds about 1,200 pairs; 10 minutes take all 14, 5 minutes take 7.
+# first time and adds about 1,200 pairs; 10 minutes take all 15, 5 minutes take 7.
 SECONDS_PER_CORPUS_ORG = 40
 # Below this budget the corpus's first-time ingestion and its gate would leave training almost nothing.
 MIN_CORPUS_BUDGET_S = 300
