@@ -252,13 +252,17 @@ def main(argv: list[str] | None = None) -> int:
     n_strips = [len(s.strips) for s in sets]
     deployed = "bf16" if native_bf16() else "fp32"  # what POLICYBOT_EVALUATOR_BF16=auto picks here
     figures: dict[str, Any] = {}
-    if args.sentences_only:
+
+    def sentences_last() -> int:  # the sentence judge's comparison, then the report (also alone)
         torch.set_num_threads(1)
         evaluator = load_evaluator(active.path, threads=1, bf16=deployed == "bf16")
         report.add(sentence_evidence_table(evaluator, sets[: args.per_question], figures))
         report.figures.update(figures)
         report.finish()
         return 0
+
+    if args.sentences_only:
+        return sentences_last()
 
     # The throughput sample: per question a mix of candidates and strips, as scored in practice.
     groups: list[tuple[str, list[str]]] = []
@@ -381,12 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         '"passage cache" read every passage afresh:\n\n'
         + table(["precision", "threads", "batch", "p50", "p95", "max", "target (p50 < 300 ms)"], per_q_rows)
     )
-    torch.set_num_threads(1)
-    evaluator = load_evaluator(active.path, threads=1, bf16=deployed == "bf16")
-    report.add(sentence_evidence_table(evaluator, sets[: args.per_question], figures))
-    report.figures.update(figures)
-    report.finish()
-    return 0
+    return sentences_last()
 
 
 if __name__ == "__main__":
