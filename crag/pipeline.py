@@ -39,6 +39,11 @@ from crag.types import (
 log = logging.getLogger(__name__)
 
 
+# The Ambiguous band answers only from evidence this share of the way up from lower to upper.
+# Chosen on the dev organisations by bench/admission.py (docs/quality.md, "The Ambiguous band").
+AMBIGUOUS_BAR_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     thresholds: Thresholds
@@ -49,6 +54,8 @@ class PipelineConfig:
     # answers, refine into strips of one sentence, and lead the reply with the best-judged one.
     sentence_evidence: bool = False
     reply_shape: ReplyShape = REPLY_SHAPE  # what follows a reply's first line (crag/compose.py)
+    # How far up the Ambiguous band (from lower to upper) evidence must score to be answered from.
+    ambiguous_bar_share: float = AMBIGUOUS_BAR_SHARE
     fallback_limit: int = 5
     max_keywords: int = 3
     contact: str = "your manager or the policy owner"
@@ -145,7 +152,12 @@ class CragPipeline:
 
         # 5. Refine the evidence the action calls for into the strips that matter.
         with _timer(timings, "refine"):
-            evidence = choose_evidence(action, evidence_scored, fallback, config.thresholds)
+            answer.evidence_best = {
+                origin: max(s.score for s in side)
+                for origin, side in (("kb", evidence_scored), ("fallback", fallback))
+                if side
+            }
+            evidence = choose_evidence(action, evidence_scored, fallback, config.thresholds, config.ambiguous_bar_share)
             kept = self._refine(question, [s.passage for s in evidence])
             if not kept:
                 kept = self._best_strip_of_the_best_evidence(question, evidence)
@@ -215,7 +227,7 @@ class CragPipeline:
 
     def _best_strip_of_the_best_evidence(self, question: str, evidence: Sequence[ScoredPassage]) -> list[Strip]:
         """When no strip clears the strip threshold but a passage cleared the bar its action sets
-        for evidence (upper for Correct and Incorrect, the middle of the band for Ambiguous), the
+        for evidence (upper for Correct and Incorrect, the band's admission bar for Ambiguous), the
         best such passage's best strip. The strip threshold is calibrated on pseudo-queries and
         runs stricter on real questions than the passage verdict; abstaining against the
         evaluator's own verdict on the passage would throw the answer away."""
@@ -271,7 +283,11 @@ class CragPipeline:
 
 
 def choose_evidence(
-    action: Action, internal: Sequence[ScoredPassage], fallback: Sequence[ScoredPassage], thresholds: Thresholds
+    action: Action,
+    internal: Sequence[ScoredPassage],
+    fallback: Sequence[ScoredPassage],
+    thresholds: Thresholds,
+    bar_share: float = AMBIGUOUS_BAR_SHARE,
 ) -> list[ScoredPassage]:
     """Which passages an answer may draw on.
 
@@ -280,14 +296,14 @@ def choose_evidence(
       upper unless calibrated apart), as knowledge-base evidence must clear upper.
     - Ambiguous: the paper mixes both; for policy, mixing a half-relevant internal rule with
       a fallback page cites the wrong source. Use whichever side holds the stronger
-      passage, and only if it clears the middle of the ambiguous band (a fallback result, its
-      calibrated bar too, when there is one); otherwise abstain.
+      passage, and only if it clears `bar_share` of the way up the ambiguous band (a fallback
+      result, its calibrated bar too, when there is one); otherwise abstain.
     """
     if action == Action.CORRECT:
         return [s for s in internal if s.score >= thresholds.lower]
     if action == Action.INCORRECT:
         return [s for s in fallback if s.score >= thresholds.fallback_bar]
-    bar = (thresholds.upper + thresholds.lower) / 2
+    bar = thresholds.lower + bar_share * (thresholds.upper - thresholds.lower)
     best_internal = max((s.score for s in internal), default=float("-inf"))
     best_fallback = max((s.score for s in fallback), default=float("-inf"))
     if best_fallback > best_internal:

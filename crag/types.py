@@ -123,6 +123,9 @@ class Answer:
     question_class: str = "policy"
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The best evidence score on each side the decision weighed ("kb", "fallback"): what the
+    # action's bars were compared with (with a sentence judge, answer scores, crag/evidence.py).
+    evidence_best: dict[str, float] = field(default_factory=dict)
 
 
 class Evaluator(Protocol):

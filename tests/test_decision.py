@@ -83,6 +83,18 @@ def test_ambiguous_uses_the_stronger_side_above_the_middle_of_the_band():
     assert choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.15), _scored("fallback", 0.1), BAND) == []
 
 
+def test_the_ambiguous_bar_moves_with_its_share_of_the_band():
+    # lower -0.2, upper 0.6: share 0.25 admits from 0.0, share 0.75 from 0.4
+    kb = _scored("kb", 0.3, 0.1)
+    assert [s.passage.id for s in choose_evidence(Action.AMBIGUOUS, kb, [], BAND, bar_share=0.25)] == ["kb0", "kb1"]
+    assert choose_evidence(Action.AMBIGUOUS, kb, [], BAND, bar_share=0.75) == []
+    # a fallback result clears its calibrated bar too, whatever the share
+    with_bar = Thresholds(upper=0.6, lower=-0.2, fallback=0.45)
+    assert choose_evidence(Action.AMBIGUOUS, [], _scored("fallback", 0.4), with_bar, bar_share=0.0) == []
+    # Correct and Incorrect do not read the share
+    assert choose_evidence(Action.CORRECT, kb, [], BAND, bar_share=1.0) == kb
+
+
 # --- the pipeline keeps the two sides apart -------------------------------------------------
 
 from crag.pipeline import AskContext, CragPipeline, PipelineConfig  # noqa: E402
@@ -135,6 +147,7 @@ def test_an_ambiguous_answer_from_the_fallback_cites_no_knowledge_base_passage()
     assert answer.action == Action.AMBIGUOUS and answer.found
     assert [(c.origin, c.document) for c in answer.citations] == [("fallback", "payroll-calendar.md")]
     assert [s.passage.id for s in answer.scores] == ["kb-carryover", "fb-payslips"]  # both are still logged
+    assert answer.evidence_best == {"kb": 0.6, "fallback": 0.8}  # what the band's bar was compared with
 
 
 class _PassageOverStrips:
