@@ -11,7 +11,8 @@ admission for each share: an Ambiguous answer stands only if its stronger side's
 clears lower + share * (upper - lower) (the fallback side its own bar too), as
 `crag.pipeline.choose_evidence` decides, and prints what each share gives. `AMBIGUOUS_BAR_SHARE`
 in crag/pipeline.py is chosen from this table: the share with the best net (right answers minus
-`WRONG_CORRECT_COST` times wrong ones). The replay keeps the reply of share 0: a higher bar only
+`WRONG_CORRECT_COST` times wrong ones); the band's net is also split by the side it answers from
+(knowledge base or fallback), whose bars could differ. The replay keeps the reply of share 0: a higher bar only
 removes answers, but may also drop weaker passages from a reply it keeps. The test
 organisations are never read.
 """
@@ -45,16 +46,21 @@ class Asked:
     fallback_bar: float | None
 
 
+def band_side(asked: Asked) -> str:
+    """The side an Ambiguous answer draws on: the stronger one (crag.pipeline.choose_evidence)."""
+    kb = asked.evidence_best.get("kb", float("-inf"))
+    return "fallback" if asked.evidence_best.get("fallback", float("-inf")) > kb else "kb"
+
+
 def admitted(asked: Asked, share: float) -> bool:
     """Whether the answer of share 0 still stands at `share` (crag.pipeline.choose_evidence)."""
     if not asked.found or asked.action != "ambiguous":
         return asked.found
-    kb = asked.evidence_best.get("kb", float("-inf"))
-    fallback = asked.evidence_best.get("fallback", float("-inf"))
+    side = band_side(asked)
     bar = asked.lower + share * (asked.upper - asked.lower)
-    if fallback > kb:
-        return fallback >= (bar if asked.fallback_bar is None else max(bar, asked.fallback_bar))
-    return kb >= bar
+    if side == "fallback" and asked.fallback_bar is not None:
+        bar = max(bar, asked.fallback_bar)
+    return asked.evidence_best[side] >= bar
 
 
 def replay(rows: Sequence[Asked], share: float, cost: float) -> dict[str, float]:
@@ -67,6 +73,15 @@ def replay(rows: Sequence[Asked], share: float, cost: float) -> dict[str, float]
         items = by_label[label]
         return 100.0 * sum(1 for r in items if test(r)) / len(items) if items else float("nan")
 
+    band = {
+        side: [r for r in rows if r.action == "ambiguous" and r.found and band_side(r) == side]
+        for side in ("kb", "fallback")
+    }
+    net_by_side = {
+        side: sum(1 for r in items if r.right and admitted(r, share))
+        - cost * sum(1 for r in items if admitted(r, share) and not r.right)
+        for side, items in band.items()
+    }
     return {
         "kb_right": share_of("kb", lambda r: r.right and admitted(r, share)),
         "kb_wrong": share_of("kb", lambda r: admitted(r, share) and not r.right),
@@ -76,6 +91,8 @@ def replay(rows: Sequence[Asked], share: float, cost: float) -> dict[str, float]
         "right": right,
         "wrong": wrong,
         "net": right - cost * wrong,
+        "band_net_kb": net_by_side["kb"],
+        "band_net_fallback": net_by_side["fallback"],
     }
 
 
@@ -167,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         "right",
         "wrong",
         "net",
+        "band net, KB side",
+        "band net, fallback side",
     ]
     body = []
     for share in args.shares:
@@ -180,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                 int(f["right"]),
                 int(f["wrong"]),
                 f"{f['net']:g}",
+                f"{f['band_net_kb']:g}",
+                f"{f['band_net_fallback']:g}",
             ]
         )
     print(table(header, body))

@@ -44,3 +44,5 @@ def test_a_higher_bar_turns_weak_band_answers_into_abstentions_and_leaves_the_re
     assert (high["right"], high["wrong"], high["net"]) == (1, 1, -1)
     assert low["on_topic_abstained"] == 0.0 and high["on_topic_abstained"] == 100.0
     assert high["kb_right"] == 50.0 and high["kb_wrong"] == 50.0 and high["off_topic_abstained"] == 100.0
+    # the band's own answers, by the side they draw on (the Correct one is not the band's)
+    assert (low["band_net_kb"], high["band_net_kb"]) == (-1, 1) and low["band_net_fallback"] == 0
