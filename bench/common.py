@@ -78,10 +78,10 @@ def bench_services_up(settings: Settings) -> None:
 
 
 def _stop_services(settings: Settings, names: list[str]) -> None:
-    from core import db, services
+    from core import db, embedded_redis, services
 
     db.dispose_engines()  # this process's connections first
-    stop = {"postgres": services.stop_postgres, "redis": services.stop_redis}
+    stop = {"postgres": services.stop_postgres, "redis": embedded_redis.stop_redis}
     for name in names:
         try:
             if stop[name](settings):

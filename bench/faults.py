@@ -178,13 +178,13 @@ def worker_killed_mid_answer(run: FaultRun, count: int) -> None:
 def redis_restarted_without_persistence(run: FaultRun, count: int) -> None:
     import redis
 
-    from core import services
+    from core import embedded_redis, services
 
     asked = run.ask("Redis restarted without persistence", count, slow_first=True)
     run.wait_until_answering(asked[0])
     redis.Redis.from_url(services.redis_url(run.settings)).flushall()  # what a restart without persistence keeps
-    services.stop_redis(run.settings)
-    services.start_redis(run.settings)
+    embedded_redis.stop_redis(run.settings)
+    embedded_redis.start_redis(run.settings)
 
 
 def postgres_restarted_mid_answer(run: FaultRun, count: int) -> None:

@@ -15,3 +15,7 @@ class NotFound(UserError):
     `class ManageNotFound(ManageError, NotFound)`, so that `except ManageError` still catches it."""
 
     status = 404
+
+
+class ServiceError(UserError):
+    """A service (PostgreSQL, Redis) could not be started or reached; the message says what to do."""

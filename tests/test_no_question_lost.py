@@ -53,12 +53,12 @@ def _restart_postgres_after(stack, seconds: float) -> None:
 
 def _restart_redis_without_persistence(stack) -> None:
     """What a Redis without persistence is after a restart: empty, every connection dropped."""
-    from core import services
+    from core import embedded_redis, services
 
     url = services.redis_url(stack.settings)
     redis.Redis.from_url(url).flushall()
-    services.stop_redis(stack.settings)  # saves the (now empty) data set
-    services.start_redis(stack.settings)
+    embedded_redis.stop_redis(stack.settings)  # saves the (now empty) data set
+    embedded_redis.start_redis(stack.settings)
 
 
 def _answering_log(stack, question_id: int) -> int:

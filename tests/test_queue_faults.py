@@ -99,8 +99,8 @@ def _settings_for(home: Path, **values: object):  # -> Settings
 
 @pytest.mark.services
 def test_each_home_has_a_redis_of_its_own_and_stops_only_its_own(tmp_path, monkeypatch) -> None:
-    from core import services
-    from core.services import ServiceError
+    from core import embedded_redis, services
+    from core.errors import ServiceError
 
     monkeypatch.delenv("POLICYBOT_REDIS_PORT", raising=False)  # the default: a port of the home's own
     dev, staging = _settings_for(tmp_path / "dev"), _settings_for(tmp_path / "staging")
@@ -126,7 +126,7 @@ def test_each_home_has_a_redis_of_its_own_and_stops_only_its_own(tmp_path, monke
         assert redis.Redis.from_url(dev_url).get("home") == b"dev"
 
         # Its recorded port taken meanwhile by something else: the home's Redis moves to a free one.
-        services.stop_redis(staging)
+        embedded_redis.stop_redis(staging)
         staging_port = int(staging_url.rsplit(":", 1)[1].split("/")[0])
         with socket.socket() as taken:
             taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the stopped Redis's TIME_WAITs
@@ -137,8 +137,8 @@ def test_each_home_has_a_redis_of_its_own_and_stops_only_its_own(tmp_path, monke
             assert [s.running for s in services.services_status(staging) if s.name == "redis"] == [True]
     finally:
         for settings in (dev, staging):
-            services.stop_redis(settings)
-    assert not services.stop_redis(dev)
+            embedded_redis.stop_redis(settings)
+    assert not embedded_redis.stop_redis(dev)
 
 
 # ----------------------------------------------------- visibility timeout

@@ -8,7 +8,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from core import services
+from core import embedded_redis, services
 
 from support.environment import REPO
 
@@ -82,11 +82,11 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
     folder = own.home / "redis"
     # A Redis of this home started by an older policybot, without a password, on the home's port.
     folder.mkdir(parents=True)
-    port = services._free_port()
+    port = embedded_redis.free_port()
     (folder / "port").write_text(f"{port}\n")
     subprocess.run(
         [
-            services.find_redis_server(),
+            embedded_redis.find_redis_server(),
             "--bind",
             "127.0.0.1",
             "--port",
@@ -104,7 +104,7 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
     )
     unprotected = f"redis://127.0.0.1:{port}/0"
     try:
-        wait_until(lambda: services._redis_alive(unprotected), timeout=10, what="the old Redis", step=0.05)
+        wait_until(lambda: embedded_redis.redis_alive(unprotected), timeout=10, what="the old Redis", step=0.05)
         old_pid = (folder / "redis.pid").read_text().strip()
 
         url = services.redis_url(own)
@@ -120,7 +120,7 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
 
         # Started afresh, it is bound to loopback and persists append-only in the home, its password
         # out of the process list; `services status` shows the URL without it.
-        assert services.stop_redis(own)
+        assert embedded_redis.stop_redis(own)
         url = services.redis_url(own)
         client = redis.Redis.from_url(url, decode_responses=True)
         assert client.config_get("bind")["bind"] == "127.0.0.1"
@@ -133,7 +133,7 @@ def test_the_embedded_redis_takes_only_its_homes_password_on_loopback(tmp_path, 
         shown = [status.url for status in services.services_status(own) if status.name == "redis"]
         assert shown == [f"redis://:***@127.0.0.1:{port}/0"]
     finally:
-        services.stop_redis(own)
+        embedded_redis.stop_redis(own)
         try:  # the old one, had the test failed before giving it a password
             redis.Redis.from_url(unprotected).shutdown(nosave=True)
         except redis.RedisError:
@@ -172,8 +172,8 @@ def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp
     from support.environment import cli_env
 
     home = tmp_path / "home"
-    bench_style = Settings(POLICYBOT_HOME=home, POLICYBOT_REDIS_PORT=services._free_port())
-    services.start_redis(bench_style)
+    bench_style = Settings(POLICYBOT_HOME=home, POLICYBOT_REDIS_PORT=embedded_redis.free_port())
+    embedded_redis.start_redis(bench_style)
     try:
         assert len(_redis_servers_in(home / "redis")) == 1
         env = {key: value for key, value in cli_env(home).items() if key != "POLICYBOT_REDIS_PORT"}
@@ -194,7 +194,7 @@ def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp
         assert _redis_servers_in(home / "redis") == []
         assert "nothing was running" in policybot("services", "down").stdout
     finally:
-        services.stop_redis(bench_style)
+        embedded_redis.stop_redis(bench_style)
 
 
 @needs_proc
