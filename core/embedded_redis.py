@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -190,6 +191,16 @@ def start_redis(settings: Settings) -> str:
         _password_older_redis(settings)
         if is_our_redis(settings, url):  # started meanwhile, perhaps still loading its data
             return _wait_ready(settings, url)
+        pid = running_redis_pid(settings)
+        if pid is not None:  # this home's Redis runs: still loading its data, or on another port
+            running_port = _listening_port(pid)
+            if running_port is not None and running_port != port:
+                raise ServiceError(
+                    f"this home's Redis already runs (pid {pid}) on port {running_port}, not on {port}: a second "
+                    "one on the same data would corrupt it. Use the port it was started with "
+                    f"(POLICYBOT_REDIS_PORT={running_port}), or stop it first (`policybot services down`)"
+                )
+            return _wait_ready(settings, url)
         if not _port_free(port):
             if settings.redis_port:
                 other = _redis_folder(url)
@@ -236,6 +247,17 @@ def start_redis(settings: Settings) -> str:
         if result.returncode != 0:
             raise ServiceError(f"redis-server failed to start: {result.stderr.strip() or result.stdout.strip()}")
         return _wait_ready(settings, url)
+
+
+def _listening_port(pid: int) -> int | None:
+    """The port a redis-server listens on, from the title it gives its process ("redis-server
+    127.0.0.1:6379"); None where /proc is missing (macOS) or the title says none."""
+    try:
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+    found = re.search(r":(\d+)\b", title)
+    return int(found.group(1)) if found else None
 
 
 def _wait_ready(settings: Settings, url: str) -> str:

@@ -168,6 +168,7 @@ def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp
     import sys
 
     from core.config import Settings
+    from core.errors import ServiceError
 
     from support.environment import cli_env
 
@@ -188,6 +189,10 @@ def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp
         # next row, whose other cells are empty, so its words read on across the borders.
         words = " ".join(status.stdout.replace("│", " ").split())
         assert "pid" in words and "on another port" in words, status.stdout
+        # Started without that port, it is not started a second time on the same data.
+        with pytest.raises(ServiceError, match="already runs .* on port"):
+            embedded_redis.start_redis(Settings(POLICYBOT_HOME=home))
+        assert len(_redis_servers_in(home / "redis")) == 1
         down = policybot("services", "down")
         assert down.returncode == 0, down.stderr
         assert "stopped: redis" in down.stdout, down.stdout
