@@ -1,20 +1,20 @@
-"""How far up the Ambiguous band evidence must score to be answered from, measured on the dev
-organisations only.
+"""How far up the Ambiguous band knowledge-base evidence must score to be answered from,
+measured on the dev organisations only.
 
-    .venv/bin/python -m bench.admission --home DIR [--version V] [--per-org 40] [--shares 0,0.25,0.5,0.75,1]
+    .venv/bin/python -m bench.admission --home DIR [--version V] [--per-org 60] [--shares 0,0.25,0.5,0.75,1]
 
 Asks every label of the dev organisations' questions (an even spread of `--per-org` each) through
-the product's pipeline (bench/replies.py's `organisation_pipeline`) with the Ambiguous band
-admitting everything above lower (`ambiguous_bar_share` 0), and keeps each answer's judgement
-with the evidence scores the decision weighed (`Answer.evidence_best`). It then replays the band's
-admission for each share: an Ambiguous answer stands only if its stronger side's best evidence
-clears lower + share * (upper - lower) (the fallback side its own bar too), as
-`crag.pipeline.choose_evidence` decides, and prints what each share gives. `AMBIGUOUS_BAR_SHARE`
-in crag/pipeline.py is chosen from this table: the share with the best net (right answers minus
-`WRONG_CORRECT_COST` times wrong ones); the band's net is also split by the side it answers from
-(knowledge base or fallback), whose bars could differ. The replay keeps the reply of share 0: a higher bar only
-removes answers, but may also drop weaker passages from a reply it keeps. The test
-organisations are never read.
+the product's pipeline (bench/replies.py's `organisation_pipeline`) twice: with the band's
+knowledge-base bar at lower (`ambiguous_bar_share` 0: the band answers from the knowledge base
+whenever it is the stronger side) and at upper (1: never, so the fallback answers or the question
+is abstained). It keeps each answer's judgement and the evidence scores the decision weighed
+(`Answer.evidence_best`) under the home (`admission/`), then replays each share exactly as
+`crag.pipeline.choose_evidence` decides: an Ambiguous question takes the first pass's answer when
+its knowledge-base evidence is the stronger side and clears lower + share * (upper - lower), else
+the second pass's. It prints what each share gives. `AMBIGUOUS_BAR_SHARE` in crag/pipeline.py is
+chosen from this table: the share with the best net (right answers minus `WRONG_CORRECT_COST`
+times wrong ones), and the rate at which the band's knowledge-base answers are right at each
+height of the band. The test organisations are never read.
 """
 
 from __future__ import annotations
@@ -33,71 +33,72 @@ LABELS = ("kb", "fallback", "none-on-topic", "none-off-topic")
 
 @dataclass(frozen=True)
 class Asked:
-    """One dev question's answer at share 0, with what the band's admission reads."""
+    """One dev question's answers with the band's knowledge-base bar at lower and at upper."""
 
     id: str
     label: str
     action: str
-    found: bool
-    right: bool  # answerable, answered right (key phrases, the labelled citation and origin)
+    found: bool  # at share 0
+    right: bool  # at share 0: answerable, answered right (key phrases, the labelled citation and origin)
+    found_at_upper: bool  # at share 1 (the same as at share 0 outside the band)
+    right_at_upper: bool
     evidence_best: dict[str, float]
     upper: float
     lower: float
-    fallback_bar: float | None
 
 
-def band_side(asked: Asked) -> str:
-    """The side an Ambiguous answer draws on: the stronger one (crag.pipeline.choose_evidence)."""
+def from_knowledge_base(asked: Asked, share: float) -> bool:
+    """Whether the band answers this question from the knowledge base at `share`
+    (crag.pipeline.choose_evidence)."""
     kb = asked.evidence_best.get("kb", float("-inf"))
-    return "fallback" if asked.evidence_best.get("fallback", float("-inf")) > kb else "kb"
-
-
-def admitted(asked: Asked, share: float) -> bool:
-    """Whether the answer of share 0 still stands at `share` (crag.pipeline.choose_evidence)."""
-    if not asked.found or asked.action != "ambiguous":
-        return asked.found
-    side = band_side(asked)
     bar = asked.lower + share * (asked.upper - asked.lower)
-    if side == "fallback" and asked.fallback_bar is not None:
-        bar = max(bar, asked.fallback_bar)
-    return asked.evidence_best[side] >= bar
+    return asked.action == "ambiguous" and kb >= bar and kb >= asked.evidence_best.get("fallback", float("-inf"))
+
+
+def outcome(asked: Asked, share: float) -> tuple[bool, bool]:
+    """(answered, right) at `share`."""
+    if asked.action != "ambiguous" or from_knowledge_base(asked, share):
+        return asked.found, asked.right
+    return asked.found_at_upper, asked.right_at_upper
 
 
 def replay(rows: Sequence[Asked], share: float, cost: float) -> dict[str, float]:
-    """The figures of `rows` with the band admitting from `share`."""
-    by_label = {label: [r for r in rows if r.label == label] for label in LABELS}
-    right = sum(1 for r in rows if r.right and admitted(r, share))
-    wrong = sum(1 for r in rows if admitted(r, share) and not r.right)
+    """The figures of `rows` with the band's knowledge-base bar at `share`."""
+    outcomes = [(r, *outcome(r, share)) for r in rows]
 
-    def share_of(label: str, test) -> float:
-        items = by_label[label]
-        return 100.0 * sum(1 for r in items if test(r)) / len(items) if items else float("nan")
+    def share_of(label: str, wanted) -> float:
+        items = [(found, right) for r, found, right in outcomes if r.label == label]
+        return 100.0 * sum(1 for found, right in items if wanted(found, right)) / len(items) if items else float("nan")
 
-    band = {
-        side: [r for r in rows if r.action == "ambiguous" and r.found and band_side(r) == side]
-        for side in ("kb", "fallback")
-    }
-    net_by_side = {
-        side: sum(1 for r in items if r.right and admitted(r, share))
-        - cost * sum(1 for r in items if admitted(r, share) and not r.right)
-        for side, items in band.items()
-    }
+    right = sum(1 for _, found, is_right in outcomes if found and is_right)
+    wrong = sum(1 for _, found, is_right in outcomes if found and not is_right)
+    band_kb = [is_right for r, found, is_right in outcomes if found and from_knowledge_base(r, share)]
     return {
-        "kb_right": share_of("kb", lambda r: r.right and admitted(r, share)),
-        "kb_wrong": share_of("kb", lambda r: admitted(r, share) and not r.right),
-        "fallback_right": share_of("fallback", lambda r: r.right and admitted(r, share)),
-        "on_topic_abstained": share_of("none-on-topic", lambda r: not admitted(r, share)),
-        "off_topic_abstained": share_of("none-off-topic", lambda r: not admitted(r, share)),
+        "kb_right": share_of("kb", lambda found, is_right: found and is_right),
+        "kb_wrong": share_of("kb", lambda found, is_right: found and not is_right),
+        "fallback_right": share_of("fallback", lambda found, is_right: found and is_right),
+        "on_topic_abstained": share_of("none-on-topic", lambda found, _: not found),
+        "off_topic_abstained": share_of("none-off-topic", lambda found, _: not found),
         "right": right,
         "wrong": wrong,
         "net": right - cost * wrong,
-        "band_net_kb": net_by_side["kb"],
-        "band_net_fallback": net_by_side["fallback"],
+        "band_kb_right": sum(band_kb),
+        "band_kb_wrong": len(band_kb) - sum(band_kb),
     }
 
 
+def by_height(rows: Sequence[Asked], bins: int = 4) -> list[tuple[float, int, int]]:
+    """The band's knowledge-base answers at share 0 by their height in the band: (from, right, wrong)."""
+    counts = [[0, 0] for _ in range(bins)]
+    for r in rows:
+        if r.found and from_knowledge_base(r, 0.0):
+            height = (r.evidence_best["kb"] - r.lower) / (r.upper - r.lower)
+            counts[min(int(height * bins), bins - 1)][0 if r.right else 1] += 1
+    return [(i / bins, right, wrong) for i, (right, wrong) in enumerate(counts)]
+
+
 def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[Asked]]:
-    """The dev questions asked at share 0, kept under the home per evaluator version and spread."""
+    """The dev questions asked at shares 0 and 1, kept under the home per evaluator version and spread."""
     from application.corpus_supervision import as_asked
     from bench.common import bench_settings
     from bench.corpus_routing import every_nth
@@ -112,19 +113,27 @@ def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[As
         if not rows:
             raise SystemExit(f"no trained evaluator stored under {home}: train one first")
         version = rows[0].version
-    kept = home / "admission" / f"dev-{per_org}-{version}.json"
+    kept = home / "admission" / f"dev-{per_org}-{version}-v2.json"
     if kept.exists():
         return version, [Asked(**row) for row in json.loads(kept.read_text())]
     loaded = load_version(settings, version)
     documents = split_documents(settings, "dev")
     rows_asked: list[Asked] = []
     for org in documents.organisations:
-        pipeline = organisation_pipeline(documents, org, loaded)
-        pipeline = replace(pipeline, config=replace(pipeline.config, ambiguous_bar_share=0.0))
+        base = organisation_pipeline(documents, org, loaded)
+        pipelines = [replace(base, config=replace(base.config, ambiguous_bar_share=share)) for share in (0.0, 1.0)]
         questions = every_nth(org.questions, per_org)
         for question in questions:
-            answer = pipeline.answer(as_asked(question))
+            asked = as_asked(question)
+            answer = pipelines[0].answer(asked)
             judged = judge(question.record, answer.text, answer.found, answer.citations)
+            found, right = answer.found, question.label in ("kb", "fallback") and judged.right
+            found_at_upper, right_at_upper = found, right
+            if answer.action.value == "ambiguous":  # the only action the share changes
+                at_upper = pipelines[1].answer(asked)
+                judged = judge(question.record, at_upper.text, at_upper.found, at_upper.citations)
+                found_at_upper = at_upper.found
+                right_at_upper = question.label in ("kb", "fallback") and judged.right
             thresholds = answer.thresholds
             assert thresholds is not None
             rows_asked.append(
@@ -132,12 +141,13 @@ def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[As
                     question.id,
                     question.label,
                     answer.action.value,
-                    answer.found,
-                    question.label in ("kb", "fallback") and judged.right,
+                    found,
+                    right,
+                    found_at_upper,
+                    right_at_upper,
                     dict(answer.evidence_best),
                     thresholds.upper,
                     thresholds.lower,
-                    thresholds.fallback,
                 )
             )
         print(f"{org.id}: {len(questions)} questions asked", file=sys.stderr, flush=True)
@@ -162,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         "--home", type=Path, default=REPO / ".policybot-bench", help="a bench home with a trained evaluator"
     )
     parser.add_argument("--version", help="the evaluator version (default: the newest stored)")
-    parser.add_argument("--per-org", type=int, default=40, help="dev questions per organisation, every label (0: all)")
+    parser.add_argument("--per-org", type=int, default=60, help="dev questions per organisation, every label (0: all)")
     parser.add_argument("--shares", type=_shares, default=[0.0, 0.25, 0.5, 0.625, 0.75, 0.875, 1.0])
     args = parser.parse_args(argv)
 
@@ -184,8 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         "right",
         "wrong",
         "net",
-        "band net, KB side",
-        "band net, fallback side",
+        "band answers from the KB: right / wrong",
     ]
     body = []
     for share in args.shares:
@@ -199,11 +208,18 @@ def main(argv: list[str] | None = None) -> int:
                 int(f["right"]),
                 int(f["wrong"]),
                 f"{f['net']:g}",
-                f"{f['band_net_kb']:g}",
-                f"{f['band_net_fallback']:g}",
+                f"{int(f['band_kb_right'])} / {int(f['band_kb_wrong'])}",
             ]
         )
     print(table(header, body))
+    print("\nThe band's knowledge-base answers at share 0, by their height in the band (0: lower, 1: upper):\n")
+    heights = by_height(rows)
+    print(
+        table(
+            ["height", "right", "wrong"],
+            [[f"{start:g}-{start + 1 / len(heights):g}", right, wrong] for start, right, wrong in heights],
+        )
+    )
     return 0
 
 

@@ -39,9 +39,12 @@ from crag.types import (
 log = logging.getLogger(__name__)
 
 
-# The Ambiguous band answers only from evidence this share of the way up from lower to upper.
-# Chosen on the dev organisations by bench/admission.py (docs/quality.md, "The Ambiguous band").
-AMBIGUOUS_BAR_SHARE = 0.5
+# The Ambiguous band answers from the knowledge base only when its evidence is this share of the
+# way up from lower to upper. 1.0: never, since the band is below upper. Measured on the dev
+# organisations (bench/admission.py; docs/quality.md, "The Ambiguous band"): the band's knowledge-base
+# answers were right about half the time at every height of the band, and a wrong answer costs
+# WRONG_CORRECT_COST missed ones (crag/training/metrics.py). The band still answers from the fallback.
+AMBIGUOUS_BAR_SHARE = 1.0
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class PipelineConfig:
     # answers, refine into strips of one sentence, and lead the reply with the best-judged one.
     sentence_evidence: bool = False
     reply_shape: ReplyShape = REPLY_SHAPE  # what follows a reply's first line (crag/compose.py)
-    # How far up the Ambiguous band (from lower to upper) evidence must score to be answered from.
+    # How far up the Ambiguous band (from lower to upper) knowledge-base evidence must score.
     ambiguous_bar_share: float = AMBIGUOUS_BAR_SHARE
     fallback_limit: int = 5
     max_keywords: int = 3
@@ -295,21 +298,23 @@ def choose_evidence(
     - Incorrect: fallback results that clear the fallback's own bar (`Thresholds.fallback_bar`:
       upper unless calibrated apart), as knowledge-base evidence must clear upper.
     - Ambiguous: the paper mixes both; for policy, mixing a half-relevant internal rule with
-      a fallback page cites the wrong source. Use whichever side holds the stronger
-      passage, and only if it clears `bar_share` of the way up the ambiguous band (a fallback
-      result, its calibrated bar too, when there is one); otherwise abstain.
+      a fallback page cites the wrong source. The internal passages, if they are the stronger
+      side and clear `bar_share` of the way up the band (at the default 1.0, never: see
+      AMBIGUOUS_BAR_SHARE); otherwise the fallback results that clear the middle of the band
+      and the fallback's calibrated bar, when there is one; otherwise abstain.
     """
     if action == Action.CORRECT:
         return [s for s in internal if s.score >= thresholds.lower]
     if action == Action.INCORRECT:
         return [s for s in fallback if s.score >= thresholds.fallback_bar]
-    bar = thresholds.lower + bar_share * (thresholds.upper - thresholds.lower)
+    internal_bar = thresholds.lower + bar_share * (thresholds.upper - thresholds.lower)
     best_internal = max((s.score for s in internal), default=float("-inf"))
     best_fallback = max((s.score for s in fallback), default=float("-inf"))
-    if best_fallback > best_internal:
-        fallback_bar = bar if thresholds.fallback is None else max(bar, thresholds.fallback)
-        return [s for s in fallback if s.score >= fallback_bar]
-    return [s for s in internal if s.score >= bar]
+    if best_internal >= internal_bar and best_internal >= best_fallback:
+        return [s for s in internal if s.score >= internal_bar]
+    middle = (thresholds.upper + thresholds.lower) / 2
+    fallback_bar = middle if thresholds.fallback is None else max(middle, thresholds.fallback)
+    return [s for s in fallback if s.score >= fallback_bar]
 
 
 def sources_named_in(strips: Sequence[Strip], sources: Sequence[FallbackSource]) -> list[FallbackSource]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from bench.admission import Asked, admitted, replay
+from bench.admission import Asked, by_height, from_knowledge_base, outcome, replay
 from crag.pipeline import choose_evidence
 from crag.types import Action, Passage, ScoredPassage, Thresholds
 
@@ -17,32 +17,41 @@ def _side(origin: str, score: float | None) -> list[ScoredPassage]:
     return [ScoredPassage(passage, score)]
 
 
-def _asked(label: str, right: bool, kb: float | None, fallback: float | None, fallback_bar: float | None) -> Asked:
+def _asked(
+    label: str, kb: float | None, fallback: float | None, at_lower: tuple[bool, bool], at_upper: tuple[bool, bool]
+) -> Asked:
     best = {origin: score for origin, score in (("kb", kb), ("fallback", fallback)) if score is not None}
-    return Asked("q", label, "ambiguous", True, right, best, upper=0.6, lower=-0.2, fallback_bar=fallback_bar)
+    return Asked("q", label, "ambiguous", *at_lower, *at_upper, best, upper=0.6, lower=-0.2)
 
 
-def test_the_replay_admits_exactly_what_the_pipeline_admits():
+def test_the_replay_answers_from_the_knowledge_base_exactly_when_the_pipeline_does():
     scores = (None, -0.1, 0.05, 0.2, 0.35, 0.5)
-    for kb, fallback, fallback_bar, share in itertools.product(scores, scores, (None, 0.3), (0.0, 0.3, 0.5, 0.8, 1.0)):
-        if kb is None and fallback is None:
-            continue
-        thresholds = Thresholds(upper=0.6, lower=-0.2, fallback=fallback_bar)
-        chosen = choose_evidence(Action.AMBIGUOUS, _side("kb", kb), _side("fallback", fallback), thresholds, share)
-        assert admitted(_asked("kb", True, kb, fallback, fallback_bar), share) == bool(chosen), (kb, fallback, share)
+    for kb, fallback, share in itertools.product(scores, scores, (0.0, 0.3, 0.5, 0.8, 1.0)):
+        if kb is None:
+            continue  # the band needs knowledge-base evidence above lower
+        chosen = choose_evidence(
+            Action.AMBIGUOUS, _side("kb", kb), _side("fallback", fallback), Thresholds(upper=0.6, lower=-0.2), share
+        )
+        asked = _asked("kb", kb, fallback, (True, True), (False, False))
+        from_kb = bool(chosen) and chosen[0].passage.origin == "kb"
+        assert from_knowledge_base(asked, share) == from_kb, (kb, fallback, share)
+        assert outcome(asked, share) == ((True, True) if from_kb else (False, False))
 
 
-def test_a_higher_bar_turns_weak_band_answers_into_abstentions_and_leaves_the_rest():
+def test_a_higher_bar_takes_the_second_passs_answers_and_leaves_the_other_actions():
     rows = [
-        _asked("kb", True, 0.5, None, None),  # strong and right
-        _asked("none-on-topic", False, 0.1, None, None),  # weak and wrong
-        Asked("c", "kb", "correct", True, False, {"kb": 0.7}, 0.6, -0.2, None),  # Correct: never replayed
-        Asked("a", "none-off-topic", "incorrect", False, False, {}, 0.6, -0.2, None),
+        _asked("kb", 0.5, None, (True, True), (False, False)),  # high in the band, right: abstained at upper
+        _asked("none-on-topic", 0.0, None, (True, False), (False, False)),  # low in the band, wrong
+        _asked("fallback", 0.1, 0.3, (True, True), (True, True)),  # the fallback answers either way
+        Asked("c", "kb", "correct", True, False, True, False, {"kb": 0.7}, 0.6, -0.2),  # Correct: never replayed
+        Asked("a", "none-off-topic", "incorrect", False, False, False, False, {}, 0.6, -0.2),
     ]
-    low, high = replay(rows, 0.0, cost=2.0), replay(rows, 0.5, cost=2.0)
-    assert (low["right"], low["wrong"], low["net"]) == (1, 2, -3)
+    low, middle, high = (replay(rows, share, cost=2.0) for share in (0.0, 0.5, 1.0))
+    assert (low["right"], low["wrong"], low["net"]) == (2, 2, -2)
+    assert (middle["right"], middle["wrong"], middle["net"]) == (2, 1, 0)
     assert (high["right"], high["wrong"], high["net"]) == (1, 1, -1)
-    assert low["on_topic_abstained"] == 0.0 and high["on_topic_abstained"] == 100.0
-    assert high["kb_right"] == 50.0 and high["kb_wrong"] == 50.0 and high["off_topic_abstained"] == 100.0
-    # the band's own answers, by the side they draw on (the Correct one is not the band's)
-    assert (low["band_net_kb"], high["band_net_kb"]) == (-1, 1) and low["band_net_fallback"] == 0
+    assert low["on_topic_abstained"] == 0.0 and middle["on_topic_abstained"] == 100.0
+    assert (low["band_kb_right"], low["band_kb_wrong"], high["band_kb_right"]) == (1, 1, 0)
+    assert high["kb_right"] == 0.0 and high["kb_wrong"] == 50.0 and high["fallback_right"] == 100.0
+    # heights 0.25 and 0.875 of the band: the wrong one low, the right one high
+    assert by_height(rows) == [(0.0, 0, 0), (0.25, 0, 1), (0.5, 0, 0), (0.75, 1, 0)]

@@ -75,19 +75,25 @@ def test_incorrect_answers_only_from_fallback_that_is_itself_correct():
     assert choose_evidence(Action.INCORRECT, _scored("kb", -0.5), [], BAND) == []
 
 
-def test_ambiguous_uses_the_stronger_side_above_the_middle_of_the_band():
+def test_ambiguous_answers_from_the_fallback_above_the_middle_of_the_band_never_from_a_weak_knowledge_base():
+    # At the default share the band's knowledge-base evidence is never enough (AMBIGUOUS_BAR_SHARE):
+    # the fallback answers when it clears the middle of the band (0.2), stronger side or not.
     stronger_fallback = choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.3), _scored("fallback", 0.5, 0.1), BAND)
     assert [s.passage.id for s in stronger_fallback] == ["fallback0"]
-    stronger_internal = choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.5, 0.25), _scored("fallback", 0.3), BAND)
-    assert [s.passage.id for s in stronger_internal] == ["kb0", "kb1"]
-    assert choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.15), _scored("fallback", 0.1), BAND) == []
+    weaker_fallback = choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.55), _scored("fallback", 0.3), BAND)
+    assert [s.passage.id for s in weaker_fallback] == ["fallback0"]
+    assert choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.5), _scored("fallback", 0.1), BAND) == []
 
 
-def test_the_ambiguous_bar_moves_with_its_share_of_the_band():
-    # lower -0.2, upper 0.6: share 0.25 admits from 0.0, share 0.75 from 0.4
+def test_the_knowledge_base_bar_of_the_band_moves_with_its_share():
+    # lower -0.2, upper 0.6: share 0.25 admits the knowledge base from 0.0, share 0.75 from 0.4
     kb = _scored("kb", 0.3, 0.1)
     assert [s.passage.id for s in choose_evidence(Action.AMBIGUOUS, kb, [], BAND, bar_share=0.25)] == ["kb0", "kb1"]
     assert choose_evidence(Action.AMBIGUOUS, kb, [], BAND, bar_share=0.75) == []
+    # below the share, or weaker than the fallback, the knowledge base gives way to the fallback
+    fallback = _scored("fallback", 0.25)
+    assert choose_evidence(Action.AMBIGUOUS, kb, fallback, BAND, bar_share=0.75) == fallback
+    assert choose_evidence(Action.AMBIGUOUS, _scored("kb", 0.2), fallback, BAND, bar_share=0.0) == fallback
     # a fallback result clears its calibrated bar too, whatever the share
     with_bar = Thresholds(upper=0.6, lower=-0.2, fallback=0.45)
     assert choose_evidence(Action.AMBIGUOUS, [], _scored("fallback", 0.4), with_bar, bar_share=0.0) == []
@@ -179,12 +185,15 @@ class _OneLongRule:
     ("upper", "lower", "action", "kept"),
     [
         (0.6, 0.0, Action.CORRECT, True),  # the passage (0.7) clears upper
-        (0.75, 0.0, Action.AMBIGUOUS, True),  # below upper, above the middle of the band (0.375)
-        (0.95, 0.6, Action.AMBIGUOUS, False),  # below the middle (0.775): not evidence, abstain
+        (0.75, 0.0, Action.AMBIGUOUS, True),  # below upper, above the band's bar at share 0.5 (0.375)
+        (0.95, 0.6, Action.AMBIGUOUS, False),  # below that bar (0.775): not evidence, abstain
     ],
 )
 def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(upper, lower, action, kept):
-    config = PipelineConfig(thresholds=Thresholds(upper=upper, lower=lower, strip=0.5), strip_mode="sentences")
+    # Share 0.5: a band that admits knowledge-base evidence (the default, 1.0, never does).
+    config = PipelineConfig(
+        thresholds=Thresholds(upper=upper, lower=lower, strip=0.5), strip_mode="sentences", ambiguous_bar_share=0.5
+    )
     pipeline = CragPipeline(lambda _: _OneLongRule(), _PassageOverStrips(), [], config)
     answer = pipeline.answer("How many PTO days roll over?", AskContext())
     assert answer.action == action and answer.found == kept
