@@ -100,13 +100,16 @@ def by_height(rows: Sequence[Asked], bins: int = 4) -> list[tuple[float, int, in
 def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[Asked]]:
     """The dev questions asked at shares 0 and 1, kept under the home per evaluator version and spread."""
     from application.corpus_supervision import as_asked
+    from application.runtime import cosine_evaluator
     from bench.common import bench_settings
     from bench.corpus_routing import every_nth
     from bench.quality import load_version
     from bench.replies import judge, organisation_pipeline, split_documents
 
     settings = bench_settings(home)
-    if version is None:
+    if version == "cosine":
+        loaded = cosine_evaluator(settings)  # with the product's default thresholds, as bench.quality's (b)
+    elif version is None:
         from application import evaluators
 
         rows = evaluators.list_versions(settings)
@@ -116,7 +119,8 @@ def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[As
     kept = home / "admission" / f"dev-{per_org}-{version}-v2.json"
     if kept.exists():
         return version, [Asked(**row) for row in json.loads(kept.read_text())]
-    loaded = load_version(settings, version)
+    if version != "cosine":
+        loaded = load_version(settings, version)
     documents = split_documents(settings, "dev")
     rows_asked: list[Asked] = []
     for org in documents.organisations:
@@ -171,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--home", type=Path, default=REPO / ".policybot-bench", help="a bench home with a trained evaluator"
     )
-    parser.add_argument("--version", help="the evaluator version (default: the newest stored)")
+    parser.add_argument(
+        "--version",
+        help="the evaluator version (default: the newest stored; cosine: cosine with the default thresholds)",
+    )
     parser.add_argument("--per-org", type=int, default=60, help="dev questions per organisation, every label (0: all)")
     parser.add_argument("--shares", type=_shares, default=[0.0, 0.25, 0.5, 0.625, 0.75, 0.875, 1.0])
     args = parser.parse_args(argv)
