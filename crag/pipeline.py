@@ -41,9 +41,11 @@ log = logging.getLogger(__name__)
 
 # The Ambiguous band answers from the knowledge base only when its evidence is this share of the
 # way up from lower to upper. 1.0: never, since the band is below upper. Measured on the dev
-# organisations (bench/admission.py; docs/quality.md, "The Ambiguous band"): the band's knowledge-base
-# answers were right about half the time at every height of the band, and a wrong answer costs
-# WRONG_CORRECT_COST missed ones (crag/training/metrics.py). The band still answers from the fallback.
+# organisations (bench/admission.py; docs/quality.md, "The Ambiguous band"): with a pretrained
+# judge and with cosine the band's knowledge-base answers were right about half the time at every
+# height of the band, and a wrong answer costs WRONG_CORRECT_COST missed ones
+# (crag/training/metrics.py); 1.0 had the best net over those and a judge trained without
+# pretraining together. The band still answers from the fallback.
 AMBIGUOUS_BAR_SHARE = 1.0
 
 
