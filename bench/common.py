@@ -13,8 +13,10 @@ import json
 import math
 import os
 import platform
+import signal
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +77,14 @@ def bench_services_up(settings: Settings) -> None:
     started = [name for name in ("postgres", "redis") if name not in running]
     if started:
         atexit.register(_stop_services, settings, started)
+        _exit_on_sigterm()
+
+
+def _exit_on_sigterm() -> None:
+    """A SIGTERM (kill, pkill, a timeout) ends the run as Ctrl-C does, through SystemExit, so the
+    atexit stop above still runs: by default SIGTERM ends the process before atexit."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
 
 
 def _stop_services(settings: Settings, names: list[str]) -> None:

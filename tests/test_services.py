@@ -204,9 +204,12 @@ def test_services_down_stops_the_homes_redis_whatever_port_it_was_started_on(tmp
 
 @needs_proc
 @pytest.mark.services
-def test_a_benchmark_stops_the_services_it_started(tmp_path) -> None:
-    """bench/common.py's start of the bench stack (every benchmark's) stops, when the run ends, the
-    PostgreSQL and Redis it started: nothing of the bench home is left running."""
+@pytest.mark.parametrize("ending", ["returns", "is terminated"])
+def test_a_benchmark_stops_the_services_it_started(tmp_path, ending) -> None:
+    """bench/common.py's start of the bench stack (every benchmark's) stops, when the run ends or
+    is terminated (SIGTERM: kill, pkill, a timeout), the PostgreSQL and Redis it started: nothing
+    of the bench home is left running."""
+    import signal
     import subprocess
     import sys
 
@@ -214,25 +217,45 @@ def test_a_benchmark_stops_the_services_it_started(tmp_path) -> None:
 
     home = tmp_path / "bench-home"
     run = (
-        "from pathlib import Path; import sys\n"
+        "from pathlib import Path; import sys, time\n"
         "from bench.common import bench_services_up, use_bench_home\n"
         "use_bench_home(Path(sys.argv[1]))\n"
         "from core.config import get_settings\n"
         "bench_services_up(get_settings())\n"
         "from core import services\n"
         "print('running:', sorted(s.name for s in services.services_status(get_settings()) if s.running), flush=True)\n"
+        "if sys.argv[2] == 'is terminated':\n"
+        "    time.sleep(120)\n"
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("POLICYBOT_")}
     env["PYTHONPATH"] = str(REPO)
-    result = subprocess.run(
-        [sys.executable, "-c", run, str(home)], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+    process = subprocess.Popen(
+        [sys.executable, "-c", run, str(home), ending],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert result.returncode == 0, result.stderr
-    assert "running: ['postgres', 'redis']" in result.stdout, result.stdout
-    assert "stopped the benchmark's postgres" in result.stdout and "stopped the benchmark's redis" in result.stdout
-    assert _redis_servers_in(home / "redis") == []
-    bench = Settings(POLICYBOT_HOME=home, POLICYBOT_REDIS_PORT=int((home / "bench-redis-port").read_text()))
-    assert not any(status.running for status in services.services_status(bench))
+    assert process.stdout is not None
+    try:
+        first = process.stdout.readline()
+        assert "running: ['postgres', 'redis']" in first, first + process.stderr.read()
+        if ending == "is terminated":
+            process.send_signal(signal.SIGTERM)
+        rest, errors = process.communicate(timeout=120)
+        assert process.returncode == (128 + signal.SIGTERM if ending == "is terminated" else 0), errors
+        assert "stopped the benchmark's postgres" in rest and "stopped the benchmark's redis" in rest, rest + errors
+        assert _redis_servers_in(home / "redis") == []
+        bench = Settings(POLICYBOT_HOME=home, POLICYBOT_REDIS_PORT=int((home / "bench-redis-port").read_text()))
+        assert not any(status.running for status in services.services_status(bench))
+    finally:  # a failed run's leftovers are stopped, after the assertions above have read them
+        process.kill()
+        port_file = home / "bench-redis-port"
+        if port_file.exists():
+            leftover = Settings(POLICYBOT_HOME=home, POLICYBOT_REDIS_PORT=int(port_file.read_text()))
+            services.stop_postgres(leftover)
+            embedded_redis.stop_redis(leftover)
 
 
 def test_docker_composes_redis_wants_the_password_its_clients_use_and_persists_append_only() -> None:
