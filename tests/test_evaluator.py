@@ -33,7 +33,7 @@ from crag.judge import (
 from crag.minilm import minilm_folder
 from crag.text import plain_sentences as split_sentences
 from crag.training.fitting import fit_judge, frozen_state_cache
-from crag.training.metrics import calibrate, evaluate_evaluator, held_out_passages, roc_auc, within_time
+from crag.training.metrics import calibrate, evaluate_evaluator, held_out_passages, measure, roc_auc, score_until
 from crag.training.saving import load_weights, save_evaluator
 from crag.training.train import train_evaluator
 from crag.training.weak_supervision import (
@@ -393,28 +393,60 @@ def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
     assert cosine.score(q, passages) == pytest.approx(expected.tolist(), abs=1e-5)
 
 
-def test_calibration_scores_only_what_the_time_left_allows(chunks, embed):
+class _ClockedEvaluator:
+    """Cosine scores on a clock that each call moves on by `seconds_per_call`: a machine whose speed
+    the test sets, and changes mid-way (`slow_down`)."""
+
+    def __init__(self, embed, seconds_per_call: float):
+        self.cosine, self.seconds_per_call, self.now, self.calls = CosineEvaluator(embed), seconds_per_call, 0.0, 0
+        self.version = "clocked"
+
+    def score(self, question, passages):
+        self.now += self.seconds_per_call
+        self.calls += 1
+        return self.cosine.score(question, passages)
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_calibration_scores_until_the_deadline_on_the_clock(chunks, embed):
     ws = build_weak_supervision(chunks, embed, seed=0)
     everything = held_out_passages(ws)
-    assert within_time(ws, seconds_per_pair=0.001, seconds_left=1e6) == (ws, None)
+    timed = _ClockedEvaluator(embed, seconds_per_call=1.0)
+    cached = CachedEvaluator(timed)
+    assert score_until(cached, ws, deadline=1e9, sentence_evidence=True, clock=timed.clock) == (ws, None)
+    # measure() then reads every score from the cache: nothing is scored twice.
+    calls = timed.calls
+    measure(cached, ws, sentence_evidence=True)
+    assert timed.calls == calls
 
-    subset, note = within_time(ws, seconds_per_pair=1.0, seconds_left=0.0, min_questions=3)
+    # Past the deadline from the start: only the minimum, threshold-setting questions first.
+    timed = _ClockedEvaluator(embed, seconds_per_call=1.0)
+    subset, note = score_until(
+        CachedEvaluator(timed), ws, deadline=0.0, sentence_evidence=True, min_questions=3, clock=timed.clock
+    )
     kept = held_out_passages(subset)
     assert (
         len(kept) == 3
         and note
         == f"measured and calibrated on 3 of {len(everything)} held-out questions to stay within the time budget"
     )
-    calibrating = {s.question for s in ws.calibration_sets}
-    assert set(kept) <= calibrating  # threshold-setting questions come first
+    assert set(kept) <= {s.question for s in ws.calibration_sets}
     assert all(kept[q] == everything[q] for q in kept)  # a kept question keeps all its passages
     assert {s.question for s in subset.calibration_sets} == set(kept)
     assert subset.train_pairs == ws.train_pairs
 
-    # A budget for about half the pairs keeps about half, never going over once the minimum is met.
-    total = sum(len(v) for v in everything.values())
-    half, _ = within_time(ws, seconds_per_pair=1.0, seconds_left=total / 2, min_questions=1)
-    assert 0 < sum(len(v) for v in held_out_passages(half).values()) <= total / 2
+    # A machine that slows down mid-way: scoring stops at the first question past the deadline.
+    timed = _ClockedEvaluator(embed, seconds_per_call=1.0)
+    cached = CachedEvaluator(timed)
+    fast, _ = score_until(cached, ws, deadline=20.0, sentence_evidence=False, min_questions=1, clock=timed.clock)
+    assert len(held_out_passages(fast)) == 20 < len(everything)
+    timed.seconds_per_call = 10.0
+    slow, _ = score_until(
+        cached, ws, deadline=timed.now + 20.0, sentence_evidence=False, min_questions=1, clock=timed.clock
+    )
+    assert len(held_out_passages(slow)) == 20 + 2  # the 20 already cached cost nothing; then 2 slow ones
 
 
 # --- training ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -54,7 +54,6 @@ STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (k
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
 PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
 MIN_CALIBRATION_QUESTIONS = 40  # fewer held-out questions give thresholds too noisy to trust
-SENTENCES_PER_PASSAGE = 4  # for the time estimate: a sentence costs about half a chunk, chunks hold 6-10
 
 
 @dataclass
@@ -263,36 +262,55 @@ def held_out_passages(ws: WeakSupervision | HeldOut) -> dict[str, dict[str, None
 HeldOutData = TypeVar("HeldOutData", WeakSupervision, HeldOut)
 
 
-def within_time(
-    ws: HeldOutData, seconds_per_pair: float, seconds_left: float, min_questions: int = MIN_CALIBRATION_QUESTIONS
+def score_until(
+    evaluator: CachedEvaluator,
+    ws: HeldOutData,
+    deadline: float,
+    *,
+    sentence_evidence: bool,
+    min_questions: int = MIN_CALIBRATION_QUESTIONS,
+    emit: PhaseEmitter | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[HeldOutData, str | None]:
-    """The held-out questions that can be scored in the time left, and a note when some were left out.
+    """Score held-out questions into `evaluator`'s cache until the `deadline` (a `clock()` time)
+    has passed and at least `min_questions` are scored, because fewer give thresholds too noisy to
+    trust. Returns the questions scored, and a note when some were left out; `measure` then
+    scores nothing again.
 
-    Questions that calibrate thresholds (template and heading questions) come first, in a
-    fixed hashed order so the subset spans the whole corpus; at least `min_questions` are
-    always kept, because fewer give thresholds too noisy to trust.
+    Questions that calibrate thresholds (template and heading questions) come first, in a fixed
+    hashed order so that a subset spans the whole corpus. It stops on the clock, not on a speed
+    measured once, so a machine that slows down mid-way (another job starting) still ends near
+    the deadline.
     """
     needed = held_out_passages(ws)
-    # Routing on sentence evidence also reads the sentences of each set's best passages.
-    sentences: dict[str, int] = {}
+    sets_of: dict[str, list[CandidateSet]] = {}
     for s in [*ws.calibration_sets, *_fallback_sets(ws)]:
-        sentences[s.question] = sentences.get(s.question, 0) + SENTENCE_PASSAGES * SENTENCES_PER_PASSAGE
-
-    def cost_of(question: str) -> float:
-        return (len(needed[question]) + sentences.get(question, 0)) * seconds_per_pair
-
-    if sum(cost_of(question) for question in needed) <= seconds_left:
-        return ws, None
-    calibrating = {s.question for s in ws.calibration_sets}
-    order = sorted(needed, key=lambda q: (q not in calibrating, hashlib.sha1(q.encode()).hexdigest()))
+        sets_of.setdefault(s.question, []).append(s)
     chosen: set[str] = set()
-    cost = 0.0
-    for question in order:
-        question_cost = cost_of(question)
-        if len(chosen) >= min_questions and cost + question_cost > seconds_left:
+    for i, question in enumerate(_scoring_order(ws)):
+        if len(chosen) >= min_questions and clock() >= deadline:
             break
+        if emit is not None and i % 5 == 0:
+            emit("calibrate", i, len(needed))
+        texts = list(needed[question])
+        scores = dict(zip(texts, evaluator.score(question, texts), strict=True))
+        if sentence_evidence:  # the sentences routing reads, as measure() will ask for them
+            for s in sets_of.get(question, ()):
+                answer_scores(evaluator, question, s.as_passages(), [scores[p] for p in s.passages])
         chosen.add(question)
-        cost += question_cost
+    if len(chosen) == len(needed):
+        return ws, None
+    return _only(ws, chosen), _left_out_note(len(chosen), len(needed))
+
+
+def _scoring_order(ws: WeakSupervision | HeldOut) -> list[str]:
+    """Held-out questions, those that calibrate thresholds first, in a fixed hashed order."""
+    calibrating = {s.question for s in ws.calibration_sets}
+    return sorted(held_out_passages(ws), key=lambda q: (q not in calibrating, hashlib.sha1(q.encode()).hexdigest()))
+
+
+def _only(ws: HeldOutData, chosen: set[str]) -> HeldOutData:
+    """`ws` with only the held-out questions in `chosen`."""
     subset = replace(
         ws,
         val_pairs=[p for p in ws.val_pairs if p.question in chosen],
@@ -302,10 +320,11 @@ def within_time(
     if isinstance(subset, HeldOut):  # Any: mypy cannot narrow the TypeVar to one of its values here
         held: Any = subset
         subset = replace(held, fallback_sets=[s for s in held.fallback_sets if s.question in chosen])
-    return (
-        subset,
-        f"measured and calibrated on {len(chosen)} of {len(needed)} held-out questions to stay within the time budget",
-    )
+    return subset
+
+
+def _left_out_note(n_chosen: int, n_needed: int) -> str:
+    return f"measured and calibrated on {n_chosen} of {n_needed} held-out questions to stay within the time budget"
 
 
 def _score_everything(

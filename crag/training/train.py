@@ -36,9 +36,9 @@ from crag.training.metrics import (
     held_out_passages,
     measure,
     merged_held_out,
-    within_time,
+    score_until,
 )
-from crag.training.progress import Progress, phase_emitter
+from crag.training.progress import PhaseEmitter, Progress, phase_emitter
 from crag.training.saving import load_weights, save_evaluator, update_metadata
 from crag.training.weak_supervision import CorpusChunk, Embed, Pair, WeakSupervision, build_weak_supervision
 from crag.types import Thresholds
@@ -236,10 +236,9 @@ def train_evaluator(
     t_cal = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     version = _new_version(out_dir, config.kind)
-    evaluator = evaluator_from_bundle(bundle, version)
-    held_out = _held_out_within_budget(bundle, ws, labelled, budget_s, t0)
+    scored = CachedEvaluator(evaluator_from_bundle(bundle, version))
+    held_out = _score_held_out_within_budget(scored, bundle, ws, labelled, budget_s, t0, emit)
     notes += held_out.notes
-    scored = CachedEvaluator(evaluator)
     measured = _measure_against_cosine(scored, held_out, labelled, embed, progress, t0)
     calibrated = _calibrate(scored, bundle, version, held_out, measured)
     phases["calibrate"] = time.monotonic() - t_cal
@@ -359,7 +358,7 @@ def _calibration_reserve(
 
 
 @dataclass(frozen=True)
-class HeldOutToScore:
+class HeldOutScored:
     """The held-out questions there is time to score: weak supervision's, and the labelled gate's."""
 
     weak: WeakSupervision
@@ -367,15 +366,19 @@ class HeldOutToScore:
     notes: list[str]  # which questions were left out for time
 
 
-def _held_out_within_budget(
-    bundle: JudgeBundle, ws: WeakSupervision, labelled: LabelledData | None, budget_s: float, t0: float
-) -> HeldOutToScore:
-    """Training may have run past its share (min_steps, a slower machine than measured): score
-    only as many held-out questions as the budget still allows, re-timed now."""
-    config, model = bundle.config, bundle.model
-    pad_id = bundle.tokenizer.pad_token_id or 0
-    per_pair = inference_seconds_per_pair(model, ws.val_pairs, bundle.tokenizer, config, pad_id) * CALIBRATION_OVERHEAD
-    model.eval()
+def _score_held_out_within_budget(
+    scored: CachedEvaluator,
+    bundle: JudgeBundle,
+    ws: WeakSupervision,
+    labelled: LabelledData | None,
+    budget_s: float,
+    t0: float,
+    emit: PhaseEmitter,
+) -> HeldOutScored:
+    """Score as many held-out questions as the budget still allows (training may have run past its
+    share: min_steps, a slower machine than measured), on the clock (`score_until`): a machine
+    that slows down mid-way still ends near the budget. The scores land in `scored`'s cache."""
+    bundle.model.eval()
     seconds_left = budget_s - (time.monotonic() - t0) - 2.0
     notes = []
     gate: HeldOut | None = None
@@ -383,16 +386,27 @@ def _held_out_within_budget(
         # The labelled questions decide activation: they get their share of the budget even when
         # training overran, and at least MIN_GATE_QUESTIONS of them are scored (a question with its
         # candidates and strips costs about 1 s on 2 CPU cores).
-        gate, gate_note = within_time(
-            labelled.held_out, per_pair, max(GATE_SHARE * budget_s, seconds_left / 2), min_questions=MIN_GATE_QUESTIONS
+        gate_deadline = time.monotonic() + max(GATE_SHARE * budget_s, seconds_left / 2)
+        gate, gate_note = score_until(
+            scored,
+            labelled.held_out,
+            gate_deadline,
+            sentence_evidence=True,
+            min_questions=MIN_GATE_QUESTIONS,
+            emit=emit,
         )
         if gate_note:
             notes.append(gate_note.replace("held-out questions", "labelled held-out questions"))
-        seconds_left -= sum(map(len, held_out_passages(gate).values())) * per_pair
-    weak, subset_note = within_time(ws, per_pair * (1.6 if config.quantize_int8 else 1.0), seconds_left)
+    # What is left after the gate, less what cosine's metrics, the thresholds and the int8
+    # variant's own scoring take on top of this model's scoring.
+    seconds_left = t0 + budget_s - 2.0 - time.monotonic()
+    share = 1 / (CALIBRATION_OVERHEAD * (1.6 if bundle.config.quantize_int8 else 1.0))
+    weak, subset_note = score_until(
+        scored, ws, time.monotonic() + max(seconds_left, 0.0) * share, sentence_evidence=True, emit=emit
+    )
     if subset_note:
         notes.append(subset_note)
-    return HeldOutToScore(weak, gate, notes)
+    return HeldOutScored(weak, gate, notes)
 
 
 @dataclass(frozen=True)
@@ -408,7 +422,7 @@ class Measured:
 
 def _measure_against_cosine(
     scored: CachedEvaluator,
-    held_out: HeldOutToScore,
+    held_out: HeldOutScored,
     labelled: LabelledData | None,
     embed: Embed,
     progress: Progress | None,
@@ -431,7 +445,7 @@ class Calibrated:
 
 
 def _calibrate(
-    scored: CachedEvaluator, bundle: JudgeBundle, version: str, held_out: HeldOutToScore, measured: Measured
+    scored: CachedEvaluator, bundle: JudgeBundle, version: str, held_out: HeldOutScored, measured: Measured
 ) -> Calibrated:
     """Thresholds from every held-out set, weak and labelled together; and the int8 variant's own."""
     calibration_data: HeldOut | WeakSupervision = held_out.weak
