@@ -1,14 +1,17 @@
-"""How much a wrong Correct should cost, measured on the dev organisations only.
+"""How much a wrong Correct should cost, and how much a passage's best sentence should weigh in
+its answer score, measured on the dev organisations only.
 
-    .venv/bin/python -m bench.cost_weight --home DIR [--version V] [--costs 1,1.5,2,3] [--dev-questions 400]
+    .venv/bin/python -m bench.cost_weight --home DIR [--version V] [--costs 1,1.5,2,3]
+        [--sentence-weights 0.5] [--dev-questions 400]
 
 For a trained evaluator stored in DIR (default: its newest), calibrates upper, lower, strip and
 the fallback bar as the product does (weak-supervision sets of DIR's knowledge base together
 with the policy-qa corpus's dev sets), once per cost weight (`crag.training.metrics.calibrate`:
-upper maximises TPR - cost * FPR), and prints the dev questions' routing for each: cross-fitted
-routing accuracy, and how often an answer-present set and an answer-absent set are routed
-Correct. `WRONG_CORRECT_COST` in crag/training/metrics.py is chosen from this table; the test
-organisations are never read.
+upper maximises TPR - cost * FPR) and sentence weight (`crag.evidence.answer_score`), and
+prints the dev questions' routing for each: cross-fitted routing accuracy, and how often an
+answer-present set and an answer-absent set are routed Correct. `WRONG_CORRECT_COST` in
+crag/training/metrics.py and `SENTENCE_WEIGHT` in crag/evidence.py are chosen from this table;
+the test organisations are never read. Every score is computed once, whatever the grid.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, required=True, help="a bench home with a trained evaluator")
     parser.add_argument("--version", help="the evaluator version (default: the newest stored)")
     parser.add_argument("--costs", default="1,1.5,2,3", help="cost weights to compare")
+    parser.add_argument(
+        "--sentence-weights", default="0.5", help="the best sentence's shares of an answer score to compare"
+    )
     parser.add_argument(
         "--dev-questions",
         type=int,
@@ -56,23 +62,25 @@ def main(argv: list[str] | None = None) -> int:
     dev = dev_sample(labelled.held_out, args.dev_questions, seed)
     both = merged_held_out(weak, dev)
     judge = CachedEvaluator(load_evaluator(row.path), max_items=1_000_000)  # every score once, whatever the cost
-    print(f"The cost of a wrong Correct, on the dev organisations: evaluator {row.version}", flush=True)
+    print(f"The cost of a wrong Correct and the sentence's weight, on the dev organisations: {row.version}", flush=True)
     lines = [
-        "| cost | upper | lower | strip | fallback | dev routing (cross-fitted) | present → Correct | absent → Correct |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| cost | sentence weight | upper | lower | strip | fallback | dev routing (cross-fitted) "
+        "| present → Correct | absent → Correct |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     print("\n".join(lines), flush=True)
     for cost in (float(c) for c in args.costs.split(",")):
-        calibrated = measure(judge, both, sentence_evidence=True, cost=cost).thresholds
-        routed = measure(judge, dev, sentence_evidence=True, cost=cost)
-        fixed = measure(judge, dev, fixed_thresholds=calibrated, sentence_evidence=True)
-        fallback = "-" if calibrated.fallback is None else f"{calibrated.fallback:.3f}"
-        lines.append(
-            f"| {cost:g} | {calibrated.upper:.3f} | {calibrated.lower:.3f} | {calibrated.strip:.3f} | {fallback} "
-            f"| {routed.routing_accuracy:.1%} | {fixed.action_rates['present']['correct']:.0%} "
-            f"| {fixed.action_rates['absent']['correct']:.0%} |"
-        )
-        print(lines[-1], flush=True)
+        for weight in (float(w) for w in args.sentence_weights.split(",")):
+            calibrated = measure(judge, both, sentence_evidence=True, cost=cost, sentence_weight=weight).thresholds
+            routed = measure(judge, dev, sentence_evidence=True, cost=cost, sentence_weight=weight)
+            fixed = measure(judge, dev, fixed_thresholds=calibrated, sentence_evidence=True, sentence_weight=weight)
+            fallback = "-" if calibrated.fallback is None else f"{calibrated.fallback:.3f}"
+            lines.append(
+                f"| {cost:g} | {weight:g} | {calibrated.upper:.3f} | {calibrated.lower:.3f} | {calibrated.strip:.3f} "
+                f"| {fallback} | {routed.routing_accuracy:.1%} | {fixed.action_rates['present']['correct']:.0%} "
+                f"| {fixed.action_rates['absent']['correct']:.0%} |"
+            )
+            print(lines[-1], flush=True)
     return 0
 
 

@@ -4,7 +4,7 @@ A passage on the topic whose detail is absent ("hotel caps" for a city the polic
 scores well as a passage, yet none of its sentences answers. So an evaluator trained on the
 corpus's answer sentences (crag/training/train.py marks it `sentence_evidence`) routes on both:
 each of the best passages gets an answer score, the mean of its own score and its best
-sentence's, as the CRAG paper's evaluator scores passages and strips alike. Calibration
+sentence's (`SENTENCE_WEIGHT`), as the CRAG paper's evaluator scores passages and strips alike. Calibration
 (crag/training/metrics.py) computes the same score, from the same functions, on held-out sets.
 """
 
@@ -16,6 +16,9 @@ from crag.strips import decompose, strip_text_for_scoring
 from crag.types import Evaluator, Passage, Strip
 
 SENTENCE_PASSAGES = 3  # the best passages whose sentences are read for routing
+# The best sentence's share of an answer score, the passage's own the rest: 0.5, the CRAG
+# paper's even reading of passages and strips (bench/evidence_weight.py compares others on dev).
+SENTENCE_WEIGHT = 0.5
 
 
 def sentence_strips(passage: Passage) -> list[Strip]:
@@ -28,13 +31,19 @@ def sentence_texts(passage: Passage) -> list[str]:
     return [strip_text_for_scoring(strip) for strip in sentence_strips(passage)]
 
 
-def answer_score(passage_score: float, best_sentence: float | None) -> float:
-    """A passage's score as evidence of an answer: its own and its best sentence's, averaged."""
-    return passage_score if best_sentence is None else (passage_score + best_sentence) / 2
+def answer_score(passage_score: float, best_sentence: float | None, sentence_weight: float = SENTENCE_WEIGHT) -> float:
+    """A passage's score as evidence of an answer: its own and its best sentence's, weighed."""
+    if best_sentence is None:
+        return passage_score
+    return (1 - sentence_weight) * passage_score + sentence_weight * best_sentence
 
 
 def answer_scores(
-    evaluator: Evaluator, question: str, passages: Sequence[Passage], passage_scores: Sequence[float]
+    evaluator: Evaluator,
+    question: str,
+    passages: Sequence[Passage],
+    passage_scores: Sequence[float],
+    sentence_weight: float = SENTENCE_WEIGHT,
 ) -> list[float]:
     """Answer scores of the `SENTENCE_PASSAGES` best passages (best first); their sentences are
     scored in one call. The others' scores play no part: a question is answered, if at all, by
@@ -47,5 +56,5 @@ def answer_scores(
     for i, group in zip(best, texts, strict=True):
         mine = scores[start : start + len(group)]
         start += len(group)
-        out.append(answer_score(passage_scores[i], max(mine) if mine else None))
+        out.append(answer_score(passage_scores[i], max(mine) if mine else None, sentence_weight))
     return out

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from crag.evidence import SENTENCE_PASSAGES, answer_score, answer_scores, sentence_texts
 from crag.pipeline import CragPipeline, PipelineConfig
 from crag.types import Action, Passage, Thresholds
@@ -88,6 +90,8 @@ def pipeline(*passages: Passage, sentence_evidence: bool, thresholds: Thresholds
 def test_answer_score_is_the_mean_of_the_passage_and_its_best_sentence() -> None:
     assert answer_score(0.8, 0.1) == 0.45
     assert answer_score(0.8, None) == 0.8  # a passage without sentences keeps its own score
+    assert answer_score(0.8, 0.2, sentence_weight=0.75) == pytest.approx(0.35)  # the sentence weighs 3/4
+    assert answer_score(0.8, 0.2, sentence_weight=1.0) == 0.2
     judge = SentenceJudge()
     scores = answer_scores(judge, "hotel cap?", [ON_TOPIC, ANSWERING], [0.8, 0.9])
     assert scores == [0.9, 0.45]  # best passage first: ANSWERING (0.9, its cap sentence 0.9), then ON_TOPIC

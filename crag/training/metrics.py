@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from crag.decision import decide
-from crag.evidence import SENTENCE_PASSAGES, answer_scores
+from crag.evidence import SENTENCE_WEIGHT, answer_scores
 from crag.inference import CachedEvaluator, CosineEvaluator
 from crag.training.progress import PhaseEmitter, Progress, phase_emitter
 from crag.training.weak_supervision import (
@@ -209,6 +209,7 @@ def _routing_scores(
     sets: Sequence[CandidateSet],
     scores: dict[tuple[str, str], float],
     sentence_evidence: bool,
+    sentence_weight: float = SENTENCE_WEIGHT,
 ) -> RoutingScores:
     """What the pipeline decides on for each set: its passages' scores, or with a sentence judge
     the answer scores of its best passages (crag/evidence.py, the same function)."""
@@ -216,7 +217,7 @@ def _routing_scores(
     for s in sets:
         passage_scores = [scores[(s.question, p)] for p in s.passages]
         if sentence_evidence:
-            routing[id(s)] = answer_scores(evaluator, s.question, s.as_passages(), passage_scores)
+            routing[id(s)] = answer_scores(evaluator, s.question, s.as_passages(), passage_scores, sentence_weight)
         else:
             routing[id(s)] = passage_scores
     return routing
@@ -352,10 +353,12 @@ def measure(
     t0: float | None = None,
     sentence_evidence: bool = False,
     cost: float = WRONG_CORRECT_COST,
+    sentence_weight: float = SENTENCE_WEIGHT,
 ) -> Metrics:
     """All metrics of one evaluator on the held-out part of `ws`. `sentence_evidence`: route
-    as the pipeline does for an evaluator trained on answer sentences (crag/evidence.py);
-    the sentences it reads are scored through `evaluator` (wrap it in a CachedEvaluator)."""
+    as the pipeline does for an evaluator trained on answer sentences (crag/evidence.py, with
+    `sentence_weight`); the sentences it reads are scored through `evaluator` (wrap it in a
+    CachedEvaluator)."""
     emit = phase_emitter(progress, time.monotonic() if t0 is None else t0)
     scores = _score_everything(evaluator, ws, emit)
 
@@ -377,7 +380,7 @@ def measure(
 
     sets = ws.calibration_sets
     fallback_sets = _fallback_sets(ws)
-    routing = _routing_scores(evaluator, [*sets, *fallback_sets], scores, sentence_evidence)
+    routing = _routing_scores(evaluator, [*sets, *fallback_sets], scores, sentence_evidence, sentence_weight)
 
     def set_max(s: CandidateSet) -> float:
         return max(routing[id(s)])
