@@ -14,7 +14,9 @@ its knowledge-base evidence is the stronger side and clears lower + share * (upp
 the second pass's. It prints what each share gives. `AMBIGUOUS_BAR_SHARE` in crag/pipeline.py is
 chosen from this table: the share with the best net (right answers minus `WRONG_CORRECT_COST`
 times wrong ones), and the rate at which the band's knowledge-base answers are right at each
-height of the band. The test organisations are never read.
+height of the band. It also counts the abstentions that name the closest knowledge-base section
+(`Answer.closest`), and how often that is a KB question's labelled section. The test
+organisations are never read.
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class Asked:
     evidence_best: dict[str, float]
     upper: float
     lower: float
+    # At share 1, an abstention's closest knowledge-base section (Answer.closest): named at all, and
+    # the labelled section of a KB question.
+    closest_named: bool = False
+    closest_on_gold: bool = False
 
 
 def from_knowledge_base(asked: Asked, share: float) -> bool:
@@ -104,7 +110,7 @@ def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[As
     from bench.common import bench_settings
     from bench.corpus_routing import every_nth
     from bench.quality import load_version
-    from bench.replies import judge, organisation_pipeline, split_documents
+    from bench.replies import judge, on_gold_section, organisation_pipeline, split_documents
 
     settings = bench_settings(home)
     if version == "cosine":
@@ -116,7 +122,7 @@ def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[As
         if not rows:
             raise SystemExit(f"no trained evaluator stored under {home}: train one first")
         version = rows[0].version
-    kept = home / "admission" / f"dev-{per_org}-{version}-v2.json"
+    kept = home / "admission" / f"dev-{per_org}-{version}-v3.json"
     if kept.exists():
         return version, [Asked(**row) for row in json.loads(kept.read_text())]
     if version != "cosine":
@@ -133,11 +139,13 @@ def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[As
             judged = judge(question.record, answer.text, answer.found, answer.citations)
             found, right = answer.found, question.label in ("kb", "fallback") and judged.right
             found_at_upper, right_at_upper = found, right
+            at_upper = answer
             if answer.action.value == "ambiguous":  # the only action the share changes
                 at_upper = pipelines[1].answer(asked)
                 judged = judge(question.record, at_upper.text, at_upper.found, at_upper.citations)
                 found_at_upper = at_upper.found
                 right_at_upper = question.label in ("kb", "fallback") and judged.right
+            closest = at_upper.closest
             thresholds = answer.thresholds
             assert thresholds is not None
             rows_asked.append(
@@ -152,6 +160,10 @@ def ask_dev(home: Path, version: str | None, per_org: int) -> tuple[str, list[As
                     dict(answer.evidence_best),
                     thresholds.upper,
                     thresholds.lower,
+                    closest is not None,
+                    closest is not None
+                    and question.label == "kb"
+                    and on_gold_section(question.record, closest.origin, closest.document, closest.section),
                 )
             )
         print(f"{org.id}: {len(questions)} questions asked", file=sys.stderr, flush=True)
@@ -225,6 +237,22 @@ def main(argv: list[str] | None = None) -> int:
         table(
             ["height", "right", "wrong"],
             [[f"{start:g}-{start + 1 / len(heights):g}", right, wrong] for start, right, wrong in heights],
+        )
+    )
+    named = [r for r in rows if r.closest_named]
+    print("\nAbstentions that name the closest knowledge-base section (Answer.closest), at share 1:\n")
+    print(
+        table(
+            ["label", "abstained", "naming a section", "the labelled section"],
+            [
+                [
+                    label,
+                    sum(1 for r in rows if r.label == label and not outcome(r, 1.0)[0]),
+                    sum(1 for r in named if r.label == label),
+                    sum(1 for r in named if r.label == label and r.closest_on_gold) if label == "kb" else "-",
+                ]
+                for label in LABELS
+            ],
         )
     )
     return 0

@@ -86,18 +86,23 @@ def first_line_citation(text: str, citations: Sequence[Citation]) -> Citation | 
     return next((c for c in citations if c.n == int(marker.group(1))), None)
 
 
-def judge(record, text: str, found: bool, citations) -> Judged:
-    """record: a corpus question's record; citations: crag.types.Citation of the reply."""
-    from application.corpus import normalise, section_matches
+def on_gold_section(record, origin: str, document: str, section: str) -> bool:
+    """Whether a passage (its origin, document name and heading path) is the labelled section of
+    a corpus question's record: its document, and its section where the record names one."""
+    from application.corpus import section_matches
     from ingestion.chunking import HEADING_SEPARATOR
 
-    origin = "kb" if record.label == "kb" else "fallback"
-    gold_document = Path(record.document or "").name
+    if origin != ("kb" if record.label == "kb" else "fallback") or document != Path(record.document or "").name:
+        return False
+    return not record.section or section_matches(record.section, section.split(HEADING_SEPARATOR))
+
+
+def judge(record, text: str, found: bool, citations) -> Judged:
+    """record: a corpus question's record; citations: crag.types.Citation of the reply."""
+    from application.corpus import normalise
 
     def on_gold(citation) -> bool:
-        if citation.origin != origin or citation.document != gold_document:
-            return False
-        return not record.section or section_matches(record.section, citation.section.split(HEADING_SEPARATOR))
+        return on_gold_section(record, citation.origin, citation.document, citation.section)
 
     by_number = {c.n: c for c in citations}
     phrases = [normalise(p) for p in record.phrases]

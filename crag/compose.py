@@ -134,10 +134,24 @@ def _shares(strips: Sequence[Strip], floor: float | None) -> dict[int, float]:
     return {id(s): (score - low) / (best - low) for s, score in zip(strips, scores, strict=True)}
 
 
-def abstention_text(contact: str) -> str:
-    """The reply when no approved source holds the answer: say so and where to ask."""
+def abstention_text(contact: str, closest: Passage | None = None) -> str:
+    """The reply when no approved source holds the answer: say so, and where to ask. With
+    `closest` (a knowledge-base passage on the topic whose evidence fell short of answering),
+    name its section, unquoted and hedged: the asker can read it, or tell whom they ask
+    where the policy stops."""
     where = contact.strip().rstrip(".") or DEFAULT_CONTACT
-    return f"{ABSTENTION_LEAD}Please ask {where}."
+    pointer = f"The closest section I found is {section_name(closest)}; it may not answer this. " if closest else ""
+    return f"{ABSTENTION_LEAD}{pointer}Please ask {where}."
+
+
+def section_name(passage: Passage) -> str:
+    """A passage's place in words: “Travel › Hotels” in Travel policy (a Markdown link to the
+    document when it has an address)."""
+    document = passage.title.strip() or passage.document.strip()
+    # " > " joins a heading path (ingestion/chunking.py, HEADING_SEPARATOR); a heading may hold ">".
+    path = " › ".join(part.strip() for part in passage.section.split(" > ") if part.strip())
+    shown = f"“{path}” in {document}" if path and path != document else document
+    return f"[{shown}]({passage.url})" if passage.url else shown
 
 
 @dataclass

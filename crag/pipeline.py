@@ -201,7 +201,11 @@ class CragPipeline:
                 if self.generator is not None:
                     answer.text = self._generate(question, kept, answer) or answer.text
             else:
-                answer.text = abstention_text(config.contact)
+                # In the band, the knowledge base's best evidence was on the topic but fell short:
+                # name its section (AMBIGUOUS_BAR_SHARE). Below lower nothing was on the topic.
+                if action == Action.AMBIGUOUS and evidence_scored:
+                    answer.closest = max(evidence_scored, key=lambda s: s.score).passage
+                answer.text = abstention_text(config.contact, answer.closest)
         timings["total"] = (time.perf_counter() - started) * 1000
         answer.timings_ms = {name: round(value, 1) for name, value in timings.items()}
         return answer

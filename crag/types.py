@@ -126,6 +126,8 @@ class Answer:
     # The best evidence score on each side the decision weighed ("kb", "fallback"): what the
     # action's bars were compared with (with a sentence judge, answer scores, crag/evidence.py).
     evidence_best: dict[str, float] = field(default_factory=dict)
+    # An abstention's closest knowledge-base passage, named in its text, never quoted.
+    closest: Passage | None = None
 
 
 class Evaluator(Protocol):

@@ -9,6 +9,7 @@ from crag.compose import (
     abstention_text,
     compose_extractive,
     is_breadcrumb,
+    section_name,
     tidy_sentence,
 )
 from crag.strips import decompose, refine
@@ -204,6 +205,28 @@ def test_abstention_names_where_to_ask_and_cites_nothing() -> None:
     assert abstention_text("  ") == (
         "I couldn't find this in the approved policy sources. Please ask your manager or the policy owner."
     )
+
+
+def test_an_abstention_names_the_closest_section_unquoted() -> None:
+    closest = Passage(
+        id="kb-hotels",
+        text="Hotel rates are capped at $250 a night in New York and $180 elsewhere.",
+        origin="kb",
+        source="policies",
+        document="travel.md",
+        title="Travel policy",
+        section="Travel > Hotels",
+    )
+    text = abstention_text("#ask-hr", closest)
+    assert text == (
+        "I couldn't find this in the approved policy sources. The closest section I found is "
+        "“Travel › Hotels” in Travel policy; it may not answer this. Please ask #ask-hr."
+    )
+    assert "$250" not in text and not re.search(r"\[\d+\]", text)  # named, never quoted nor cited
+    untitled = replace(closest, title="", section="", url="https://intranet.example.com/travel")
+    assert (
+        section_name(untitled) == "[travel.md](https://intranet.example.com/travel)"
+    )  # a link where it has an address
 
 
 def test_content_words_match_inflections() -> None:

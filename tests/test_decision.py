@@ -186,7 +186,8 @@ class _OneLongRule:
     [
         (0.6, 0.0, Action.CORRECT, True),  # the passage (0.7) clears upper
         (0.75, 0.0, Action.AMBIGUOUS, True),  # below upper, above the band's bar at share 0.5 (0.375)
-        (0.95, 0.6, Action.AMBIGUOUS, False),  # below that bar (0.775): not evidence, abstain
+        (0.95, 0.6, Action.AMBIGUOUS, False),  # below that bar (0.775): not evidence, abstain naming it
+        (0.95, 0.8, Action.INCORRECT, False),  # below lower: off the topic, abstain naming nothing
     ],
 )
 def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(upper, lower, action, kept):
@@ -202,6 +203,12 @@ def test_admitted_evidence_keeps_its_best_strip_even_below_the_strip_threshold(u
         assert len(answer.strips) == 1 and "carry over" in answer.strips[0].text
         assert "March 31" not in answer.text
         assert [c.document for c in answer.citations] == ["leave-policy.md"]
+    elif action == Action.AMBIGUOUS:  # on the topic, short of an answer: the section is named, not quoted
+        assert answer.closest is not None and answer.closest.id == "kb-carryover-long"
+        assert "The closest section I found is leave-policy.md; it may not answer this." in answer.text
+        assert "carry over" not in answer.text and not answer.citations
+    else:
+        assert answer.closest is None and "closest" not in answer.text
 
 
 # --- evidence that refers to an allow-listed source -----------------------------------------
