@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
-from crag.text import BARE_URL, content_words, plain_text, split_sentences
+from crag.text import BARE_URL, TABLE_ROW, content_words, plain_text, split_sentences, table_cells
 from crag.types import Citation, Passage, Strip
 
 ABSTENTION_LEAD = "I couldn't find this in the approved policy sources. "
@@ -395,6 +395,8 @@ def tidy_sentence(sentence: str) -> str:
     """
     if _TABLE_RULE.fullmatch(sentence):
         return ""  # a table's separator line or empty header row says nothing in a reply
+    if TABLE_ROW.match(sentence):  # a row reads as its cells ("Office: Cork; Phone: 021 555 0191.")
+        sentence = "; ".join(cell for cell in table_cells(sentence) if cell)
     is_heading = _HEADING_MARK.match(sentence) is not None
     text = _HEADING_MARK.sub("", _BULLET_MARK.sub("", sentence))
     text = re.sub(r"\s+", " ", _EMPHASIS.sub(lambda match: match.group("url") or "", text)).strip()

@@ -233,16 +233,61 @@ def split_sentences(text: str) -> list[str]:
     """Split text into whole sentences.
 
     Blocks first (blank lines, headings, bullet items and table rows each start a new
-    block; wrapped lines are joined), then sentences inside each block. A period ends a
+    block; wrapped lines are joined; a table's body rows carry its column names,
+    `_labelled_tables`), then sentences inside each block. A period ends a
     sentence only when whitespace and a sentence-like start follow and the word before it
     is not a known abbreviation or an initial, so "U.S.", "e.g.", "No. 5", "Jan. 5, 2026",
     "$1,250.50" and "2.5 days" never cause a cut; nor does anything inside a Markdown link
     (its text and URL), a bare URL, inline code or a number ("v1.2.3").
     """
     sentences: list[str] = []
-    for block in _blocks(text):
+    for block in _blocks(_labelled_tables(text)):
         sentences.extend(_split_block(block))
     return sentences
+
+
+_TABLE_SEPARATOR = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")  # "| --- | :---: |"
+
+
+def table_cells(row: str) -> list[str]:
+    """A Markdown table row's cells ("| a | b \\| c |" → ["a", "b \\| c"]: an escaped pipe stays)."""
+    inner = row.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]
+
+
+def _labelled_tables(text: str) -> str:
+    """Each body row of a Markdown table (a header row over a "| --- |" rule) with its column
+    names in its cells, and the header and the rule left out: a row is read, scored and quoted
+    alone, and "| Belfast | DSO | 028 9055 0177 |" says nothing without its header, where
+    "| Office: Belfast | Role: DSO | Phone: 028 9055 0177 |" does. Header cells that are empty
+    (a table headed down its first column) label nothing."""
+    lines = text.splitlines()
+    if not any(_TABLE_SEPARATOR.match(line) for line in lines):
+        return text
+    out: list[str] = []
+    header: list[str] | None = None
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if TABLE_ROW.match(line) and _TABLE_SEPARATOR.match(following) and not _TABLE_SEPARATOR.match(line):
+            header = [cell.rstrip(":").strip() for cell in table_cells(line)]
+            index += 2
+            continue
+        if header is not None and TABLE_ROW.match(line):
+            cells = table_cells(line)
+            labelled = [
+                f"{name}: {cell}" if name and cell and cell != name else cell
+                for name, cell in zip(header + [""] * len(cells), cells)
+            ]
+            out.append("| " + " | ".join(cell for cell in labelled if cell) + " |")
+        else:
+            header = None if not TABLE_ROW.match(line) else header
+            out.append(line)
+        index += 1
+    return "\n".join(out)
 
 
 def _blocks(text: str) -> list[str]:

@@ -158,7 +158,7 @@ def test_markdown_is_tidied() -> None:
         ("**  **", ""),
         ("| --- | :---: |", ""),  # a table's separator line
         ("| | |", ""),  # the empty header of a table headed down its first column
-        ("| Staff | $200 |", "| Staff | $200 |."),
+        ("| Staff | $200 |", "Staff; $200."),  # a table row reads as its cells
         (
             "- Use [the **claims** form](https://x.example/claims__v2?a=1.2)",
             "Use [the claims form](https://x.example/claims__v2?a=1.2).",

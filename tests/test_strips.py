@@ -8,6 +8,7 @@ from crag.strips import (
     context_scope,
     decompose,
     is_applicability_sentence,
+    join_sentences,
     recompose,
     refine,
     strip_text_for_scoring,
@@ -129,6 +130,27 @@ def test_a_bullet_wrapped_mid_sentence_stays_one_sentence() -> None:
 def test_split_sentences_never_loses_text() -> None:
     text = TRAVEL_TEXT + " Dr. Lee, No. 4, approved 2.5 days on Jan. 5, 2026, i.e. early."
     assert " ".join(split_sentences(text)) == text
+
+
+def test_a_table_row_is_a_sentence_with_its_column_names() -> None:
+    text = (
+        "Call us any time.\n\n| Office | Role | Phone |\n| :--- | --- | ---: |\n"
+        "| Belfast | DSO | 028 9055 0177 |\n| Cork | | 021 555 0191 |\n\nAfter the table."
+    )
+    sentences = split_sentences(text)
+    assert (
+        sentences
+        == [
+            "Call us any time.",
+            "| Office: Belfast | Role: DSO | Phone: 028 9055 0177 |",  # read, scored and quoted alone, it still says what it is
+            "| Office: Cork | Phone: 021 555 0191 |",
+            "After the table.",
+        ]
+    )
+    assert split_sentences(join_sentences(sentences)) == sentences  # a strip splits back as it was
+    # Rows without a header rule, and a table headed down its first column, read as written.
+    assert split_sentences("| a | b |\n| c | d |") == ["| a | b |", "| c | d |"]
+    assert split_sentences("| | |\n| --- | --- |\n| Hotel cap | 150 EUR |") == ["| Hotel cap | 150 EUR |"]
 
 
 MARKDOWN_SENTENCES = [

@@ -81,7 +81,7 @@ def write_org(root: Path, org_id: str, split: str, questions: list[dict], prefix
     )
     (folder / "kb" / "travel.html").write_text(
         "<html><head><title>Travel</title></head><body><h1>Travel</h1><h2>Hotels</h2>"
-        "<table><tr><th>City</th><th>Cap</th></tr><tr><td>Toronto</td><td>CAD 240</td></tr></table></body></html>"
+        "<p>Book every hotel through the travel desk.</p><table><tr><th>City</th><th>Cap</th></tr><tr><td>Toronto</td><td>CAD 240</td></tr></table></body></html>"
     )
     (folder / "kb" / "remote.txt").write_text("REMOTE WORK\n\n1. Stipend\n\nStaff get CAD 60 a month for internet.\n")
     (folder / "src" / "conduct.pdf.md").write_text("# Conduct\n\n## 1. Gifts\n\nGifts up to CAD 50 are fine.\n")
