@@ -149,8 +149,10 @@ def section_name(passage: Passage) -> str:
     document when it has an address)."""
     document = passage.title.strip() or passage.document.strip()
     # " > " joins a heading path (ingestion/chunking.py, HEADING_SEPARATOR); a heading may hold ">".
-    path = " › ".join(part.strip() for part in passage.section.split(" > ") if part.strip())
-    shown = f"“{path}” in {document}" if path and path != document else document
+    parts = [part.strip() for part in passage.section.split(" > ") if part.strip()]
+    if parts and parts[0] == document:  # the document's own title heads its heading paths
+        parts = parts[1:]
+    shown = f"“{' › '.join(parts)}” in {document}" if parts else document
     return f"[{shown}]({passage.url})" if passage.url else shown
 
 

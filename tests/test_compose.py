@@ -223,6 +223,8 @@ def test_an_abstention_names_the_closest_section_unquoted() -> None:
         "“Travel › Hotels” in Travel policy; it may not answer this. Please ask #ask-hr."
     )
     assert "$250" not in text and not re.search(r"\[\d+\]", text)  # named, never quoted nor cited
+    # A heading path under the document's own title names the title once.
+    assert section_name(replace(closest, section="Travel policy > Hotels")) == "“Hotels” in Travel policy"
     untitled = replace(closest, title="", section="", url="https://intranet.example.com/travel")
     assert (
         section_name(untitled) == "[travel.md](https://intranet.example.com/travel)"
