@@ -17,7 +17,7 @@ from crag.types import Evaluator, Passage, Strip
 
 SENTENCE_PASSAGES = 3  # the best passages whose sentences are read for routing
 # The best sentence's share of an answer score, the passage's own the rest: 0.5, the CRAG
-# paper's even reading of passages and strips (bench/evidence_weight.py compares others on dev).
+# paper's even reading of passages and strips (bench/cost_weight.py compares others on dev).
 SENTENCE_WEIGHT = 0.5
 
 

@@ -246,7 +246,7 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
-_TABLE_SEPARATOR = re.compile(r"^\s*\|(?:\s*:?-+:?\s*\|)+\s*$")  # "| --- | :---: |"
+TABLE_SEPARATOR = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")  # "| --- | :---: |", under a header row
 
 
 def table_cells(row: str) -> list[str]:
@@ -264,7 +264,7 @@ def _labelled_tables(text: str) -> str:
     "| Office: Belfast | Role: DSO | Phone: 028 9055 0177 |" does. Header cells that are empty
     (a table headed down its first column) label nothing."""
     lines = text.splitlines()
-    if not any(_TABLE_SEPARATOR.match(line) for line in lines):
+    if not any(TABLE_SEPARATOR.match(line) for line in lines):
         return text
     out: list[str] = []
     header: list[str] | None = None
@@ -272,7 +272,7 @@ def _labelled_tables(text: str) -> str:
     while index < len(lines):
         line = lines[index]
         following = lines[index + 1] if index + 1 < len(lines) else ""
-        if TABLE_ROW.match(line) and _TABLE_SEPARATOR.match(following) and not _TABLE_SEPARATOR.match(line):
+        if TABLE_ROW.match(line) and TABLE_SEPARATOR.match(following) and not TABLE_SEPARATOR.match(line):
             header = [cell.rstrip(":").strip() for cell in table_cells(line)]
             index += 2
             continue
@@ -284,7 +284,8 @@ def _labelled_tables(text: str) -> str:
             ]
             out.append("| " + " | ".join(cell for cell in labelled if cell) + " |")
         else:
-            header = None if not TABLE_ROW.match(line) else header
+            if not TABLE_ROW.match(line):
+                header = None  # the table has ended
             out.append(line)
         index += 1
     return "\n".join(out)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from crag.text import LINK_OR_URL
+from crag.text import LINK_OR_URL, TABLE_SEPARATOR
 
 HEADING_SEPARATOR = " > "
 # Pieces of a sentence too long for one chunk: LlamaIndex's default ("[^,.;。？！]+[,.;。？！]?"),
@@ -174,9 +174,6 @@ def chunk_markdown(
     return drafts
 
 
-_TABLE_SEPARATOR = re.compile(r"^\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
-
-
 def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], chunk_tokens: int) -> str:
     """A table too long for one chunk as groups of whole rows, each under its header row, one
     paragraph each: the splitter then cuts between groups, never inside a row, and every
@@ -187,7 +184,7 @@ def tables_in_row_groups(body: str, tokenize: Callable[[str], list[str]], chunk_
     index = 0
     while index < len(lines):
         is_table = (
-            lines[index].startswith("|") and index + 1 < len(lines) and _TABLE_SEPARATOR.match(lines[index + 1].strip())
+            lines[index].startswith("|") and index + 1 < len(lines) and TABLE_SEPARATOR.match(lines[index + 1].strip())
         )
         if not is_table:
             out.append(lines[index])

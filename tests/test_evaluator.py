@@ -395,7 +395,7 @@ def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
 
 class _ClockedEvaluator:
     """Cosine scores on a clock that each call moves on by `seconds_per_call`: a machine whose speed
-    the test sets, and changes mid-way (`slow_down`)."""
+    the test sets, and changes mid-way."""
 
     def __init__(self, embed, seconds_per_call: float):
         self.cosine, self.seconds_per_call, self.now, self.calls = CosineEvaluator(embed), seconds_per_call, 0.0, 0
