@@ -91,20 +91,25 @@ def demo(
 
 
 def _say_why_answers_use_cosine(settings: Settings, minutes: float) -> None:
-    """After the demo's short training (`minutes`): when the evaluator it trained is not activated (it
-    routes no better than cosine), one line saying why, and how to train the real one."""
+    """After the demo's short training (`minutes`): when the evaluator it trained is not activated,
+    one line saying why, and how to train the real one."""
     from application import evaluators  # torch: as in demo()
 
     trained = next(iter(evaluators.list_versions(settings)), None)  # the newest: the one just trained
     if trained is None or trained.active:
         return
-    # A budget too short for the policy-qa corpus trains on weak supervision alone (application/evaluators.py).
+    # A budget too short for the policy-qa corpus trains on weak supervision alone, and such an
+    # evaluator is not activated even when it beats cosine (application/evaluators.py, activation_decision).
     weak = str((trained.metrics or {}).get("gate", "")).startswith("weak supervision")
+    why = (
+        "trains on weak supervision alone, whose thresholds do not carry over to people's questions"
+        if weak
+        else "trains an evaluator that routes no better than cosine here"
+    )
     console.print(
-        f"[yellow]note:[/] the T5 evaluator routes no better than cosine here: {round(minutes, 1):g} minutes of "
-        f"{'weak supervision alone' if weak else 'training'} are the demo's budget, so it is not activated and "
-        "answers use cosine. For the real one: `policybot evaluator pretrain` (once per machine, about an hour), "
-        "then `policybot evaluator train`.",
+        f"[yellow]note:[/] the demo's {round(minutes, 1):g}-minute budget {why}, so it is stored but not activated "
+        "and answers use cosine similarity. For the real one: `policybot evaluator pretrain` (once per machine, "
+        "about an hour), then `policybot evaluator train`.",
         highlight=False,
     )
 

@@ -148,9 +148,9 @@ def test_demo_says_its_services_keep_running_and_how_to_stop_them(settings, caps
     )
 
 
-def test_demo_says_why_its_short_training_routes_like_cosine_and_how_to_get_the_real_one(settings, capsys):
-    """The demo trains for 2 minutes; an evaluator that does not beat cosine is stored, not activated:
-    the demo says so under the table, and how to train the real one."""
+def test_demo_says_why_its_short_training_is_not_activated_and_how_to_get_the_real_one(settings, capsys):
+    """The demo trains for 2 minutes, on weak supervision alone; such an evaluator is stored, not
+    activated: the demo says so under the table, and how to train the real one."""
     from datetime import UTC, datetime, timedelta
 
     from sqlalchemy import delete, update
@@ -180,7 +180,7 @@ def test_demo_says_why_its_short_training_routes_like_cosine_and_how_to_get_the_
     try:
         _say_why_answers_use_cosine(settings, 2.0)
         said = " ".join(capsys.readouterr().out.split())
-        assert "routes no better than cosine here: 2 minutes of weak supervision alone" in said, said
+        assert "the demo's 2-minute budget trains on weak supervision alone" in said, said
         assert "not activated" in said and "`policybot evaluator pretrain`" in said, said
         assert said.index("evaluator pretrain") < said.index("then `policybot evaluator train`"), said
 

@@ -133,3 +133,18 @@ def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_p
 
 def test_switched_off_corpus_gives_no_labelled_data(settings) -> None:
     assert labelled_data(settings.model_copy(update={"corpus": "off"})) is None
+
+
+def test_an_evaluator_gated_on_weak_supervision_alone_for_want_of_budget_keeps_cosine() -> None:
+    """A budget too short for the corpus gates on pseudo-queries alone: beating cosine there does
+    not activate it (the demo's case), unless asked for; with the corpus, beating cosine does."""
+    from application.evaluators import MIN_CORPUS_BUDGET_S, activation_decision
+
+    assert activation_decision("if_better", True, short_of_the_corpus=False) == (True, None)
+    activate, why_not = activation_decision("if_better", True, short_of_the_corpus=True)
+    assert not activate and why_not is not None
+    assert why_not.startswith("not activated: gated on weak supervision alone")
+    assert f"{MIN_CORPUS_BUDGET_S // 60} minutes or more" in why_not
+    assert activation_decision("always", False, short_of_the_corpus=True) == (True, None)
+    assert activation_decision("if_better", False, short_of_the_corpus=False) == (False, None)
+    assert activation_decision("never", True, short_of_the_corpus=False) == (False, None)

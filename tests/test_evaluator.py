@@ -33,9 +33,17 @@ from crag.judge import (
 from crag.minilm import minilm_folder
 from crag.text import plain_sentences as split_sentences
 from crag.training.fitting import fit_judge, frozen_state_cache
-from crag.training.metrics import calibrate, evaluate_evaluator, held_out_passages, measure, roc_auc, score_until
+from crag.training.metrics import (
+    MIN_CALIBRATION_QUESTIONS,
+    calibrate,
+    evaluate_evaluator,
+    held_out_passages,
+    measure,
+    roc_auc,
+    score_until,
+)
 from crag.training.saving import load_weights, save_evaluator
-from crag.training.train import train_evaluator
+from crag.training.train import OVERRUN_TOLERANCE, HeldOutScored, _overrun_note, train_evaluator
 from crag.training.weak_supervision import (
     CorpusChunk,
     Pair,
@@ -447,6 +455,19 @@ def test_calibration_scores_until_the_deadline_on_the_clock(chunks, embed):
         cached, ws, deadline=timed.now + 20.0, sentence_evidence=False, min_questions=1, clock=timed.clock
     )
     assert len(held_out_passages(slow)) == 20 + 2  # the 20 already cached cost nothing; then 2 slow ones
+
+
+def test_a_run_well_past_its_budget_says_by_how_much_and_why(chunks, embed):
+    ws = build_weak_supervision(chunks, embed, seed=0)
+    held_out = HeldOutScored(ws, None, [])
+    phases = {"train": 159.0, "calibrate": 732.0}
+    assert _overrun_note(300.0, 300.0 * OVERRUN_TOLERANCE, phases, held_out) is None
+    note = _overrun_note(300.0, 895.0, phases, held_out)
+    n = len(held_out_passages(ws))
+    assert note is not None and note.startswith(
+        f"overran its budget: 895 s against 300 s (training 159 s, calibration 732 s for {n} held-out questions"
+    )
+    assert f"at least {MIN_CALIBRATION_QUESTIONS} weak-supervision questions" in note
 
 
 # --- training ---------------------------------------------------------------------------

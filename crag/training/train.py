@@ -28,6 +28,7 @@ from crag.inference import CachedEvaluator, evaluator_from_bundle, quantize_int8
 from crag.judge import EvaluatorConfig, JudgeBundle, build_judge
 from crag.training.fitting import Fitted, fit_judge, inference_seconds_per_pair
 from crag.training.metrics import (
+    MIN_CALIBRATION_QUESTIONS,
     HeldOut,
     Metrics,
     better_than_cosine,
@@ -47,6 +48,7 @@ REVIEW_WEIGHT = 3  # a real labelled pair counts this many weak ones: rare, and 
 CALIBRATION_OVERHEAD = 1.3  # cosine on the same split, metrics, progress: on top of the model's scoring
 GATE_SHARE = 0.25  # of the budget, for scoring the labelled held-out questions that decide activation
 MIN_GATE_QUESTIONS = 100
+OVERRUN_TOLERANCE = 1.15  # a run this far past its budget says so, and why (_overrun_note)
 
 
 @dataclass
@@ -243,6 +245,9 @@ def train_evaluator(
     calibrated = _calibrate(scored, bundle, version, held_out, measured)
     phases["calibrate"] = time.monotonic() - t_cal
     notes += _doubts(measured)
+    overrun = _overrun_note(budget_s, time.monotonic() - t0, phases, held_out)
+    if overrun:
+        notes.append(overrun)
 
     t_save = time.monotonic()
     emit("save", 0, 1)
@@ -407,6 +412,25 @@ def _score_held_out_within_budget(
     if subset_note:
         notes.append(subset_note)
     return HeldOutScored(weak, gate, notes)
+
+
+def _overrun_note(budget_s: float, seconds: float, phases: dict[str, float], held_out: HeldOutScored) -> str | None:
+    """When the run went well past its budget, a note saying by how much and where the time went.
+    Calibration scores its minimums however long they take (MIN_GATE_QUESTIONS labelled,
+    MIN_CALIBRATION_QUESTIONS weak), so a busy or slow machine overruns a short budget there."""
+    if seconds <= budget_s * OVERRUN_TOLERANCE:
+        return None
+    scored = len(held_out_passages(held_out.weak)) + (len(held_out_passages(held_out.gate)) if held_out.gate else 0)
+    minimums = f"{MIN_CALIBRATION_QUESTIONS} weak-supervision"
+    if held_out.gate is not None:
+        minimums = f"{MIN_GATE_QUESTIONS} labelled and " + minimums
+    calibration = phases.get("calibrate", 0.0)
+    return (
+        f"overran its budget: {seconds:.0f} s against {budget_s:.0f} s (training {phases.get('train', 0.0):.0f} s, "
+        f"calibration {calibration:.0f} s for {scored} held-out questions, {calibration / max(scored, 1):.1f} s each). "
+        f"Calibration always scores at least {minimums} questions, because fewer give thresholds too noisy to "
+        "trust; other work on this machine's cores slows that down"
+    )
 
 
 @dataclass(frozen=True)
