@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
-from crag.text import BARE_URL, TABLE_ROW, content_words, plain_text, split_sentences, table_cells
+from crag.text import BARE_URL, TABLE_ROW, content_words, markdown_link, plain_text, split_sentences, table_cells
 from crag.types import Citation, Passage, Strip
 
 ABSTENTION_LEAD = "I couldn't find this in the approved policy sources. "
@@ -153,7 +153,7 @@ def section_name(passage: Passage) -> str:
     if parts and parts[0] == document:  # the document's own title heads its heading paths
         parts = parts[1:]
     shown = f"“{' › '.join(parts)}” in {document}" if parts else document
-    return f"[{shown}]({passage.url})" if passage.url else shown
+    return markdown_link(shown, passage.url) if passage.url else shown
 
 
 @dataclass

@@ -118,6 +118,7 @@ _EMPHASIS = (
     re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*"),
     re.compile(r"(?<![\w\\])(___|__|_)(?=[^\s_])(.+?)(?<=[^\s_])\1(?!\w)"),
 )
+_LINK_TEXT_ESCAPE = re.compile(r"\\([\\\[\]])")  # "\[", "\]" and "\\" in a link's text: the character itself
 _SLOT = "\ue000{}\ue001"  # private-use characters: what plain_text keeps aside while it works
 _SLOT_PATTERN = re.compile("\ue000(\\d+)\ue001")
 
@@ -126,6 +127,14 @@ def link_url(match: re.Match[str]) -> str:
     """The destination of a MARKDOWN_LINK match, without its angle brackets ("" if none)."""
     url = match.group("url") or ""
     return url[1:-1] if url.startswith("<") else url
+
+
+def markdown_link(text: str, url: str) -> str:
+    """`text` as a Markdown link to `url`, that MARKDOWN_LINK reads back whole whatever brackets
+    the text or spaces and parentheses the URL hold."""
+    label = re.sub(r"([\\\[\]])", r"\\\1", text)
+    destination = f"<{url}>" if re.search(r"[\s()]", url) else url
+    return f"[{label}]({destination})"
 
 
 def render_links(
@@ -147,6 +156,12 @@ def render_links(
     return "".join(parts)
 
 
+def link_text(label: str) -> str:
+    """A link's text as a reader sees it: a badge (an image inside the link) as its alt text,
+    "\\]" as a bracket (LINK_TEXT), inline marks as plain_text shows them."""
+    return _LINK_TEXT_ESCAPE.sub(r"\1", plain_text(label))
+
+
 def plain_text(markdown: str) -> str:
     """Markdown's inline marks as a reader sees them: a link or an image as its text, inline
     code as its content, no emphasis markers. URLs and code keep every character; lines,
@@ -161,10 +176,7 @@ def plain_text(markdown: str) -> str:
 
     text = INLINE_CODE.sub(lambda match: keep(match.group("code")), markdown)
 
-    def as_text(label: str, _url: str) -> str:
-        return render_links(label, as_text)  # a badge: an image inside a link
-
-    text = render_links(text, as_text)
+    text = render_links(text, lambda label, _url: link_text(label))
     text = BARE_URL.sub(lambda match: keep(match.group(0)), text)
     for emphasis in _EMPHASIS:
         previous = None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.wording import describe_action, section_heading
-from crag.text import plain_text, render_links
+from crag.text import link_text, plain_text, render_links
 
 SECTION_LIMIT = 3000
 MAX_BLOCKS = 50
@@ -97,8 +97,9 @@ def _link_label(text: str) -> str:
 
 
 def _link_url(url: str) -> str:
-    # Inside <url|label>, a raw '|' or '>' would end the URL early: percent-encode them.
-    return escape(url.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E"))
+    # Inside <url|label>, a raw '|' or '>' would end the URL early, and a space would cut it
+    # (a "<url with spaces>" Markdown destination): percent-encode them.
+    return escape(url.replace("|", "%7C").replace("<", "%3C").replace(">", "%3E").replace(" ", "%20"))
 
 
 _LINKABLE = re.compile(r"(?:https?://|mailto:)\S", re.IGNORECASE)
@@ -109,7 +110,7 @@ def answer_mrkdwn(text: str) -> str:
     `<url|text>`; a link to anything but http(s) or mailto, or an image, shows as its text."""
 
     def link(label: str, url: str) -> str:
-        shown = plain_text(label).strip()
+        shown = link_text(label).strip()
         if not _LINKABLE.match(url):
             return escape(shown)
         return f"<{_link_url(url)}|{_link_label(shown)}>" if shown else f"<{_link_url(url)}>"

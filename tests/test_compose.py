@@ -13,7 +13,7 @@ from crag.compose import (
     tidy_sentence,
 )
 from crag.strips import decompose, refine
-from crag.text import content_words
+from crag.text import content_words, plain_text
 from crag.types import Citation, Passage, Strip
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage
@@ -229,6 +229,32 @@ def test_an_abstention_names_the_closest_section_unquoted() -> None:
     assert (
         section_name(untitled) == "[travel.md](https://intranet.example.com/travel)"
     )  # a link where it has an address
+
+
+def test_a_section_link_survives_brackets_in_its_title_and_spaces_in_its_address() -> None:
+    """A heading "Leave [UK]" and a SharePoint-style address with spaces and parentheses: the
+    pointer is one link, shown as its text in `ask` and as one Slack link in Slack."""
+    from slack_shared.blocks import answer_mrkdwn
+
+    closest = Passage(
+        id="kb-leave",
+        text="Annual leave is 25 days.",
+        origin="kb",
+        source="policies",
+        document="leave.md",
+        title="Handbook",
+        section="Leave [UK] > Carry-over",
+        url="https://intranet.example.com/Shared Documents/Leave (UK).docx",
+    )
+    text = abstention_text("#ask-hr", closest)
+    assert plain_text(text) == (
+        "I couldn't find this in the approved policy sources. The closest section I found is "
+        "“Leave [UK] › Carry-over” in Handbook; it may not answer this. Please ask #ask-hr."
+    )
+    assert (
+        "<https://intranet.example.com/Shared%20Documents/Leave%20(UK).docx|“Leave [UK] › Carry-over” in Handbook>"
+        in answer_mrkdwn(text)
+    )
 
 
 def test_content_words_match_inflections() -> None:
