@@ -426,7 +426,8 @@ def _overrun_note(budget_s: float, seconds: float, phases: dict[str, float], hel
         minimums = f"{MIN_GATE_QUESTIONS} labelled and " + minimums
     calibration = phases.get("calibrate", 0.0)
     return (
-        f"overran its budget: {seconds:.0f} s against {budget_s:.0f} s (training {phases.get('train', 0.0):.0f} s, "
+        f"overran its budget: {seconds:.0f} s against {budget_s:.0f} s (data {phases.get('data', 0.0):.0f} s, "
+        f"training {phases.get('train', 0.0):.0f} s, "
         f"calibration {calibration:.0f} s for {scored} held-out questions, {calibration / max(scored, 1):.1f} s each). "
         f"Calibration always scores at least {minimums} questions, because fewer give thresholds too noisy to "
         "trust; other work on this machine's cores slows that down"
