@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # --- folding ---------------------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ def plain_text(markdown: str) -> str:
         kept.append(part)
         return _SLOT.format(len(kept) - 1)
 
-    text = INLINE_CODE.sub(lambda match: keep(match.group("code")), markdown)
+    text = INLINE_CODE.sub(lambda match: keep(_code_content(match.group("code"))), markdown)
 
     text = render_links(text, lambda label, _url: link_text(label))
     text = BARE_URL.sub(lambda match: keep(match.group(0)), text)
@@ -191,6 +191,11 @@ def plain_text(markdown: str) -> str:
     while previous != text:  # a URL kept aside may hold a code span's slot ("https://a.example`x`")
         previous, text = text, _SLOT_PATTERN.sub(restore, text)
     return text
+
+
+def _code_content(code: str) -> str:
+    """A code span's text: one space each side is padding when both are there ("`` `x` ``")."""
+    return code[1:-1] if len(code) > 2 and code.startswith(" ") and code.endswith(" ") and code.strip() else code
 
 
 def _unbreakable_spans(text: str) -> list[tuple[int, int]]:
@@ -315,8 +320,13 @@ def _blocks(text: str) -> list[str]:
             blocks.append(current)
         current, current_is_item = [], False
 
-    for line in text.splitlines():
-        if not line.strip():
+    lines = text.splitlines()
+    for line, in_code in zip(lines, code_lines(lines)):
+        if in_code:
+            close()
+            if line.strip() and not fence_marker(line):  # a line of code is one span: "# not policy" is no heading
+                blocks.append([code_span(line.strip())])
+        elif not line.strip():
             close()
         elif HEADING_LINE.match(line) or TABLE_ROW.match(line):
             close()
@@ -334,6 +344,40 @@ def _blocks(text: str) -> list[str]:
             close()
     close()
     return [" ".join(part.strip() for part in block) for block in blocks]
+
+
+def code_lines(lines: Sequence[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (fences included), as in
+    Markdown: a fence opens with "```" or "~~~" indented at most three spaces, anywhere, and
+    closes with the same marker. A fence that never closes is a rule, not code: it must not
+    swallow every heading after it. Readers of plain text indent fence-like lines of their
+    own (ingestion/chunking.py's `keep_as_text`), so they never open one."""
+    markers = [fence_marker(line) for line in lines]
+    flags = [False] * len(lines)
+    index = 0
+    while index < len(lines):
+        marker = markers[index]
+        close = next((j for j in range(index + 1, len(lines)) if markers[j] == marker), None) if marker else None
+        if close is None:
+            index += 1
+            continue
+        flags[index : close + 1] = [True] * (close + 1 - index)
+        index = close + 1
+    return flags
+
+
+def fence_marker(line: str) -> str:
+    stripped = line.lstrip(" ")
+    marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
+    return marker if marker in ("```", "~~~") else ""
+
+
+def code_span(code: str) -> str:
+    """`code` as one inline code span, its fence longer than any run of backticks inside."""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    ticks = "`" * (longest + 1)
+    padding = " " if code.startswith("`") or code.endswith("`") else ""
+    return f"{ticks}{padding}{code}{padding}{ticks}"
 
 
 def _continues_item(line: str, previous: str) -> bool:

@@ -7,11 +7,11 @@ counted in the embedding model's own word pieces, because MiniLM truncates at 25
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from crag.text import LINK_OR_URL, TABLE_SEPARATOR
+from crag.text import LINK_OR_URL, TABLE_SEPARATOR, code_lines, fence_marker
 
 HEADING_SEPARATOR = " > "
 # Pieces of a sentence too long for one chunk: LlamaIndex's default ("[^,.;。？！]+[,.;。？！]?"),
@@ -94,35 +94,9 @@ def keep_as_text(text: str) -> str:
     def literal(line: str) -> str:
         if _HEADING.match(line):
             return " " + line
-        return "    " + line if _fence_marker(line) else line
+        return "    " + line if fence_marker(line) else line
 
     return "\n".join(literal(line) for line in text.split("\n"))
-
-
-def code_lines(lines: Sequence[str]) -> list[bool]:
-    """For each line, whether it belongs to a fenced code block (fences included), as in
-    Markdown: a fence opens with "```" or "~~~" indented at most three spaces, anywhere, and
-    closes with the same marker. A fence that never closes is a rule, not code: it must not
-    swallow every heading after it. Readers of plain text indent fence-like lines of their
-    own (`keep_as_text`), so they never open one."""
-    markers = [_fence_marker(line) for line in lines]
-    flags = [False] * len(lines)
-    index = 0
-    while index < len(lines):
-        marker = markers[index]
-        close = next((j for j in range(index + 1, len(lines)) if markers[j] == marker), None) if marker else None
-        if close is None:
-            index += 1
-            continue
-        flags[index : close + 1] = [True] * (close + 1 - index)
-        index = close + 1
-    return flags
-
-
-def _fence_marker(line: str) -> str:
-    stripped = line.lstrip(" ")
-    marker = stripped[:3] if len(line) - len(stripped) <= 3 else ""
-    return marker if marker in ("```", "~~~") else ""
 
 
 def first_title(markdown: str) -> str | None:

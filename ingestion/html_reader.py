@@ -29,7 +29,8 @@ from bs4 import BeautifulSoup, Comment, Declaration, ProcessingInstruction, XMLP
 from bs4.dammit import EncodingDetector
 from markdownify import MarkdownConverter
 
-from ingestion.chunking import code_lines, first_title, heading_text
+from crag.text import code_lines
+from ingestion.chunking import first_title, heading_text
 
 # Marks the "#" of a real heading while the page is converted: every other "#" line is text.
 _HEADING_MARK = "\x00"

@@ -16,8 +16,8 @@ from pathlib import Path
 from tenacity import stop_after_attempt
 from wordfreq import zipf_frequency
 
-from crag.text import HEADING_LINE, LINK_DESTINATION, LINK_TEXT, LINK_TITLE, render_links
-from ingestion.chunking import code_lines, first_title, heading_text, keep_as_text
+from crag.text import HEADING_LINE, LINK_DESTINATION, LINK_TEXT, LINK_TITLE, code_lines, render_links
+from ingestion.chunking import first_title, heading_text, keep_as_text
 from ingestion.docx_blocks import DocxBlock, NotADocx, read_docx_blocks
 from ingestion.html_reader import html_to_markdown
 
@@ -114,6 +114,8 @@ def _markdown_for_chunking(text: str) -> str:
             continue
         out.append(line)
     text = _outside_code("\n".join(out), _without_drafts)
+    text = _outside_code(text, _without_quote_marks)
+    text = _outside_code(text, _without_html_tags)
     text = _EMBEDDED_IMAGE.sub(r"\1", text)
     text = _DATA_URI.sub("", text)
     definitions: dict[str, str] = {}
@@ -136,6 +138,58 @@ _DRAFTS = re.compile(
 
 def _without_drafts(text: str) -> str:
     return _DRAFTS.sub(lambda match: match.group("keep") or "", text)
+
+
+# A blockquote is a callout ("> **Heads-up:** if you leave within 6 months, you pay back
+# half"): its text is policy, its ">" marks are not. GitHub's alert line ("> [!WARNING]")
+# only sets the box's colour.
+_QUOTE_MARKS = re.compile(r"^[ \t]{0,3}(?:>[ \t]?)+", re.MULTILINE)
+_ALERT_LINE = re.compile(r"^[ \t]*\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\][ \t]*\n?", re.MULTILINE | re.IGNORECASE)
+
+
+def _without_quote_marks(text: str) -> str:
+    return _ALERT_LINE.sub("", _QUOTE_MARKS.sub("", text))
+
+
+# HTML that GitHub renders inside Markdown: "<details><summary>", "<br>", "<kbd>", "<a href>".
+# The text stays and the tags go; a summary is a line of its own; a break inside a table row
+# is a space, since a row must stay on one line; a footnote's mark goes, or "EUR 900<sup>1</sup>"
+# would read "EUR 9001". Code spans keep their tags as written.
+_HTML_BLOCK_TAGS = "details|summary|div|p|section|article|aside|figure|figcaption|center|dl|dt|dd|hr|picture|source"
+_HTML_INLINE_TAGS = "span|sup|sub|b|strong|i|em|u|mark|small|big|font|ins|abbr|nobr"
+_HTML = re.compile(
+    r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))"
+    r"""|<a\b[^<>]*?\bhref\s*=\s*(?P<quote>["'])(?P<url>[^"'<>]*)(?P=quote)[^<>]*>(?P<text>[^<]*?)</a\s*>"""
+    r"|<(?P<literal>code|kbd|tt)\b[^<>]*>(?P<literal_text>[^<`]*?)</(?P=literal)\s*>"
+    r"|<sup\b[^<>]*>\s*(?:\d{1,2}|[*†‡§a-z]|\[\d{1,2}\])\s*</sup\s*>"  # a footnote's mark: "EUR 900<sup>1</sup>"
+    r"|(?P<break><br\s*/?>)"
+    rf"|(?P<block></?(?:{_HTML_BLOCK_TAGS})\b[^<>]*>)"
+    rf"|</?(?:{_HTML_INLINE_TAGS})\b[^<>]*>",
+    re.IGNORECASE,
+)
+
+
+def _without_html_tags(text: str) -> str:
+    def read(match: re.Match[str], in_table_row: bool) -> str:
+        if match.group("code"):
+            return match.group(0)
+        if match.group("url") is not None:
+            label = match.group("text").strip()
+            return f"[{label}]({match.group('url')})" if label else ""
+        if match.group("literal"):
+            return f"`{match.group('literal_text')}`"
+        if match.group("break"):
+            return " " if in_table_row else "\n"
+        if match.group("block"):
+            return " " if in_table_row else "\n\n"
+        return ""
+
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if "<" in line:
+            in_table_row = line.lstrip().startswith("|")
+            lines[index] = _HTML.sub(lambda match: read(match, in_table_row), line)  # noqa: B023  # used at once
+    return "\n".join(lines)
 
 
 def _outside_code(text: str, change: Callable[[str], str]) -> str:

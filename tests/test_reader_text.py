@@ -257,3 +257,29 @@ def test_markdown_link_reading_keeps_code_and_what_is_not_a_link(tmp_path) -> No
     assert "- [ ] Install the [VPN](https://it.example.com/vpn) client.\n- Ask [IT].\n" in text  # the image's item went
     assert "[vpn]: https://in-code.example\n![kept](in-code.png)" in text
     assert "[^1]: A footnote stays." in text and "\n[vpn]: https://it.example.com/vpn" not in text
+
+
+def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
+    """A blockquote's text is policy without its ">" marks, GitHub's alert line goes; HTML
+    tags go and their text stays (a link as a link, <kbd> as code, <br> as a line break and
+    a space inside a table row); tags in code spans and code blocks stay as written."""
+    path = tmp_path / "handbook.md"
+    path.write_text(
+        "# Learning\n\n"
+        "> **Heads-up:** if a course costs over EUR 2,000 and you leave within 6 months,\n"
+        "> you pay back half.\n\n"
+        "> [!WARNING]\n> Call 112 first.\n\n"
+        "<details><summary>Old budget</summary>\n\nBefore 2024 the budget was EUR 300.<br>Ask "
+        '<a href="https://people.example.org/learning">People Ops</a> or press <kbd>Ctrl</kbd>.\n</details>\n\n'
+        "| Course | Cap |\n| --- | --- |\n| Conference<br/>travel | EUR 900<sup>1</sup> |\n\n"
+        "Type `<br>` as written.\n\n```html\n<details>kept</details>\n> kept\n```\n",
+        encoding="utf-8",
+    )
+    text = load_document(path).text
+    assert "**Heads-up:** if a course costs over EUR 2,000 and you leave within 6 months,\nyou pay back half." in text
+    assert "[!WARNING]" not in text and "\nCall 112 first.\n" in text
+    assert "\nOld budget\n" in text and "<summary>" not in text and "</details>" not in text.split("```")[0]
+    assert "Before 2024 the budget was EUR 300.\nAsk [People Ops](https://people.example.org/learning) or press `Ctrl`." in text
+    assert "| Conference travel | EUR 900 |" in text  # a row stays one line; a footnote's mark goes
+    assert "Type `<br>` as written." in text
+    assert "```html\n<details>kept</details>\n> kept\n```" in text

@@ -204,6 +204,24 @@ def test_strips_keep_bullets_and_headings_apart() -> None:
     )
 
 
+def test_a_code_block_is_lines_of_code_without_its_fences() -> None:
+    """A reply quotes a command, never "```bash"; "# comment" in code is no heading; a fence
+    that never closes (a chunk cut inside the block) is text, not code swallowing what follows."""
+    text = "Connect first:\n\n```bash\n# the office VPN\nvpn connect --profile eu. Then x\n```\nUse `a` b.\n"
+    assert split_sentences(text) == [
+        "Connect first:",
+        "`# the office VPN`",
+        "`vpn connect --profile eu. Then x`",
+        "Use `a` b.",
+    ]
+    assert [plain_text(s) for s in split_sentences("```\nmake ``all``\n```")] == ["make ``all``"]
+    assert split_sentences("vpn connect\n```\n\nBooks are covered. Claim them.") == [
+        "vpn connect ```",
+        "Books are covered.",
+        "Claim them.",
+    ]
+
+
 def test_split_sentences_of_empty_text() -> None:
     assert split_sentences("   \n\n ") == []
 
