@@ -279,7 +279,10 @@ def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
     assert "**Heads-up:** if a course costs over EUR 2,000 and you leave within 6 months,\nyou pay back half." in text
     assert "[!WARNING]" not in text and "\nCall 112 first.\n" in text
     assert "\nOld budget\n" in text and "<summary>" not in text and "</details>" not in text.split("```")[0]
-    assert "Before 2024 the budget was EUR 300.\nAsk [People Ops](https://people.example.org/learning) or press `Ctrl`." in text
+    assert (
+        "Before 2024 the budget was EUR 300.\nAsk [People Ops](https://people.example.org/learning) or press `Ctrl`."
+        in text
+    )
     assert "| Conference travel | EUR 900 |" in text  # a row stays one line; a footnote's mark goes
     assert "Type `<br>` as written." in text
     assert "```html\n<details>kept</details>\n> kept\n```" in text
