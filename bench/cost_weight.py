@@ -12,6 +12,15 @@ prints the dev questions' routing for each: cross-fitted routing accuracy, and h
 answer-present set and an answer-absent set are routed Correct. `WRONG_CORRECT_COST` in
 crag/training/metrics.py and `SENTENCE_WEIGHT` in crag/evidence.py are chosen from this table;
 the test organisations are never read. Every score is computed once, whatever the grid.
+
+    .venv/bin/python -m bench.cost_weight --home DIR --mixes 160:131,400:131,160:319,400:319 [--draws 3]
+
+With --mixes, instead: how upper moves with the mix of labelled dev questions and
+weak-supervision questions that calibration happens to score (`evaluator train` scores as many
+as its budget allows), pooled as before or with each kind weighing alike
+(`crag.training.metrics.BALANCE_KINDS`): for each mix DEV:WEAK, `--draws` random draws of that
+many questions of each kind, and their uppers, with the share of the dev sample's
+answer-present and answer-absent sets each upper routes Correct.
 """
 
 from __future__ import annotations
@@ -19,6 +28,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crag.training.metrics import HeldOut
+    from crag.training.weak_supervision import WeakSupervision
+    from crag.types import Evaluator
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         default=400,
         help="an even sample of the dev questions (0: all 1,584, about 35 minutes of scoring on 2 cores)",
     )
+    parser.add_argument("--mixes", default="", help="DEV:WEAK question counts to calibrate on, e.g. 160:131,400:319")
+    parser.add_argument("--draws", type=int, default=3, help="with --mixes: random draws of each mix")
     args = parser.parse_args(argv)
 
     from application import evaluators
@@ -62,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     dev = dev_sample(labelled.held_out, args.dev_questions, seed)
     both = merged_held_out(weak, dev)
     judge = CachedEvaluator(load_evaluator(row.path), max_items=1_000_000)  # every score once, whatever the cost
+    if args.mixes:
+        return _mixes(judge, weak, dev, args.mixes, args.draws, row.version)
     print(f"The cost of a wrong Correct and the sentence's weight, on the dev organisations: {row.version}", flush=True)
     lines = [
         "| cost | sentence weight | upper | lower | strip | fallback | dev routing (cross-fitted) "
@@ -80,6 +99,35 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {fallback} | {routed.routing_accuracy:.1%} | {fixed.action_rates['present']['correct']:.0%} "
                 f"| {fixed.action_rates['absent']['correct']:.0%} |"
             )
+            print(lines[-1], flush=True)
+    return 0
+
+
+def _mixes(judge: Evaluator, weak: WeakSupervision, dev: HeldOut, mixes: str, draws: int, version: str) -> int:
+    from bench.learning_curve import dev_sample
+    from crag.training.metrics import HeldOut, measure, merged_held_out
+
+    weak_part = HeldOut(weak.val_pairs, weak.calibration_sets, weak.strip_examples)
+    print(f"Upper against the calibration mix, on the dev organisations: {version}", flush=True)
+    lines = [
+        "| dev : weak questions | draw | pooled: upper | pooled: present → Correct | pooled: absent → Correct "
+        "| balanced: upper | balanced: present → Correct | balanced: absent → Correct |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    print("\n".join(lines), flush=True)
+    for mix in mixes.split(","):
+        n_dev, n_weak = (int(n) for n in mix.split(":"))
+        for draw in range(draws):
+            data = merged_held_out(dev_sample(weak_part, n_weak, 100 + draw), dev_sample(dev, n_dev, 200 + draw))
+            cells = []
+            for balanced in (False, True):
+                upper = measure(judge, data, sentence_evidence=True, balance_kinds=balanced).thresholds
+                routed = measure(judge, dev, fixed_thresholds=upper, sentence_evidence=True)
+                rates = routed.action_rates
+                cells.append(
+                    f"{upper.upper:.3f} | {rates['present']['correct']:.0%} | {rates['absent']['correct']:.0%}"
+                )
+            lines.append(f"| {n_dev} : {n_weak} | {draw} | {' | '.join(cells)} |")
             print(lines[-1], flush=True)
     return 0
 

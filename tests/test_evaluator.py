@@ -388,6 +388,21 @@ def test_upper_is_the_best_cut_not_the_strict_end_of_a_flat_optimum():
     assert t.upper == pytest.approx(0.2)
 
 
+def test_upper_balanced_over_kinds_does_not_follow_how_many_of_each_kind_were_scored():
+    labelled_present, labelled_absent = [0.3, 0.35, 0.4, 0.5, 0.6], [0.1, 0.2, 0.25, 0.45, 0.7]
+    weak_present, weak_absent = [0.7, 0.8, 0.85, 0.9, 0.95], [0.2, 0.4, 0.5, 0.6, 0.65]
+
+    def uppers(copies: int) -> tuple[float, float]:
+        present, absent = labelled_present + weak_present * copies, labelled_absent + weak_absent * copies
+        kinds = ["labelled"] * 5 + ["weak"] * 5 * copies
+        pooled = calibrate(present, absent).upper
+        return pooled, calibrate(present, absent, present_kinds=kinds, absent_kinds=kinds).upper
+
+    (pooled_once, balanced_once), (pooled_five_times, balanced_five_times) = uppers(1), uppers(5)
+    assert pooled_once != pooled_five_times  # pooled, five times the weak sets move upper
+    assert balanced_once == balanced_five_times == pooled_once  # balanced, they do not
+
+
 @pytest.mark.training
 def test_evaluate_evaluator_measures_cosine_with_the_same_code(chunks, embed):
     cosine = CosineEvaluator(embed)

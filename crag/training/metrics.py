@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TypeVar
@@ -50,6 +51,10 @@ UPPER_J_SLACK = 0.0
 # missed ones: the cut maximises TPR - WRONG_CORRECT_COST * FPR. 1 is Youden's J. The fallback
 # bar is chosen the same way. Measured on the dev organisations (docs/quality.md, "Why, measured").
 WRONG_CORRECT_COST = 2.0
+# upper: labelled corpus questions and weak supervision's pseudo-queries count alike, however
+# many of each the budget let calibration score. Pooled, upper followed the mix: 0.38 to 0.69
+# for one evaluator (docs/quality.md, "The Ambiguous band").
+BALANCE_KINDS = False
 STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
 PRESENT_QUANTILE = 0.05  # ... and at most this share of answer-present sets do
@@ -146,14 +151,29 @@ def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float:
     return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
-def _separation(pos: np.ndarray, neg: np.ndarray, cost: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def _separation(
+    pos: np.ndarray,
+    neg: np.ndarray,
+    cost: float = 1.0,
+    pos_weight: np.ndarray | None = None,
+    neg_weight: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Candidate thresholds (midpoints between observed scores) and TPR - cost * FPR at each
-    (cost 1: Youden's J)."""
+    (cost 1: Youden's J); with weights, each set counts its weight's share of its side."""
     values = np.unique(np.concatenate([pos, neg]))
     cuts = np.concatenate([[values[0] - 1e-6], (values[:-1] + values[1:]) / 2.0, [values[-1] + 1e-6]])
-    tpr = (pos[None, :] >= cuts[:, None]).mean(1)
-    fpr = (neg[None, :] >= cuts[:, None]).mean(1)
+    pos_w = np.ones(len(pos)) if pos_weight is None else pos_weight
+    neg_w = np.ones(len(neg)) if neg_weight is None else neg_weight
+    tpr = (pos[None, :] >= cuts[:, None]).astype(float) @ pos_w / pos_w.sum()
+    fpr = (neg[None, :] >= cuts[:, None]).astype(float) @ neg_w / neg_w.sum()
     return cuts, tpr - cost * fpr
+
+
+def kind_weights(kinds: Sequence[str]) -> np.ndarray:
+    """Weights under which every kind of set (labelled corpus questions, weak supervision's
+    pseudo-queries) counts alike, however many of each calibration happened to score."""
+    counts = Counter(kinds)
+    return np.array([1.0 / counts[kind] for kind in kinds]) if kinds else np.zeros(0)
 
 
 def calibrate(
@@ -165,6 +185,8 @@ def calibrate(
     fallback_present: Sequence[float] = (),
     fallback_absent: Sequence[float] = (),
     cost: float = WRONG_CORRECT_COST,
+    present_kinds: Sequence[str] = (),
+    absent_kinds: Sequence[str] = (),
 ) -> Thresholds:
     """(upper, lower, strip, fallback) from max-scores of answer-present and answer-absent sets.
 
@@ -177,11 +199,20 @@ def calibrate(
       nearly-best threshold, because refinement also keeps only the top strips.
     fallback: separates the fallback results of fallback-only questions from those of
       unanswerable ones, as upper does (None without both kinds: the fallback answers from upper).
+    present_kinds, absent_kinds: each set's kind, when calibration mixes kinds of questions;
+      upper then weighs every kind alike (`kind_weights`).
     """
     pos, neg = np.asarray(present_max, float), np.asarray(absent_max, float)
     if len(pos) == 0 or len(neg) == 0:
         raise ValueError("calibration needs answer-present and answer-absent sets")
-    cuts, j = _separation(pos, neg, cost)
+    balanced = len(present_kinds) == len(pos) and len(absent_kinds) == len(neg)
+    cuts, j = _separation(
+        pos,
+        neg,
+        cost,
+        kind_weights(present_kinds) if balanced else None,
+        kind_weights(absent_kinds) if balanced else None,
+    )
     upper = float(cuts[np.flatnonzero(j >= j.max() - UPPER_J_SLACK).max()])
     lower = float(min(upper, np.quantile(neg, ABSENT_QUANTILE), np.quantile(pos, PRESENT_QUANTILE)))
     if len(strip_pos) and len(strip_neg):
@@ -354,6 +385,7 @@ def measure(
     sentence_evidence: bool = False,
     cost: float = WRONG_CORRECT_COST,
     sentence_weight: float = SENTENCE_WEIGHT,
+    balance_kinds: bool = BALANCE_KINDS,
 ) -> Metrics:
     """All metrics of one evaluator on the held-out part of `ws`. `sentence_evidence`: route
     as the pipeline does for an evaluator trained on answer sentences (crag/evidence.py, with
@@ -397,6 +429,8 @@ def measure(
             fallback_present=[set_max(s) for s in fallback if s.present],
             fallback_absent=[set_max(s) for s in fallback if not s.present],
             cost=cost,
+            present_kinds=[_set_kind(s) for s in subset if s.present] if balance_kinds else (),
+            absent_kinds=[_set_kind(s) for s in subset if not s.present] if balance_kinds else (),
         )
 
     if not sets:
@@ -432,6 +466,10 @@ def measure(
         n_sets=len(sets),
         score_std=_std(scores),
     )
+
+
+def _set_kind(s: CandidateSet) -> str:
+    return "labelled" if s.query_kind == "corpus" else "weak"
 
 
 def _std(scores: dict[Any, float]) -> float:
