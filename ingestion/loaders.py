@@ -7,6 +7,7 @@ heading path for all of them.
 
 from __future__ import annotations
 
+import html
 import itertools
 import re
 from collections.abc import Callable
@@ -116,6 +117,7 @@ def _markdown_for_chunking(text: str) -> str:
     text = _outside_code("\n".join(out), _without_drafts)
     text = _outside_code(text, _without_quote_marks)
     text = _outside_code(text, _without_html_tags)
+    text = _outside_code(text, _without_site_generator_marks)
     text = _EMBEDDED_IMAGE.sub(r"\1", text)
     text = _DATA_URI.sub("", text)
     definitions: dict[str, str] = {}
@@ -276,6 +278,33 @@ def _read_links(text: str, definitions: dict[str, str]) -> str:
             continue
         lines.append(read)
     return "\n".join(lines)
+
+
+# What static-site handbooks (Jekyll, Hugo, MkDocs) add to Markdown: a heading's attributes
+# ("## Leave {#leave}", "{: .no_toc }"), attribute lines of their own ("{: .note }"), task
+# boxes ("- [ ] Set up the VPN"), footnote marks ("25 days[^1]": the footnote's own line keeps
+# its text) and HTML entities ("&nbsp;", "&amp;", "&rarr;"). Code spans stay as written.
+_HEADING_ATTRIBUTES = re.compile(r"^(?P<heading>#{1,6}[ \t].*?)[ \t]*\{[ \t]*[#:.][^{}\n]*\}[ \t]*$", re.MULTILINE)
+_ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:[^{}\n]*\}[ \t]*\n?", re.MULTILINE)
+_TASK_BOX = re.compile(r"^(?P<item>[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+)\[[ xX]\][ \t]+", re.MULTILINE)
+_FOOTNOTE_LABEL = re.compile(r"^[ \t]{0,3}\[\^[^\[\]\s]+\]:[ \t]*", re.MULTILINE)
+_INLINE_EXTRAS = re.compile(
+    r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))|\[\^[^\[\]\s]+\](?!:)|(?P<entity>&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
+)
+
+
+def _without_site_generator_marks(text: str) -> str:
+    text = _HEADING_ATTRIBUTES.sub(r"\g<heading>", text)
+    text = _ATTRIBUTE_LINE.sub("", text)
+    text = _TASK_BOX.sub(r"\g<item>", text)
+    text = _FOOTNOTE_LABEL.sub("", text)
+
+    def inline(match: re.Match[str]) -> str:
+        if match.group("code"):
+            return match.group(0)
+        return html.unescape(match.group("entity")) if match.group("entity") else ""
+
+    return _INLINE_EXTRAS.sub(inline, text)
 
 
 def _is_yaml_mapping(fields: str) -> bool:

@@ -253,10 +253,10 @@ def test_markdown_link_reading_keeps_code_and_what_is_not_a_link(tmp_path) -> No
     )
     text = load_document(path).text
     assert "## VPN\n" in text  # a heading's link is its text: it names a section
-    assert "Type `[x][vpn]`, `![y](z.png)` and `<https://a.example>` as written. [^1]" in text
-    assert "- [ ] Install the [VPN](https://it.example.com/vpn) client.\n- Ask [IT].\n" in text  # the image's item went
+    assert "Type `[x][vpn]`, `![y](z.png)` and `<https://a.example>` as written.\n" in text  # the footnote's mark went
+    assert "- Install the [VPN](https://it.example.com/vpn) client.\n- Ask [IT].\n" in text  # the image's item went
     assert "[vpn]: https://in-code.example\n![kept](in-code.png)" in text
-    assert "[^1]: A footnote stays." in text and "\n[vpn]: https://it.example.com/vpn" not in text
+    assert "\nA footnote stays." in text and "\n[vpn]: https://it.example.com/vpn" not in text
 
 
 def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
@@ -286,3 +286,24 @@ def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
     assert "| Conference travel | EUR 900 |" in text  # a row stays one line; a footnote's mark goes
     assert "Type `<br>` as written." in text
     assert "```html\n<details>kept</details>\n> kept\n```" in text
+
+
+def test_static_site_marks_go_and_their_text_stays(tmp_path) -> None:
+    """Jekyll, Hugo and MkDocs handbooks: a heading's attributes, attribute lines, task boxes,
+    footnote marks and HTML entities are markup, not policy; code spans keep them."""
+    path = tmp_path / "onboarding.md"
+    path.write_text(
+        "# Onboarding {#onboarding}\n\n## Week one {: .no_toc }\n\n"
+        "- [ ] Set up the VPN&nbsp;client &rarr; see IT.\n- [x] Read the code of conduct.\n\n"
+        "You get 25 days[^1] of leave &amp; 2 wellness days. Type `&amp;` and `[^2]` as written.\n\n"
+        "{: .note }\nManagers approve leave in [Hearth](https://hearth.example.org/?a=1&amp;b=2).\n\n"
+        "[^1]: Pro-rated for part-time staff.\n",
+        encoding="utf-8",
+    )
+    document = load_document(path)
+    assert document.title == "Onboarding"
+    assert [s.heading_path for s in split_sections(document.text)] == [("Onboarding", "Week one")]
+    assert "- Set up the VPN client → see IT.\n- Read the code of conduct.\n" in document.text
+    assert "You get 25 days of leave & 2 wellness days. Type `&amp;` and `[^2]` as written." in document.text
+    assert "\n\nManagers approve leave in [Hearth](https://hearth.example.org/?a=1&b=2).\n" in document.text
+    assert "\n\nPro-rated for part-time staff.\n" in document.text and "{:" not in document.text
