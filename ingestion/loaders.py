@@ -159,14 +159,15 @@ def _without_quote_marks(text: str) -> str:
 # would read "EUR 9001". Code spans keep their tags as written.
 _HTML_BLOCK_TAGS = "details|summary|div|p|section|article|aside|figure|figcaption|center|dl|dt|dd|hr|picture|source"
 _HTML_INLINE_TAGS = "span|sup|sub|b|strong|i|em|u|mark|small|big|font|ins|abbr|nobr"
+_TAG_END = r"(?=[\s/>])[^<>]*>"  # after a tag's name: "<hr@example.com>" is an address, not <hr>
 _HTML = re.compile(
     r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))"
-    r"""|<a\b[^<>]*?\bhref\s*=\s*(?P<quote>["'])(?P<url>[^"'<>]*)(?P=quote)[^<>]*>(?P<text>[^<]*?)</a\s*>"""
-    r"|<(?P<literal>code|kbd|tt)\b[^<>]*>(?P<literal_text>[^<`]*?)</(?P=literal)\s*>"
-    r"|<sup\b[^<>]*>\s*(?:\d{1,2}|[*†‡§a-z]|\[\d{1,2}\])\s*</sup\s*>"  # a footnote's mark: "EUR 900<sup>1</sup>"
+    r"""|<a\s[^<>]*?\bhref\s*=\s*(?P<quote>["'])(?P<url>[^"'<>]*)(?P=quote)[^<>]*>(?P<text>[^<]*?)</a\s*>"""
+    rf"|<(?P<literal>code|kbd|tt){_TAG_END}(?P<literal_text>[^<`]*?)</(?P=literal)\s*>"
+    rf"|<sup{_TAG_END}\s*(?:\d{{1,2}}|[*†‡§a-z]|\[\d{{1,2}}\])\s*</sup\s*>"  # a footnote's mark: "EUR 900<sup>1</sup>"
     r"|(?P<break><br\s*/?>)"
-    rf"|(?P<block></?(?:{_HTML_BLOCK_TAGS})\b[^<>]*>)"
-    rf"|</?(?:{_HTML_INLINE_TAGS})\b[^<>]*>",
+    rf"|(?P<block></?(?:{_HTML_BLOCK_TAGS}){_TAG_END})"
+    rf"|</?(?:{_HTML_INLINE_TAGS}){_TAG_END}",
     re.IGNORECASE,
 )
 

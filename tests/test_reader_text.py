@@ -272,7 +272,8 @@ def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
         "<details><summary>Old budget</summary>\n\nBefore 2024 the budget was EUR 300.<br>Ask "
         '<a href="https://people.example.org/learning">People Ops</a> or press <kbd>Ctrl</kbd>.\n</details>\n\n'
         "| Course | Cap |\n| --- | --- |\n| Conference<br/>travel | EUR 900<sup>1</sup> |\n\n"
-        "Type `<br>` as written.\n\n```html\n<details>kept</details>\n> kept\n```\n",
+        "Type `<br>` as written. Write to <hr@example.org> or <p.lee@example.org>.\n\n"
+        "```html\n<details>kept</details>\n> kept\n```\n",
         encoding="utf-8",
     )
     text = load_document(path).text
@@ -284,7 +285,7 @@ def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
         in text
     )
     assert "| Conference travel | EUR 900 |" in text  # a row stays one line; a footnote's mark goes
-    assert "Type `<br>` as written." in text
+    assert "Type `<br>` as written. Write to hr@example.org or p.lee@example.org." in text
     assert "```html\n<details>kept</details>\n> kept\n```" in text
 
 
