@@ -118,6 +118,7 @@ def _markdown_for_chunking(text: str) -> str:
     text = _outside_code(text, _without_quote_marks)
     text = _outside_code(text, _without_html_tags)
     text = _outside_code(text, _without_site_generator_marks)
+    text = _outside_code(text, _without_tables_of_contents)
     text = _EMBEDDED_IMAGE.sub(r"\1", text)
     text = _DATA_URI.sub("", text)
     definitions: dict[str, str] = {}
@@ -306,6 +307,28 @@ def _without_site_generator_marks(text: str) -> str:
         return html.unescape(match.group("entity")) if match.group("entity") else ""
 
     return _INLINE_EXTRAS.sub(inline, text)
+
+
+# A table of contents ("- [Time off](#time-off)" lines, under "## Contents" or not) names every
+# topic and answers none: a question on any topic would retrieve it, and a reply quote it.
+_CONTENTS_ITEM = re.compile(rf"^[ \t]*(?:[-*+]|\d{{1,9}}[.)])[ \t]+\[{LINK_TEXT}\]\(#[^()\s]*\)[ \t]*$")
+# Its label, as a heading or a line of its own ("**On this page**"), goes with it.
+_CONTENTS_LABEL = re.compile(
+    r"^(?:#{1,6}[ \t]+)?[*_]{0,2}(?:table of contents|contents|toc|on this page|in this (?:page|document|handbook))"
+    r"[ \t:]*[*_]{0,2}[ \t:]*$",
+    re.IGNORECASE,
+)
+
+
+def _without_tables_of_contents(text: str) -> str:
+    lines = text.split("\n")
+    dropped = [bool(_CONTENTS_ITEM.match(line)) for line in lines]
+    for index, line in enumerate(lines):  # a label followed by nothing but its links up to the next heading
+        if _CONTENTS_LABEL.match(line):
+            after = next((j for j in range(index + 1, len(lines)) if lines[j].strip() and not dropped[j]), len(lines))
+            ends_there = after == len(lines) or HEADING_LINE.match(lines[after]) is not None
+            dropped[index] = any(dropped[index + 1 : after]) and ends_there
+    return "\n".join(line for line, drop in zip(lines, dropped) if not drop)
 
 
 def _is_yaml_mapping(fields: str) -> bool:

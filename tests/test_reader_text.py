@@ -308,3 +308,22 @@ def test_static_site_marks_go_and_their_text_stays(tmp_path) -> None:
     assert "You get 25 days of leave & 2 wellness days. Type `&amp;` and `[^2]` as written." in document.text
     assert "\n\nManagers approve leave in [Hearth](https://hearth.example.org/?a=1&b=2).\n" in document.text
     assert "\n\nPro-rated for part-time staff.\n" in document.text and "{:" not in document.text
+
+
+def test_a_table_of_contents_goes_with_its_heading(tmp_path) -> None:
+    """In-page links listed as a table of contents answer nothing; a list with a real link or
+    a word of its own stays, and so does a contents heading with text of its own."""
+    path = tmp_path / "handbook.md"
+    path.write_text(
+        "# Handbook\n\n## Table of contents\n\n- [Time off](#time-off)\n  - [Sick days](#sick-days)\n"
+        "1. [Gear](#gear)\n\n## Time off\n\nTake 25 days.\n\n**On this page:**\n\n- [Sick days](#sick-days)\n\n"
+        "### Asking\n\nAsk early.\n\n- [Holidays](https://example.org/holidays)\n"
+        "- [Sick days](#sick-days) are unlimited.\n\n## Sick days\n\n* [Time off](#time-off)\n\nTell your lead.\n\n"
+        "## Contents\n\nWhat this handbook holds.\n",
+        encoding="utf-8",
+    )
+    text = load_document(path).text
+    assert "Table of contents" not in text and "](#gear)" not in text and "](#time-off)" not in text
+    assert "On this page" not in text and "Take 25 days.\n\n### Asking" in text
+    assert "- [Holidays](https://example.org/holidays)\n- [Sick days](#sick-days) are unlimited." in text
+    assert [s.heading_path[-1] for s in split_sections(text)] == ["Time off", "Asking", "Sick days", "Contents"]
