@@ -174,19 +174,26 @@ def summary(split: str, evaluator: str, f: dict[str, float | int]) -> str:
 
 
 def recompose(
-    replies: list[tuple[QuestionRecord, str, Answer]], shape: ReplyShape, floor: float, lead_by_score: bool = False
+    replies: list[tuple[QuestionRecord, str, Answer]],
+    shape: ReplyShape,
+    floor: float,
+    lead_by_score: bool = False,
+    fallback_by_words: bool = False,
 ) -> list[Judged]:
     """Every reply composed again from the strips the pipeline kept, under another shape (and
     lead rule: the judge's best sentence with `lead_by_score`, as the pipeline does for a
-    sentence judge, else words shared with the question)."""
+    sentence judge, else words shared with the question; with `fallback_by_words`, words
+    shared when every kept strip is the fallback's)."""
     from crag.compose import compose_extractive
     from crag.pipeline import document_order
 
     judged = []
     for record, asked, answer in replies:
         if answer.found and answer.strips:
+            only_fallback = all(strip.passage.origin == "fallback" for strip in answer.strips)
+            by_score = lead_by_score and not (fallback_by_words and only_fallback)
             text, citations = compose_extractive(
-                asked, document_order(answer.strips), shape, floor=floor, lead_by_score=lead_by_score
+                asked, document_order(answer.strips), shape, floor=floor, lead_by_score=by_score
             )
             judged.append(judge(record, text, True, citations))
         else:
@@ -244,12 +251,21 @@ def compare_leads(replies: list[tuple[QuestionRecord, str, Answer]], floor: floa
     lines = [
         "",
         "Lead rule, on the same kept strips:",
-        "| lead | right | right replies led by the key phrases | median KB words |",
-        "| --- | --- | --- | --- |",
+        "| lead | right | right: kb | right: fallback | right replies led by the key phrases | median KB words |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    for name, by_score in (("the judge's best sentence", True), ("words shared with the question", False)):
-        f = figures(recompose(replies, REPLY_SHAPE, floor, lead_by_score=by_score))
-        lines.append(f"| {name} | {f['right']} | {f['answer_first']:.1%} | {f['median_words_kb']:g} |")
+    rules = (
+        ("the judge's best sentence", True, False),
+        ("words shared with the question", False, False),
+        ("the judge's, words shared when only the fallback answers", True, True),
+    )
+    for name, by_score, fallback_by_words in rules:
+        results = recompose(replies, REPLY_SHAPE, floor, by_score, fallback_by_words)
+        f = figures(results)
+        kb, fallback = (sum(r.right for r in results if r.label == label) for label in ("kb", "fallback"))
+        lines.append(
+            f"| {name} | {f['right']} | {kb} | {fallback} | {f['answer_first']:.1%} | {f['median_words_kb']:g} |"
+        )
     return "\n".join(lines)
 
 
