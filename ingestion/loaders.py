@@ -143,6 +143,9 @@ def _without_drafts(text: str) -> str:
     return _DRAFTS.sub(lambda match: match.group("keep") or "", text)
 
 
+# A code span ("`<br>`", "`&amp;`"): what the steps below read first and keep as written.
+_CODE_SPAN = r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))"
+
 # A blockquote is a callout ("> **Heads-up:** if you leave within 6 months, you pay back
 # half"): its text is policy, its ">" marks are not. GitHub's alert line ("> [!WARNING]")
 # only sets the box's colour.
@@ -162,8 +165,8 @@ _HTML_BLOCK_TAGS = "details|summary|div|p|section|article|aside|figure|figcaptio
 _HTML_INLINE_TAGS = "span|sup|sub|b|strong|i|em|u|mark|small|big|font|ins|abbr|nobr"
 _TAG_END = r"(?=[\s/>])[^<>]*>"  # after a tag's name: "<hr@example.com>" is an address, not <hr>
 _HTML = re.compile(
-    r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))"
-    r"""|<a\s[^<>]*?\bhref\s*=\s*(?P<quote>["'])(?P<url>[^"'<>]*)(?P=quote)[^<>]*>(?P<text>[^<]*?)</a\s*>"""
+    _CODE_SPAN
+    + r"""|<a\s[^<>]*?\bhref\s*=\s*(?P<quote>["'])(?P<url>[^"'<>]*)(?P=quote)[^<>]*>(?P<text>[^<]*?)</a\s*>"""
     rf"|<(?P<literal>code|kbd|tt){_TAG_END}(?P<literal_text>[^<`]*?)</(?P=literal)\s*>"
     rf"|<sup{_TAG_END}\s*(?:\d{{1,2}}|[*†‡§a-z]|\[\d{{1,2}}\])\s*</sup\s*>"  # a footnote's mark: "EUR 900<sup>1</sup>"
     r"|(?P<break><br\s*/?>)"
@@ -207,8 +210,7 @@ def _outside_code(text: str, change: Callable[[str], str]) -> str:
     return "\n".join(parts)
 
 
-# Links as a reader meets them. A code span is read first and kept as written.
-_CODE_SPAN = r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))"
+# Links as a reader meets them. A code span is read first and kept as written (_CODE_SPAN).
 # "[handbook]: https://... "Title"" on a line of its own; "[^1]: ..." is a footnote.
 _LINK_DEFINITION = re.compile(
     rf"^ {{0,3}}\[(?P<label>(?!\^)[^\[\]\n]+)\]:[ \t]*(?P<url>{LINK_DESTINATION})(?:[ \t]+{LINK_TITLE})?[ \t]*$"
@@ -291,7 +293,7 @@ _ATTRIBUTE_LINE = re.compile(r"^[ \t]*\{:[^{}\n]*\}[ \t]*\n?", re.MULTILINE)
 _TASK_BOX = re.compile(r"^(?P<item>[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+)\[[ xX]\][ \t]+", re.MULTILINE)
 _FOOTNOTE_LABEL = re.compile(r"^[ \t]{0,3}\[\^[^\[\]\s]+\]:[ \t]*", re.MULTILINE)
 _INLINE_EXTRAS = re.compile(
-    r"(?P<code>(?P<ticks>`+)(?!`).+?(?<!`)(?P=ticks)(?!`))|\[\^[^\[\]\s]+\](?!:)|(?P<entity>&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
+    _CODE_SPAN + r"|\[\^[^\[\]\s]+\](?!:)|(?P<entity>&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
 )
 
 
