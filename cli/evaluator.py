@@ -89,6 +89,7 @@ def evaluator_train(
                     "steps": result.steps,
                     "seconds": round(result.seconds, 1),
                     "seed": seed,
+                    "notes": result.notes,
                 }
             )
         )
