@@ -46,7 +46,7 @@ def load_document(path: Path) -> LoadedDocument:
         elif suffix == ".txt":
             text = _mark_plain_headings(_read_flat(path))
         elif suffix in {".html", ".htm"}:
-            text = html_to_markdown(path.read_bytes())
+            text = _outside_code(html_to_markdown(path.read_bytes()), _without_quote_marks)  # <blockquote> as "> "
         elif suffix == ".pdf":
             text = _mark_plain_headings(_reflow_pdf_lines(_read_pdf(path)))
         else:

@@ -369,3 +369,15 @@ def test_html_keeps_every_block_of_text_once(tmp_path) -> None:
         assert text.count(phrase) == 1, (phrase, text)
     assert "secret" not in text
     assert [s.heading_path for s in split_sections(text)] == [("Expenses",), ("Expenses", "Limits")]
+
+
+def test_an_html_blockquote_is_its_text_and_a_code_block_keeps_its_marks(tmp_path) -> None:
+    path = tmp_path / "leave.html"
+    path.write_text(
+        "<html><body><main><h1>Leave</h1><blockquote><p><strong>Note:</strong> ask early.</p></blockquote>"
+        "<p>Take 25 days.</p><pre><code>&gt; not a quote</code></pre></main></body></html>",
+        encoding="utf-8",
+    )
+    text = load_document(path).text
+    assert "# Leave\n\nNote: ask early.\n\nTake 25 days.\n" in text
+    assert "> not a quote" in text
