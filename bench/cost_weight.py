@@ -20,7 +20,7 @@ weak-supervision questions that calibration happens to score (`evaluator train` 
 as its budget allows), pooled as before or with each kind weighing alike
 (`crag.training.metrics.BALANCE_KINDS`): for each mix DEV:WEAK, `--draws` random draws of that
 many questions of each kind, and their uppers, with the share of the dev sample's
-answer-present and answer-absent sets each upper routes Correct.
+answer-present and answer-absent sets each upper routes Correct. A count of 0 leaves that kind out.
 """
 
 from __future__ import annotations
@@ -118,7 +118,12 @@ def _mixes(judge: Evaluator, weak: WeakSupervision, dev: HeldOut, mixes: str, dr
     for mix in mixes.split(","):
         n_dev, n_weak = (int(n) for n in mix.split(":"))
         for draw in range(draws):
-            data = merged_held_out(dev_sample(weak_part, n_weak, 100 + draw), dev_sample(dev, n_dev, 200 + draw))
+            parts = [
+                dev_sample(part, n, 100 * (k + 1) + draw)
+                for k, (part, n) in enumerate(((weak_part, n_weak), (dev, n_dev)))
+                if n > 0
+            ]
+            data = merged_held_out(*parts)  # a count of 0 leaves that kind out
             cells = []
             for balanced in (False, True):
                 upper = measure(judge, data, sentence_evidence=True, balance_kinds=balanced).thresholds
