@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from application import evaluators
     from application.corpus_supervision import labelled_data
     from application.runtime import embed_function
-    from bench.common import bench_settings
+    from bench.common import bench_settings, table
     from bench.learning_curve import dev_sample
     from crag.checkpoint import load_evaluator
     from crag.inference import CachedEvaluator
@@ -82,39 +82,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.mixes:
         return _mixes(judge, weak, dev, args.mixes, args.draws, row.version)
     print(f"The cost of a wrong Correct and the sentence's weight, on the dev organisations: {row.version}", flush=True)
-    lines = [
-        "| cost | sentence weight | upper | lower | strip | fallback | dev routing (cross-fitted) "
-        "| present → Correct | absent → Correct |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    print("\n".join(lines), flush=True)
+    header = ("cost", "sentence weight", "upper", "lower", "strip", "fallback", "dev routing (cross-fitted)")
+    print(table([*header, *_ROUTED], []), flush=True)
     for cost in (float(c) for c in args.costs.split(",")):
         for weight in (float(w) for w in args.sentence_weights.split(",")):
             calibrated = measure(judge, both, sentence_evidence=True, cost=cost, sentence_weight=weight).thresholds
             routed = measure(judge, dev, sentence_evidence=True, cost=cost, sentence_weight=weight)
             fixed = measure(judge, dev, fixed_thresholds=calibrated, sentence_evidence=True, sentence_weight=weight)
             fallback = "-" if calibrated.fallback is None else f"{calibrated.fallback:.3f}"
-            lines.append(
+            print(
                 f"| {cost:g} | {weight:g} | {calibrated.upper:.3f} | {calibrated.lower:.3f} | {calibrated.strip:.3f} "
                 f"| {fallback} | {routed.routing_accuracy:.1%} | {fixed.action_rates['present']['correct']:.0%} "
-                f"| {fixed.action_rates['absent']['correct']:.0%} |"
+                f"| {fixed.action_rates['absent']['correct']:.0%} |",
+                flush=True,
             )
-            print(lines[-1], flush=True)
     return 0
 
 
+_ROUTED = ("present → Correct", "absent → Correct")
+
+
 def _mixes(judge: Evaluator, weak: WeakSupervision, dev: HeldOut, mixes: str, draws: int, version: str) -> int:
+    from bench.common import table
     from bench.learning_curve import dev_sample
     from crag.training.metrics import HeldOut, measure, merged_held_out
 
     weak_part = HeldOut(weak.val_pairs, weak.calibration_sets, weak.strip_examples)
     print(f"Upper against the calibration mix, on the dev organisations: {version}", flush=True)
-    lines = [
-        "| dev : weak questions | draw | pooled: upper | pooled: present → Correct | pooled: absent → Correct "
-        "| balanced: upper | balanced: present → Correct | balanced: absent → Correct |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    print("\n".join(lines), flush=True)
+    columns = [f"{way}: {cell}" for way in ("pooled", "balanced") for cell in ("upper", *_ROUTED)]
+    print(table(["dev : weak questions", "draw", *columns], []), flush=True)
     for mix in mixes.split(","):
         n_dev, n_weak = (int(n) for n in mix.split(":"))
         for draw in range(draws):
@@ -132,8 +128,7 @@ def _mixes(judge: Evaluator, weak: WeakSupervision, dev: HeldOut, mixes: str, dr
                 cells.append(
                     f"{upper.upper:.3f} | {rates['present']['correct']:.0%} | {rates['absent']['correct']:.0%}"
                 )
-            lines.append(f"| {n_dev} : {n_weak} | {draw} | {' | '.join(cells)} |")
-            print(lines[-1], flush=True)
+            print(f"| {n_dev} : {n_weak} | {draw} | {' | '.join(cells)} |", flush=True)
     return 0
 
 
