@@ -47,7 +47,9 @@ class Document(Base):
     source: Mapped[str] = mapped_column(Text)  # canonical absolute path or URL
     name: Mapped[str] = mapped_column(String(300))  # file name shown to people
     title: Mapped[str] = mapped_column(Text, default="")
-    content_hash: Mapped[str] = mapped_column(String(64))
+    content_hash: Mapped[str] = mapped_column(String(64))  # the file's bytes under a reader version
+    # The file's bytes alone: the copy check knows a copy across reader versions (migration 0011).
+    file_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     version: Mapped[int] = mapped_column(Integer, default=1)
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     ingested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

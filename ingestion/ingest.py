@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.exc import DataError
 
 from core import db
@@ -165,12 +165,15 @@ def _ingest_file(
             )
         if path.suffix.lower() not in SUPPORTED_SUFFIXES:
             load_document(path)  # raises the "unsupported" error with the list of formats
-        content_hash = document_hash(path.read_bytes())
+        content = path.read_bytes()
+        content_hash, file_hash = document_hash(content), hashlib.sha256(content).hexdigest()
         with db.session(settings) as session:
             existing = _find(session, collection, source)
             if existing and not existing.deleted and existing.content_hash == content_hash and access_channels is None:
                 return FileResult(source, existing.name, "unchanged", existing.chunk_count)
-            twin = None if existing and not existing.deleted else _live_twin(session, collection, content_hash)
+            twin = (
+                None if existing and not existing.deleted else _live_twin(session, collection, content_hash, file_hash)
+            )
             if twin is not None:
                 return FileResult(
                     source,
@@ -196,6 +199,7 @@ def _ingest_file(
             document.name = path.name
             document.title = loaded.title
             document.content_hash = content_hash
+            document.file_hash = file_hash
             document.version = (document.version or 0) + 1
             document.chunk_count = len(drafts)
             document.deleted = False
@@ -224,11 +228,11 @@ def _find(session, collection: str, source: str, for_update: bool = False) -> Do
     return session.execute(query).scalar_one_or_none()
 
 
-def _live_twin(session, collection: str, content_hash: str) -> Document | None:
-    """A live document of `collection` with exactly this content, if any."""
-    query = select(Document).where(
-        Document.collection == collection, Document.content_hash == content_hash, Document.deleted.is_(False)
-    )
+def _live_twin(session, collection: str, content_hash: str, file_hash: str) -> Document | None:
+    """A live document of `collection` with exactly this content, if any, read by this reader
+    version or an earlier one."""
+    same = or_(Document.content_hash == content_hash, Document.file_hash == file_hash)
+    query = select(Document).where(Document.collection == collection, same, Document.deleted.is_(False))
     return session.execute(query.order_by(Document.id).limit(1)).scalar_one_or_none()
 
 

@@ -57,6 +57,21 @@ def test_a_new_reader_version_reads_unchanged_files_again(settings, tmp_path, mo
     assert ingest_paths(settings, [path], collection="versions").files[0].status == "unchanged"
 
 
+def test_a_copy_is_known_across_reader_versions(settings, tmp_path, monkeypatch):
+    """A copy of an ingested file, from another folder after an upgrade, is skipped as before."""
+    from ingestion import ingest
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    text = "# Delta\n\n## Rules\n\nDelta staff may park in lot D.\n"
+    (tmp_path / "old" / "delta.md").write_text(text)
+    (tmp_path / "new" / "delta.md").write_text(text)
+    assert ingest_paths(settings, [tmp_path / "old"], collection="copies").files[0].status == "added"
+    monkeypatch.setattr(ingest, "READER_VERSION", ingest.READER_VERSION + "-next")
+    copy = ingest_paths(settings, [tmp_path / "new"], collection="copies").files[0]
+    assert copy.status == "skipped" and "same content as delta.md" in (copy.detail or "")
+
+
 def test_reingest_unchanged_changed_and_pruned(settings, tmp_path):
     folder = tmp_path / "kb"
     folder.mkdir()
