@@ -32,7 +32,7 @@ FileStatus = Literal["added", "updated", "unchanged", "skipped", "removed", "fai
 # What a file becomes depends on the readers and the chunker as well as on its bytes. Bump
 # this when they change what they make of a file: documents ingested before then count as
 # "updated" on their next ingest and are read again, instead of "unchanged" forever.
-READER_VERSION = "2026-12-06.2"  # .2: Markdown callouts, HTML, static-site marks, tables of contents, code blocks
+READER_VERSION = "2026-12-06.2"  # .2: Markdown callouts, HTML tags, static-site marks, tables of contents
 
 
 def document_hash(content: bytes) -> str:

@@ -174,7 +174,7 @@ def kind_weights(kinds: Sequence[str]) -> np.ndarray:
     """Weights under which every kind of set (labelled corpus questions, weak supervision's
     pseudo-queries) counts alike, however many of each calibration happened to score."""
     counts = Counter(kinds)
-    return np.array([1.0 / counts[kind] for kind in kinds]) if kinds else np.zeros(0)
+    return np.array([1.0 / counts[kind] for kind in kinds])
 
 
 def calibrate(
@@ -206,14 +206,8 @@ def calibrate(
     pos, neg = np.asarray(present_max, float), np.asarray(absent_max, float)
     if len(pos) == 0 or len(neg) == 0:
         raise ValueError("calibration needs answer-present and answer-absent sets")
-    balanced = len(present_kinds) == len(pos) and len(absent_kinds) == len(neg)
-    cuts, j = _separation(
-        pos,
-        neg,
-        cost,
-        kind_weights(present_kinds) if balanced else None,
-        kind_weights(absent_kinds) if balanced else None,
-    )
+    weights = (kind_weights(present_kinds), kind_weights(absent_kinds)) if present_kinds else (None, None)
+    cuts, j = _separation(pos, neg, cost, *weights)
     upper = float(cuts[np.flatnonzero(j >= j.max() - UPPER_J_SLACK).max()])
     lower = float(min(upper, np.quantile(neg, ABSENT_QUANTILE), np.quantile(pos, PRESENT_QUANTILE)))
     if len(strip_pos) and len(strip_neg):
