@@ -242,10 +242,10 @@ def training_pairs(asked: Sequence[AskedQuestion]) -> list[Pair]:
     sentences against the sentences beside them (`sentence_pairs`)."""
     pairs: list[Pair] = []
     for a in asked:
-        q = a.asked
-        pairs += [Pair(q, c.plain, 1, "positive", "corpus", c.id) for c in a.answers]
+        q, group = a.asked, f"{a.question.id}:passages"
+        pairs += [Pair(q, c.plain, 1, "positive", "corpus", c.id, group) for c in a.answers]
         negatives = [c for c in a.candidates if not a.holds_answer(c)][: HARD_NEGATIVES[a.question.label]]
-        pairs += [Pair(q, c.plain, 0, "hard", "corpus", c.id) for c in negatives]
+        pairs += [Pair(q, c.plain, 0, "hard", "corpus", c.id, group) for c in negatives]
         pairs += sentence_pairs(a)
     return pairs
 
@@ -267,12 +267,12 @@ def sentence_pairs(a: AskedQuestion) -> list[Pair]:
     positives; the hard negatives are the sentences beside them in their own chunk (nearest
     first), then sentences of the other candidates. An unanswerable question's candidates hold
     no answering sentence. Deterministic: the same corpus gives the same pairs."""
-    q, label = a.asked, a.question.label
+    q, label, group = a.asked, a.question.label, f"{a.question.id}:sentences"
     pairs: list[Pair] = []
     beside: list[tuple[int, str, str]] = []  # (distance to an answer sentence, text, chunk id)
     for chunk in a.answers:
         texts, hits = answer_sentences(a, chunk)
-        pairs += [Pair(q, texts[i], 1, "positive", "corpus", chunk.id) for i in hits]
+        pairs += [Pair(q, texts[i], 1, "positive", "corpus", chunk.id, group) for i in hits]
         if hits:
             beside += [(min(abs(i - h) for h in hits), t, chunk.id) for i, t in enumerate(texts) if i not in hits]
     wanted = SENTENCE_NEGATIVES[label]
@@ -286,7 +286,10 @@ def sentence_pairs(a: AskedQuestion) -> list[Pair]:
     # A sentence met twice (chunks overlap) is one pair; one that answers is never a negative.
     positives = {pair.passage: pair for pair in pairs}
     chosen = {text: chunk_id for text, chunk_id in negatives if text not in positives}
-    return [*positives.values(), *(Pair(q, text, 0, "hard", "corpus", chunk_id) for text, chunk_id in chosen.items())]
+    return [
+        *positives.values(),
+        *(Pair(q, text, 0, "hard", "corpus", chunk_id, group) for text, chunk_id in chosen.items()),
+    ]
 
 
 def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:

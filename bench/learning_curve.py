@@ -134,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=_epochs, default=[0.25, 0.5, 1.0], help="where to measure, e.g. 0.25,0.5,1")
     parser.add_argument("--dev-questions", type=int, default=600, help="dev questions measured at each point (0: all)")
     parser.add_argument("--write", type=Path, default=None, help="also write the table to this Markdown file")
+    parser.add_argument(
+        "--rank-weight",
+        type=float,
+        default=None,
+        help="the listwise term's weight (EvaluatorConfig.rank_weight; default: the default config's)",
+    )
+    parser.add_argument("--no-prior", action="store_true", help="do not measure the untrained judge (cosine's row)")
     args = parser.parse_args(argv)
 
     import math
@@ -154,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     held_out = dev_sample(labelled.held_out, args.dev_questions, args.seed)
     default = EvaluatorConfig()
+    if args.rank_weight is not None:
+        default = replace(default, rank_weight=args.rank_weight)
     steps_per_epoch = math.ceil(len(labelled.train_pairs) / default.train_batch_size)
     at = {max(1, round(e * steps_per_epoch)): e for e in args.epochs}
     config = replace(default, max_steps=max(at), max_epochs=math.ceil(max(args.epochs)))
@@ -184,10 +193,11 @@ def main(argv: list[str] | None = None) -> int:
         training["since"] = time.monotonic()
 
     # Step 0: the untrained judge, whose score starts at the retriever's cosine.
-    prior = build_judge(default)
-    prior.model.eval()
-    record(0, 0.0, evaluator_from_bundle(prior, "prior", {"sentence_evidence": True}))
-    del prior
+    if not args.no_prior:
+        prior = build_judge(default)
+        prior.model.eval()
+        record(0, 0.0, evaluator_from_bundle(prior, "prior", {"sentence_evidence": True}))
+        del prior
 
     def after_step(step: int, bundle: JudgeBundle) -> None:
         if step in at:
@@ -212,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     partial.rename(folder)
 
     lines = [
-        f"Learning curve of the general evaluator, seed {args.seed}: {len(labelled.train_pairs)} train pairs, "
+        f"Learning curve of the general evaluator, seed {args.seed}, rank weight {default.rank_weight:g}: "
+        f"{len(labelled.train_pairs)} train pairs, "
         f"{len(held_out.calibration_sets)} dev questions; {machine()}.",
         "",
         *table(points),

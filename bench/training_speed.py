@@ -54,7 +54,7 @@ from crag.judge import (  # noqa: E402
     encode_pairs,
     read_apart,
 )
-from crag.training.fitting import FROZEN_CACHE_MB, _batches, fit_judge, frozen_state_cache  # noqa: E402
+from crag.training.fitting import FROZEN_CACHE_MB, _batches, _units, fit_judge, frozen_state_cache  # noqa: E402
 from crag.training.metrics import roc_auc  # noqa: E402
 from crag.training.weak_supervision import Pair  # noqa: E402
 
@@ -148,7 +148,8 @@ def interleaved_steps(pairs: Sequence[Pair], steps: int, seed: int = 0) -> tuple
     after.model.frozen_cache = cache
     judges = [cast(MiniLMT5Judge, b.model) for b in (before, after)]
     optimisers = [torch.optim.AdamW(j.param_groups(config), weight_decay=config.weight_decay) for j in judges]
-    batches = _batches([len(r["input_ids"]) for r in rows], config.train_batch_size, random.Random(seed))
+    lengths = [len(r["input_ids"]) for r in rows]
+    batches = _batches(_units(pairs, grouped=False), lengths, config.train_batch_size, random.Random(seed))
     seconds: list[list[float]] = [[], []]
     for n in range(steps):
         idx = batches[n % len(batches)]

@@ -65,6 +65,11 @@ class EvaluatorConfig:
     weight_decay: float = 0.01
     warmup_frac: float = 0.06
     max_epochs: int = 2
+    # Weight of a listwise term beside the BCE: within each rank group of the pairs (one corpus
+    # question's passages, or its sentences), a softmax over the group's logits with the answer's
+    # as the targets. BCE alone compares pairs of any question, so a judge can pass it by knowing
+    # the topic; the ranking term asks which of one question's sentences answers it.
+    rank_weight: float = 0.0
     max_steps: int | None = None
     min_steps: int = 8  # always train a little, even when the budget is spent
     bf16: bool = False  # bf16 autocast; only faster on CPUs with native bf16 (AVX512-BF16/AMX)

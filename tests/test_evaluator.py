@@ -32,7 +32,7 @@ from crag.judge import (
 )
 from crag.minilm import minilm_folder
 from crag.text import plain_sentences as split_sentences
-from crag.training.fitting import fit_judge, frozen_state_cache
+from crag.training.fitting import _batches, _units, fit_judge, frozen_state_cache, rank_loss
 from crag.training.metrics import (
     MIN_CALIBRATION_QUESTIONS,
     calibrate,
@@ -751,6 +751,32 @@ def test_fit_judge_with_the_frozen_cache_reads_each_text_once_learns_and_reloads
     assert midway and midway[0] != pytest.approx(expected, abs=1e-4)  # measured midway, then trained on
     save_evaluator(bundle, tmp_path / "c", {"version": "c"})
     assert load_evaluator(tmp_path / "c", threads=1).score(question, passages) == pytest.approx(expected, abs=1e-5)
+
+
+def test_rank_loss_asks_that_a_groups_answer_outrank_the_rest_of_its_group():
+    """The listwise term: low when a group's answer has its highest logit, high when its lowest;
+    a group without both an answer and a non-answer, and a pair of no group, play no part."""
+    labels = torch.tensor([1.0, 0.0, 0.0, 0.0, 0.0, 1.0])
+    groups = ["q1", "q1", "q1", "q2", "q2", ""]
+    answer_first = rank_loss(torch.tensor([3.0, 0.0, -1.0, 5.0, 6.0, -9.0]), labels, groups)
+    answer_last = rank_loss(torch.tensor([-1.0, 0.0, 3.0, 5.0, 6.0, -9.0]), labels, groups)
+    assert answer_first is not None and answer_last is not None
+    assert float(answer_first) < 0.2 < 3.0 < float(answer_last)
+    expected = torch.logsumexp(torch.tensor([-1.0, 0.0, 3.0]), 0) - (-1.0)  # q2 (no answer) and "" left out
+    assert float(answer_last) == pytest.approx(float(expected))
+    assert rank_loss(torch.zeros(3), torch.tensor([0.0, 0.0, 1.0]), ["q2", "q2", ""]) is None
+
+
+def test_batches_keep_a_rank_group_whole_and_read_every_pair_once():
+    pairs = [Pair("q", f"p{i}", i % 2, "hard", "corpus", str(i), f"g{i // 5}" if i < 20 else "") for i in range(40)]
+    lengths = [10 + (i * 7) % 50 for i in range(40)]
+    grouped = _batches(_units(pairs, grouped=True), lengths, 8, random.Random(0))
+    assert sorted(i for batch in grouped for i in batch) == list(range(40))
+    assert all(len(batch) <= 8 for batch in grouped)
+    for g in range(4):
+        assert sum(1 for batch in grouped if any(pairs[i].rank_group == f"g{g}" for i in batch)) == 1
+    # Without the ranking term every pair travels alone, as before the groups existed.
+    assert _units(pairs, grouped=False) == [[i] for i in range(40)]
 
 
 def test_fused_gelu_scores_as_transformers_python_gelu():

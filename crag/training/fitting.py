@@ -51,17 +51,56 @@ def _fill_ahead(
     return model.fill_frozen_cache(list(texts), cache, progress=lambda done, total: emit("cache", done, total))
 
 
-def _batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
-    """Shuffled batches of similar lengths (less padding), in random order."""
-    order = list(range(len(lengths)))
+def _units(pairs: Sequence[Pair], grouped: bool) -> list[list[int]]:
+    """Pair indices that travel in one batch: a rank group's pairs together (when `grouped`),
+    every other pair alone."""
+    units: list[list[int]] = []
+    groups: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        if grouped and pair.rank_group:
+            groups.setdefault(pair.rank_group, []).append(i)
+        else:
+            units.append([i])
+    return units + list(groups.values())
+
+
+def _batches(
+    units: Sequence[list[int]], lengths: Sequence[int], batch_size: int, rng: random.Random
+) -> list[list[int]]:
+    """Shuffled batches of similar lengths (less padding), in random order, each unit kept whole
+    (a unit larger than a batch is a batch of its own)."""
+    order = list(units)
     rng.shuffle(order)
     window = batch_size * 16
     batches: list[list[int]] = []
     for start in range(0, len(order), window):
-        block = sorted(order[start : start + window], key=lambda i: lengths[i])
-        batches += [block[i : i + batch_size] for i in range(0, len(block), batch_size)]
+        block = sorted(order[start : start + window], key=lambda unit: max(lengths[i] for i in unit))
+        batch: list[int] = []
+        for unit in block:
+            if batch and len(batch) + len(unit) > batch_size:
+                batches.append(batch)
+                batch = []
+            batch += unit
+        if batch:
+            batches.append(batch)
     rng.shuffle(batches)
     return batches
+
+
+def rank_loss(logits: torch.Tensor, labels: torch.Tensor, groups: Sequence[str]) -> torch.Tensor | None:
+    """Listwise loss of the rank groups in a batch that hold an answer and a non-answer: minus the
+    log of the softmax mass the group's answers get; their mean, or None when no group counts."""
+    members: dict[str, list[int]] = {}
+    for row, group in enumerate(groups):
+        if group:
+            members.setdefault(group, []).append(row)
+    losses = []
+    for rows in members.values():
+        group_labels = labels[rows]
+        if 0 < float(group_labels.sum()) < len(rows):
+            group_logits = logits[rows]
+            losses.append(torch.logsumexp(group_logits, 0) - torch.logsumexp(group_logits[group_labels > 0.5], 0))
+    return torch.stack(losses).mean() if losses else None
 
 
 def inference_seconds_per_pair(
@@ -100,7 +139,8 @@ def fit_judge(
     frozen_cache_dtype: torch.dtype = torch.float16,
     after_step: Callable[[int, JudgeBundle], None] | None = None,
 ) -> Fitted:
-    """Train `bundle.model` in place with BCE on `pairs`, for `config.max_epochs` (or
+    """Train `bundle.model` in place with BCE on `pairs` (and, with `config.rank_weight`, the
+    listwise `rank_loss` within each rank group, a group's pairs kept in one batch), for `config.max_epochs` (or
     `config.max_steps`) or until `seconds_left()` runs out, whichever comes first; never fewer
     than `config.min_steps` steps. The planned total (and the LR schedule) follows the measured
     step time, replanned every 10 steps.
@@ -126,6 +166,9 @@ def fit_judge(
     pos_weight = torch.tensor((len(labels) - n_pos) / max(n_pos, 1.0))
     pad_id = bundle.tokenizer.pad_token_id or 0
     lengths = [len(r["input_ids"]) for r in rows]
+    ranked = config.rank_weight > 0
+    units = _units(pairs, ranked)
+    groups = [p.rank_group if ranked else "" for p in pairs]
     steps_per_epoch = math.ceil(len(rows) / config.train_batch_size)
     max_steps = config.max_epochs * steps_per_epoch
     if config.max_steps is not None:
@@ -152,7 +195,7 @@ def fit_judge(
     try:
         while step < plan["total"]:
             if not epoch_batches:
-                epoch_batches = _batches(lengths, config.train_batch_size, rng)
+                epoch_batches = _batches(units, lengths, config.train_batch_size, rng)
             idx = epoch_batches.pop()
             started = time.monotonic()
             batch = collate([rows[i] for i in idx], pad_id)
@@ -160,6 +203,10 @@ def fit_judge(
                 logits = model(**batch)
             logits = logits.float()
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels[idx], pos_weight=pos_weight)
+            if ranked:
+                ranking = rank_loss(logits, labels[idx], [groups[i] for i in idx])
+                if ranking is not None:
+                    loss = loss + config.rank_weight * ranking
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

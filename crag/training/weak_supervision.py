@@ -78,6 +78,9 @@ class Pair:
     kind: PairKind
     query_kind: QueryKind
     chunk_id: str  # the passage's chunk
+    # Pairs of one rank group (one question's passages, or its sentences) are also ranked against
+    # each other in training (crag/training/fitting.py, `rank_weight`); "" for none.
+    rank_group: str = ""
 
 
 @dataclass(frozen=True)
