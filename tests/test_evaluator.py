@@ -779,6 +779,38 @@ def test_batches_keep_a_rank_group_whole_and_read_every_pair_once():
     assert _units(pairs, grouped=False) == [[i] for i in range(40)]
 
 
+@pytest.mark.training
+def test_fit_judge_with_a_rank_weight_ranks_each_group_whole_in_one_step(monkeypatch):
+    """With `rank_weight`, each step's listwise term sees every pair of a rank group at once (a
+    group is batched whole), and the loss still falls."""
+    import crag.training.fitting as fitting
+
+    pairs = []
+    for i, (_, section, text) in enumerate(TOY[:8]):
+        question = f"What does the policy say about {section.split(' > ')[1].lower()}?"
+        pairs.append(Pair(question, text, 1, "positive", "corpus", str(i), f"q{i}"))
+        pairs += [Pair(question, TOY[(i + k) % 12][2], 0, "hard", "corpus", str(k), f"q{i}") for k in (1, 2)]
+    config = EvaluatorConfig(
+        t5_layers=1, t5_heads=2, t5_d_ff=64, train_max_length=96, train_batch_size=7, max_steps=12, min_steps=12,
+        rank_weight=1.0,
+    )  # fmt: skip
+    seen: list[list[str]] = []
+    real = fitting.rank_loss
+
+    def recording(logits, labels, groups):
+        seen.append(list(groups))
+        return real(logits, labels, groups)
+
+    monkeypatch.setattr(fitting, "rank_loss", recording)
+    torch.manual_seed(0)
+    events: list[tuple] = []
+    fitted = fit_judge(build_judge(config), pairs, config, 0, lambda: 600.0, lambda *event: events.append(event))
+    assert fitted.steps == 12 and len(seen) == 12
+    assert all(groups.count(g) == 3 for groups in seen for g in groups)  # every group whole
+    losses = [event[3] for event in events if event[0] == "train"]
+    assert losses[-1] < losses[0]
+
+
 def test_fused_gelu_scores_as_transformers_python_gelu():
     """The T5 blocks' activation swapped for PyTorch's fused tanh GELU: the same scores."""
     from transformers.activations import GELUTanh, NewGELUActivation
