@@ -1132,7 +1132,7 @@ def _toy_labelled(chunks) -> LabelledData:
 
 @pytest.mark.training
 def test_general_evaluator_is_trained_once_and_adapted_from(chunks, embed, tmp_path):
-    from crag.training.train import general_fingerprint, train_general
+    from crag.training.train import train_general
 
     labelled = _toy_labelled(chunks)
     folder = train_general(labelled, tmp_path / "general", budget_s=60, config=QUICK, seed=0)
