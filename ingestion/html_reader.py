@@ -34,7 +34,7 @@ from ingestion.chunking import first_title, heading_text
 
 # Marks the "#" of a real heading while the page is converted: every other "#" line is text.
 _HEADING_MARK = "\x00"
-_SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+SUPERSCRIPT_DIGITS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _STRUCK_STYLE = re.compile(r"text-decoration(?:-line)?\s*:[^;]*line-through", re.IGNORECASE)
 _CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 # Consent banners and site menus by their usual id or class names, matched whole: not
@@ -555,7 +555,7 @@ class _PolicyMarkdown(MarkdownConverter):
         before = el.previous_sibling
         after_digit = isinstance(before, str) and before[-1:].isdigit()
         if text.isdigit():
-            return text.translate(_SUPERSCRIPT_DIGITS)
+            return text.translate(SUPERSCRIPT_DIGITS)
         if after_digit and text.isalpha() and len(text) <= 3:
             return text
         return f" {text} " if text else ""

@@ -20,7 +20,7 @@ from wordfreq import zipf_frequency
 from crag.text import HEADING_LINE, LINK_DESTINATION, LINK_TEXT, LINK_TITLE, code_lines, render_links
 from ingestion.chunking import first_title, heading_text, keep_as_text
 from ingestion.docx_blocks import DocxBlock, NotADocx, read_docx_blocks
-from ingestion.html_reader import html_to_markdown
+from ingestion.html_reader import SUPERSCRIPT_DIGITS, html_to_markdown
 
 SUPPORTED_SUFFIXES = {".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".docx"}
 
@@ -159,8 +159,9 @@ def _without_quote_marks(text: str) -> str:
 
 # HTML that GitHub renders inside Markdown: "<details><summary>", "<br>", "<kbd>", "<a href>".
 # The text stays and the tags go; a summary is a line of its own; a break inside a table row
-# is a space, since a row must stay on one line; a footnote's mark goes, or "EUR 900<sup>1</sup>"
-# would read "EUR 9001". Code spans keep their tags as written.
+# is a space, since a row must stay on one line; a superscript number stays raised, as the HTML
+# reader keeps it ("EUR 900<sup>1</sup>" is "EUR 900¹", not "EUR 9001"; "m<sup>2</sup>" is "m²"),
+# and another footnote mark goes. Code spans keep their tags as written.
 _HTML_BLOCK_TAGS = "details|summary|div|p|section|article|aside|figure|figcaption|center|dl|dt|dd|hr|picture|source"
 _HTML_INLINE_TAGS = "span|sup|sub|b|strong|i|em|u|mark|small|big|font|ins|abbr|nobr"
 _TAG_END = r"(?=[\s/>])[^<>]*>"  # after a tag's name: "<hr@example.com>" is an address, not <hr>
@@ -168,7 +169,7 @@ _HTML = re.compile(
     _CODE_SPAN
     + r"""|<a\s[^<>]*?\bhref\s*=\s*(?P<quote>["'])(?P<url>[^"'<>]*)(?P=quote)[^<>]*>(?P<text>[^<]*?)</a\s*>"""
     rf"|<(?P<literal>code|kbd|tt){_TAG_END}(?P<literal_text>[^<`]*?)</(?P=literal)\s*>"
-    rf"|<sup{_TAG_END}\s*(?:\d{{1,2}}|[*†‡§a-z]|\[\d{{1,2}}\])\s*</sup\s*>"  # a footnote's mark: "EUR 900<sup>1</sup>"
+    rf"|<sup{_TAG_END}\s*(?:(?P<raised>\d{{1,3}})|[*†‡§a-z]|\[\d{{1,2}}\])\s*</sup\s*>"  # "m<sup>2</sup>", "EUR 900<sup>†</sup>"
     r"|(?P<break><br\s*/?>)"
     rf"|(?P<block></?(?:{_HTML_BLOCK_TAGS}){_TAG_END})"
     rf"|</?(?:{_HTML_INLINE_TAGS}){_TAG_END}",
@@ -185,6 +186,8 @@ def _without_html_tags(text: str) -> str:
             return f"[{label}]({match.group('url')})" if label else ""
         if match.group("literal"):
             return f"`{match.group('literal_text')}`"
+        if match.group("raised"):
+            return match.group("raised").translate(SUPERSCRIPT_DIGITS)
         if match.group("break"):
             return " " if in_table_row else "\n"
         if match.group("block"):

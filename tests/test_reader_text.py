@@ -271,7 +271,7 @@ def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
         "> [!WARNING]\n> Call 112 first.\n\n"
         "<details><summary>Old budget</summary>\n\nBefore 2024 the budget was EUR 300.<br>Ask "
         '<a href="https://people.example.org/learning">People Ops</a> or press <kbd>Ctrl</kbd>.\n</details>\n\n'
-        "| Course | Cap |\n| --- | --- |\n| Conference<br/>travel | EUR 900<sup>1</sup> |\n\n"
+        "| Course | Cap |\n| --- | --- |\n| Conference<br/>travel | EUR 900<sup>1</sup> |\n| Desk | 6 m<sup>2</sup><sup>*</sup> |\n\n"
         "Type `<br>` as written. Write to <hr@example.org> or <p.lee@example.org>.\n\n"
         "```html\n<details>kept</details>\n> kept\n```\n",
         encoding="utf-8",
@@ -284,7 +284,8 @@ def test_markdown_callouts_and_github_html_read_as_their_text(tmp_path) -> None:
         "Before 2024 the budget was EUR 300.\nAsk [People Ops](https://people.example.org/learning) or press `Ctrl`."
         in text
     )
-    assert "| Conference travel | EUR 900 |" in text  # a row stays one line; a footnote's mark goes
+    assert "| Conference travel | EUR 900¹ |" in text  # a row stays one line; a raised number stays raised
+    assert "| Desk | 6 m² |" in text  # a unit's power is kept, not read as "6 m2" or "6 m"; a "*" mark goes
     assert "Type `<br>` as written. Write to hr@example.org or p.lee@example.org." in text
     assert "```html\n<details>kept</details>\n> kept\n```" in text
 
