@@ -54,6 +54,7 @@ from crag.training.weak_supervision import (
     swap_focus,
     template_question,
 )
+from crag.types import Thresholds
 
 if TYPE_CHECKING:
     from crag.training.train import LabelledData
@@ -1101,6 +1102,8 @@ def test_labelled_data_joins_training_and_gates_and_calibrates(chunks, embed, qu
     # ... the weak supervision's metrics are kept beside them.
     assert metadata["metrics"]["weak"]["evaluator"]["n_sets"] == plain.evaluator.n_sets
     assert result.thresholds.to_dict() == metadata["thresholds"]
+    # The thresholds are the labelled questions' own: the weak-supervision sets do not move them.
+    assert metadata["thresholds"] == Thresholds(**metadata["metrics"]["evaluator"]["thresholds"]).to_dict()
     assert metadata["notes"][0] == "trained with 2 pairs and gated on 4 retrieval sets from four toy questions"
 
 
