@@ -5,8 +5,7 @@ its answer score, measured on the dev organisations only.
         [--sentence-weights 0.5] [--dev-questions 400]
 
 For a trained evaluator stored in DIR (default: its newest), calibrates upper, lower, strip and
-the fallback bar as the product does (weak-supervision sets of DIR's knowledge base together
-with the policy-qa corpus's dev sets), once per cost weight (`crag.training.metrics.calibrate`:
+the fallback bar as the product does (on the policy-qa corpus's dev sets), once per cost weight (`crag.training.metrics.calibrate`:
 upper maximises TPR - cost * FPR) and sentence weight (`crag.evidence.answer_score`), and
 prints the dev questions' routing for each: cross-fitted routing accuracy, and how often an
 answer-present set and an answer-absent set are routed Correct. `WRONG_CORRECT_COST` in
@@ -15,9 +14,10 @@ the test organisations are never read. Every score is computed once, whatever th
 
     .venv/bin/python -m bench.cost_weight --home DIR --mixes 160:131,400:131,160:319,400:319 [--draws 3]
 
-With --mixes, instead: how upper moves with the mix of labelled dev questions and
-weak-supervision questions that calibration happens to score (`evaluator train` scores as many
-as its budget allows), pooled as before or with each kind weighing alike
+With --mixes, instead: how upper moved with the mix of labelled dev questions and
+weak-supervision questions that calibration happened to score when it pooled both kinds (before
+crag/training/train.py's `_calibrate` took the dev questions alone), pooled or with each kind
+weighing alike
 (`crag.training.metrics.BALANCE_KINDS`): for each mix DEV:WEAK, `--draws` random draws of that
 many questions of each kind, and their uppers, with the share of the dev sample's
 answer-present and answer-absent sets each upper routes Correct. A count of 0 leaves that kind out.
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.learning_curve import dev_sample
     from crag.checkpoint import load_evaluator
     from crag.inference import CachedEvaluator
-    from crag.training.metrics import measure, merged_held_out
+    from crag.training.metrics import measure
     from crag.training.weak_supervision import build_weak_supervision
 
     settings = bench_settings(args.home)
@@ -75,18 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     if labelled is None:
         print("the corpus is switched off (POLICYBOT_CORPUS=off)", file=sys.stderr)
         return 2
-    weak = build_weak_supervision(evaluators.corpus_chunks(settings), embed_function(settings), seed=seed)
     dev = dev_sample(labelled.held_out, args.dev_questions, seed)
-    both = merged_held_out(weak, dev)
     judge = CachedEvaluator(load_evaluator(row.path), max_items=1_000_000)  # every score once, whatever the cost
     if args.mixes:
+        weak = build_weak_supervision(evaluators.corpus_chunks(settings), embed_function(settings), seed=seed)
         return _mixes(judge, weak, dev, args.mixes, args.draws, row.version)
     print(f"The cost of a wrong Correct and the sentence's weight, on the dev organisations: {row.version}", flush=True)
     header = ("cost", "sentence weight", "upper", "lower", "strip", "fallback", "dev routing (cross-fitted)")
     print(table([*header, *_ROUTED], []), flush=True)
     for cost in (float(c) for c in args.costs.split(",")):
         for weight in (float(w) for w in args.sentence_weights.split(",")):
-            calibrated = measure(judge, both, sentence_evidence=True, cost=cost, sentence_weight=weight).thresholds
+            calibrated = measure(judge, dev, sentence_evidence=True, cost=cost, sentence_weight=weight).thresholds
             routed = measure(judge, dev, sentence_evidence=True, cost=cost, sentence_weight=weight)
             fixed = measure(judge, dev, fixed_thresholds=calibrated, sentence_evidence=True, sentence_weight=weight)
             fallback = "-" if calibrated.fallback is None else f"{calibrated.fallback:.3f}"
