@@ -51,10 +51,10 @@ UPPER_J_SLACK = 0.0
 # missed ones: the cut maximises TPR - WRONG_CORRECT_COST * FPR. 1 is Youden's J. The fallback
 # bar is chosen the same way. Measured on the dev organisations (docs/quality.md, "Why, measured").
 WRONG_CORRECT_COST = 2.0
-# upper: labelled corpus questions and weak supervision's pseudo-queries count alike, however
-# many of each the budget let calibration score. Pooled, one evaluator's upper followed the mix
-# (0.46 to 0.68); another's hardly moved, and weighing alike changed one draw of its 15. Off
-# until it is measured over seeds (docs/quality.md, "Both kinds weighing alike").
+# upper, when one calibration mixes labelled corpus questions and weak supervision's
+# pseudo-queries: both kinds count alike, however many of each were scored. The product no longer
+# mixes them (crag/training/train.py, `_calibrate`: the dev questions alone when there are);
+# bench/cost_weight.py --mixes measures what mixing did (docs/quality.md, "Both kinds weighing alike").
 BALANCE_KINDS = False
 STRIP_J_SLACK = 0.05  # strip: the lowest threshold within this of the best J (keep answers)
 ABSENT_QUANTILE = 0.9  # lower: at least this share of answer-absent sets fall below it ...
