@@ -205,7 +205,7 @@ def train_evaluator(
 
     `extra_pairs` (real questions labelled by admins' reviews or askers' votes) join the
     training pairs, each seen `extra_weight` times as often as a weak pair; validation and
-    calibration stay on the weak-supervision split, so the metrics compare with cosine as before.
+    calibration stay on the held-out questions above, so the metrics compare with cosine as before.
 
     The whole run (data, training, calibration, saving) aims at `budget_s`: training stops
     early enough to leave time for calibration, but always runs `config.min_steps` steps.
