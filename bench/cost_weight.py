@@ -5,9 +5,9 @@ its answer score, measured on the dev organisations only.
         [--sentence-weights 0.5] [--dev-questions 400]
 
 For a trained evaluator stored in DIR (default: its newest), calibrates upper, lower, strip and
-the fallback bar as the product does (on the policy-qa corpus's dev sets), once per cost weight (`crag.training.metrics.calibrate`:
-upper maximises TPR - cost * FPR) and sentence weight (`crag.evidence.answer_score`), and
-prints the dev questions' routing for each: cross-fitted routing accuracy, and how often an
+the fallback bar as the product does (on the policy-qa corpus's dev sets), once per cost weight
+(`crag.training.metrics.calibrate`: upper maximises TPR - cost * FPR) and sentence weight
+(`crag.evidence.answer_score`), and prints the dev questions' routing for each: cross-fitted routing accuracy, and how often an
 answer-present set and an answer-absent set are routed Correct. `WRONG_CORRECT_COST` in
 crag/training/metrics.py and `SENTENCE_WEIGHT` in crag/evidence.py are chosen from this table;
 the test organisations are never read. Every score is computed once, whatever the grid.
@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table([*header, *_ROUTED], []), flush=True)
     for cost in (float(c) for c in args.costs.split(",")):
         for weight in (float(w) for w in args.sentence_weights.split(",")):
-            calibrated = measure(judge, dev, sentence_evidence=True, cost=cost, sentence_weight=weight).thresholds
             routed = measure(judge, dev, sentence_evidence=True, cost=cost, sentence_weight=weight)
+            calibrated = routed.thresholds  # calibrated on all the dev sets, as the product calibrates
             fixed = measure(judge, dev, fixed_thresholds=calibrated, sentence_evidence=True, sentence_weight=weight)
             fallback = "-" if calibrated.fallback is None else f"{calibrated.fallback:.3f}"
             print(
