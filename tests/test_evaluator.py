@@ -473,6 +473,47 @@ def test_calibration_scores_until_the_deadline_on_the_clock(chunks, embed):
     assert len(held_out_passages(slow)) == 20 + 2  # the 20 already cached cost nothing; then 2 slow ones
 
 
+def test_labelled_questions_get_the_calibration_time_and_weak_supervision_only_its_minimum(chunks, embed):
+    from crag.training.metrics import HeldOut
+    from crag.training.train import LabelledData, _score_held_out_within_budget
+
+    ws = build_weak_supervision(chunks, embed, seed=0)
+
+    def written(question: str) -> str:  # the same questions as labelled ones, not found in the cache
+        return "as written: " + question
+
+    labelled = LabelledData(
+        [],
+        HeldOut(
+            [replace(p, question=written(p.question)) for p in ws.val_pairs],
+            [replace(s, question=written(s.question)) for s in ws.calibration_sets],
+            [replace(e, question=written(e.question)) for e in ws.strip_examples],
+        ),
+        embeddings={},
+        description="weak supervision's questions, as written",
+    )
+    n_weak = len(held_out_passages(ws))
+    assert n_weak > MIN_CALIBRATION_QUESTIONS
+    # Time for everything twice over: the labelled questions calibrate, so they take it all ...
+    timed = _ClockedEvaluator(embed, seconds_per_call=1.0)
+    scored = _score_held_out_within_budget(
+        CachedEvaluator(timed), ws, labelled, 1e5, 0.0, quantize_int8=False, clock=timed.clock
+    )
+    assert scored.gate == labelled.held_out
+    # ... and weak supervision's sets, whose metrics are only kept beside the gate's, their minimum.
+    assert len(held_out_passages(scored.weak)) == MIN_CALIBRATION_QUESTIONS
+    assert scored.notes == [
+        f"measured weak supervision on {MIN_CALIBRATION_QUESTIONS} of {n_weak} held-out questions: "
+        "the labelled questions calibrate, so they get the time"
+    ]
+    # Without labelled questions, weak supervision's sets calibrate and get the time.
+    timed = _ClockedEvaluator(embed, seconds_per_call=1.0)
+    alone = _score_held_out_within_budget(
+        CachedEvaluator(timed), ws, None, 1e5, 0.0, quantize_int8=False, clock=timed.clock
+    )
+    assert (alone.weak, alone.gate, alone.notes) == (ws, None, [])
+
+
 def test_a_run_well_past_its_budget_says_by_how_much_and_why(chunks, embed):
     ws = build_weak_supervision(chunks, embed, seed=0)
     held_out = HeldOutScored(ws, None, [])
