@@ -192,8 +192,11 @@ class CachedEvaluator:
         return [float(v) for v in filled]
 
 
-def evaluator_from_bundle(bundle: JudgeBundle, version: str, metadata: dict[str, Any] | None = None) -> TorchEvaluator:
-    """Wrap a judge in memory (e.g. right after training) without a save/load round trip."""
+def evaluator_from_bundle(
+    bundle: JudgeBundle, version: str, metadata: dict[str, Any] | None = None, *, passage_cache_mb: int = 0
+) -> TorchEvaluator:
+    """Wrap a judge in memory (e.g. right after training) without a save/load round trip.
+    `passage_cache_mb` as `TorchEvaluator`'s: the cache stays on `bundle.model` until set to None."""
     return TorchEvaluator(
         bundle.model,
         bundle.tokenizer,
@@ -203,6 +206,7 @@ def evaluator_from_bundle(bundle: JudgeBundle, version: str, metadata: dict[str,
         batch_size=bundle.config.batch_size,
         threads=bundle.config.threads,
         metadata=metadata,
+        passage_cache_mb=passage_cache_mb,
     )
 
 

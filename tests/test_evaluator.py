@@ -891,7 +891,16 @@ def test_fused_gelu_scores_as_transformers_python_gelu():
 
 
 @pytest.mark.training
-def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
+def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path, monkeypatch):
+    import crag.training.train as train_module
+
+    judges: list[tuple[torch.nn.Module, dict]] = []
+
+    def spied(bundle, version, metadata=None, **kwargs):
+        judges.append((bundle.model, kwargs))
+        return evaluator_from_bundle(bundle, version, metadata, **kwargs)
+
+    monkeypatch.setattr(train_module, "evaluator_from_bundle", spied)
     config = EvaluatorConfig(
         t5_layers=1,
         t5_heads=2,
@@ -902,13 +911,23 @@ def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path):
         min_steps=20,
         separate_encoding=True,
     )
-    result = train_evaluator(chunks, embed, tmp_path, budget_s=60, config=config, seed=0)
+    result = train_evaluator(
+        chunks, embed, tmp_path, budget_s=600, config=config, seed=0
+    )  # every held-out question: compared below
     assert result.steps == 20 and result.evaluator.score_std > 1e-3
     assert result.evaluator.auc > 0.6, result.evaluator  # it starts from the retriever's cosine
     saved = json.loads((Path(result.folder) / "config.json").read_text())["evaluator_config"]
     assert saved["separate_encoding"] is True
     scores = load_evaluator(result.folder, threads=1).score("How many sick days do I get?", [TOY[5][2], TOY[8][2]])
     assert all(-1.0 <= s <= 1.0 for s in scores) and scores[0] != scores[1]
+    # Calibration read each passage's MiniLM states once, through a cache it dropped afterwards ...
+    [(model, kwargs)] = judges
+    assert kwargs["passage_cache_mb"] > 0 and model.passage_cache is None
+    # ... and measured what the saved evaluator, reading every passage afresh, measures.
+    ws = build_weak_supervision(chunks, embed, seed=0)
+    again = measure(CachedEvaluator(load_evaluator(result.folder, threads=1)), ws, sentence_evidence=True)
+    assert again.auc == pytest.approx(result.evaluator.auc, abs=1e-3)
+    assert again.thresholds.upper == pytest.approx(result.thresholds.upper, abs=1e-3)
 
 
 def test_configs_saved_before_separate_encoding_read_jointly():

@@ -25,7 +25,7 @@ import torch
 
 from crag.checkpoint import METADATA_FILE
 from crag.inference import CachedEvaluator, evaluator_from_bundle, quantize_int8_linear
-from crag.judge import EvaluatorConfig, JudgeBundle, build_judge
+from crag.judge import EvaluatorConfig, JudgeBundle, MiniLMT5Judge, build_judge
 from crag.training.fitting import Fitted, fit_judge, inference_seconds_per_pair
 from crag.training.metrics import (
     MIN_CALIBRATION_QUESTIONS,
@@ -45,6 +45,7 @@ from crag.types import Thresholds
 
 REVIEW_WEIGHT = 3  # a real labelled pair counts this many weak ones: rare, and how people really ask
 CALIBRATION_OVERHEAD = 1.3  # cosine on the same split, metrics, progress: on top of the model's scoring
+CALIBRATION_PASSAGE_CACHE_MB = 512  # MiniLM states of the passages calibration scores, read once each
 GATE_SHARE = 0.25  # of the budget, for scoring the labelled held-out questions that decide activation
 MIN_GATE_QUESTIONS = 100
 OVERRUN_TOLERANCE = 1.15  # a run this far past its budget says so, and why (_overrun_note)
@@ -240,13 +241,17 @@ def train_evaluator(
     t_cal = time.monotonic()
     out_dir.mkdir(parents=True, exist_ok=True)
     version = _new_version(out_dir, config.kind)
-    scored = CachedEvaluator(evaluator_from_bundle(bundle, version))
+    # Calibration asks many questions of the same passages (a knowledge base's chunks, their
+    # sentences): their MiniLM states are read once (exact, tests/test_evaluator.py).
+    scored = CachedEvaluator(evaluator_from_bundle(bundle, version, passage_cache_mb=CALIBRATION_PASSAGE_CACHE_MB))
     bundle.model.eval()
     held_out = _score_held_out_within_budget(
         scored, ws, labelled, budget_s, t0, quantize_int8=bundle.config.quantize_int8, emit=emit
     )
     notes += held_out.notes
     measured = _measure_against_cosine(scored, held_out, labelled, embed, progress, t0)
+    if isinstance(bundle.model, MiniLMT5Judge):
+        bundle.model.passage_cache = None  # fp32 states: not the int8 variant's, and kept out of memory
     calibrated = _calibrate(scored, bundle, version, held_out, measured)
     phases["calibrate"] = time.monotonic() - t_cal
     notes += _doubts(measured)
