@@ -421,7 +421,7 @@ def _score_held_out_within_budget(
         )
     # The labelled questions decide activation: they get at least GATE_SHARE of the budget even
     # when training overran, and at least MIN_GATE_QUESTIONS of them are scored (a question with
-    # its candidates and strips costs about 1 s on 2 CPU cores).
+    # its candidates and strips costs about 0.9 s on 2 CPU cores).
     seconds_left = t0 + budget_s - 2.0 - clock()
     gate, gate_note = score_until(
         scored,
