@@ -911,9 +911,8 @@ def test_separate_encoding_trains_saves_and_reloads(chunks, embed, tmp_path, mon
         min_steps=20,
         separate_encoding=True,
     )
-    result = train_evaluator(
-        chunks, embed, tmp_path, budget_s=600, config=config, seed=0
-    )  # every held-out question: compared below
+    # A budget that scores every held-out question, so that the comparison below is on the same ones.
+    result = train_evaluator(chunks, embed, tmp_path, budget_s=600, config=config, seed=0)
     assert result.steps == 20 and result.evaluator.score_std > 1e-3
     assert result.evaluator.auc > 0.6, result.evaluator  # it starts from the retriever's cosine
     saved = json.loads((Path(result.folder) / "config.json").read_text())["evaluator_config"]
