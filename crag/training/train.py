@@ -243,8 +243,8 @@ def train_evaluator(
     version = _new_version(out_dir, config.kind)
     # Calibration asks many questions of the same passages (a knowledge base's chunks, their
     # sentences): their MiniLM states are read once (exact, tests/test_evaluator.py).
+    # (TorchEvaluator puts the model in eval mode.)
     scored = CachedEvaluator(evaluator_from_bundle(bundle, version, passage_cache_mb=CALIBRATION_PASSAGE_CACHE_MB))
-    bundle.model.eval()
     held_out = _score_held_out_within_budget(
         scored, ws, labelled, budget_s, t0, quantize_int8=bundle.config.quantize_int8, emit=emit
     )
