@@ -514,6 +514,38 @@ def test_labelled_questions_get_the_calibration_time_and_weak_supervision_only_i
     assert (alone.weak, alone.gate, alone.notes) == (ws, None, [])
 
 
+def test_the_time_kept_for_calibration_is_for_the_questions_calibration_scores(chunks, embed, monkeypatch):
+    from crag.training import train
+    from crag.training.metrics import HeldOut
+
+    seconds_per_pair = 0.01
+    monkeypatch.setattr(train, "inference_seconds_per_pair", lambda *args: seconds_per_pair)
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64))
+    ws = build_weak_supervision(chunks, embed, seed=0)
+    # More weak questions than their minimum: with labelled questions, the rest must take no time.
+    assert len(held_out_passages(ws)) > MIN_CALIBRATION_QUESTIONS
+    labelled = train.LabelledData(
+        [],
+        HeldOut(
+            [replace(p, question="as written: " + p.question) for p in ws.val_pairs],
+            [replace(s, question="as written: " + s.question) for s in ws.calibration_sets],
+            [replace(e, question="as written: " + e.question) for e in ws.strip_examples],
+        ),
+        embeddings={},
+        description="weak supervision's questions, as written",
+    )
+    budget = 1e6  # no cap: the reserve is the estimate itself
+    for with_labelled in (labelled, None):
+        timed = _ClockedEvaluator(embed, seconds_per_call=1.0)
+        held_out = train._score_held_out_within_budget(
+            CachedEvaluator(timed), ws, with_labelled, budget, 0.0, quantize_int8=False, clock=timed.clock
+        )
+        scored_sets = [held_out.weak] + ([held_out.gate] if held_out.gate is not None else [])
+        pairs = sum(len(passages) for held in scored_sets for passages in held_out_passages(held).values())
+        reserve = train._calibration_reserve(bundle, ws, with_labelled, budget)
+        assert reserve == pytest.approx(pairs * seconds_per_pair * train.CALIBRATION_OVERHEAD + 5.0)
+
+
 def test_a_run_well_past_its_budget_says_by_how_much_and_why(chunks, embed):
     ws = build_weak_supervision(chunks, embed, seed=0)
     held_out = HeldOutScored(ws, None, [])

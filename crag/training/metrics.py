@@ -314,7 +314,7 @@ def score_until(
     for s in [*ws.calibration_sets, *_fallback_sets(ws)]:
         sets_of.setdefault(s.question, []).append(s)
     chosen: set[str] = set()
-    for i, question in enumerate(_scoring_order(ws)):
+    for i, question in enumerate(scoring_order(ws)):
         if len(chosen) >= min_questions and clock() >= deadline:
             break
         if emit is not None and i % 5 == 0:
@@ -330,7 +330,7 @@ def score_until(
     return _only(ws, chosen), _left_out_note(len(chosen), len(needed))
 
 
-def _scoring_order(ws: WeakSupervision | HeldOut) -> list[str]:
+def scoring_order(ws: WeakSupervision | HeldOut) -> list[str]:
     """Held-out questions, those that calibrate thresholds first, in a fixed hashed order."""
     calibrating = {s.question for s in ws.calibration_sets}
     return sorted(held_out_passages(ws), key=lambda q: (q not in calibrating, hashlib.sha1(q.encode()).hexdigest()))

@@ -37,6 +37,7 @@ from crag.training.metrics import (
     held_out_passages,
     measure,
     score_until,
+    scoring_order,
 )
 from crag.training.progress import PhaseEmitter, Progress, phase_emitter
 from crag.training.saving import load_weights, save_evaluator, update_metadata
@@ -356,15 +357,19 @@ def _calibration_reserve(
     bundle: JudgeBundle, ws: WeakSupervision, labelled: LabelledData | None, budget_s: float
 ) -> float:
     """Seconds of the budget kept for measuring and calibration: measured inference speed times
-    the pairs they will score, at most 40% of the budget."""
+    the pairs they will score, at most 40% of the budget. As `_score_held_out_within_budget`
+    scores them: with labelled questions, weak supervision's minimum and every labelled question
+    (more than a short budget scores, and each one steadies upper); without, all of weak
+    supervision's."""
     config = bundle.config
     pad_id = bundle.tokenizer.pad_token_id or 0
-    n_eval_pairs = sum(len(passages) for passages in held_out_passages(ws).values())
-    infer_per_pair = inference_seconds_per_pair(bundle.model, ws.val_pairs, bundle.tokenizer, config, pad_id)
-    reserve = n_eval_pairs * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
+    weak = held_out_passages(ws)
+    pairs_per_question = [len(weak[question]) for question in scoring_order(ws)]
     if labelled:
-        gate_pairs = sum(len(passages) for passages in held_out_passages(labelled.held_out).values())
-        reserve += min(gate_pairs * infer_per_pair * CALIBRATION_OVERHEAD, GATE_SHARE * budget_s)
+        pairs_per_question = pairs_per_question[:MIN_CALIBRATION_QUESTIONS]
+        pairs_per_question += [len(passages) for passages in held_out_passages(labelled.held_out).values()]
+    infer_per_pair = inference_seconds_per_pair(bundle.model, ws.val_pairs, bundle.tokenizer, config, pad_id)
+    reserve = sum(pairs_per_question) * infer_per_pair * CALIBRATION_OVERHEAD + 5.0
     if config.quantize_int8:
         reserve *= 1.6  # the int8 variant is calibrated too
     # Training gets at least 60% of the budget even if calibration then overruns it: a model
