@@ -58,6 +58,7 @@ from crag.types import Thresholds
 
 if TYPE_CHECKING:
     from crag.training.train import LabelledData
+    from crag.training.weak_supervision import WeakSupervision
 
 # Short chunks about distinct topics, a few per document, with the numbers, dates and names
 # that templated questions are made from.
@@ -473,16 +474,16 @@ def test_calibration_scores_until_the_deadline_on_the_clock(chunks, embed):
     assert len(held_out_passages(slow)) == 20 + 2  # the 20 already cached cost nothing; then 2 slow ones
 
 
-def test_labelled_questions_get_the_calibration_time_and_weak_supervision_only_its_minimum(chunks, embed):
+def _as_labelled(ws: WeakSupervision) -> LabelledData:
+    """Weak supervision's held-out questions again as labelled ones, worded apart so that scoring
+    one does not find the other in a cache."""
     from crag.training.metrics import HeldOut
-    from crag.training.train import LabelledData, _score_held_out_within_budget
+    from crag.training.train import LabelledData
 
-    ws = build_weak_supervision(chunks, embed, seed=0)
-
-    def written(question: str) -> str:  # the same questions as labelled ones, not found in the cache
+    def written(question: str) -> str:
         return "as written: " + question
 
-    labelled = LabelledData(
+    return LabelledData(
         [],
         HeldOut(
             [replace(p, question=written(p.question)) for p in ws.val_pairs],
@@ -492,6 +493,13 @@ def test_labelled_questions_get_the_calibration_time_and_weak_supervision_only_i
         embeddings={},
         description="weak supervision's questions, as written",
     )
+
+
+def test_labelled_questions_get_the_calibration_time_and_weak_supervision_only_its_minimum(chunks, embed):
+    from crag.training.train import _score_held_out_within_budget
+
+    ws = build_weak_supervision(chunks, embed, seed=0)
+    labelled = _as_labelled(ws)
     n_weak = len(held_out_passages(ws))
     assert n_weak > MIN_CALIBRATION_QUESTIONS
     # Time for everything twice over: the labelled questions calibrate, so they take it all ...
@@ -516,7 +524,6 @@ def test_labelled_questions_get_the_calibration_time_and_weak_supervision_only_i
 
 def test_the_time_kept_for_calibration_is_for_the_questions_calibration_scores(chunks, embed, monkeypatch):
     from crag.training import train
-    from crag.training.metrics import HeldOut
 
     seconds_per_pair = 0.01
     monkeypatch.setattr(train, "inference_seconds_per_pair", lambda *args: seconds_per_pair)
@@ -524,16 +531,7 @@ def test_the_time_kept_for_calibration_is_for_the_questions_calibration_scores(c
     ws = build_weak_supervision(chunks, embed, seed=0)
     # More weak questions than their minimum: with labelled questions, the rest must take no time.
     assert len(held_out_passages(ws)) > MIN_CALIBRATION_QUESTIONS
-    labelled = train.LabelledData(
-        [],
-        HeldOut(
-            [replace(p, question="as written: " + p.question) for p in ws.val_pairs],
-            [replace(s, question="as written: " + s.question) for s in ws.calibration_sets],
-            [replace(e, question="as written: " + e.question) for e in ws.strip_examples],
-        ),
-        embeddings={},
-        description="weak supervision's questions, as written",
-    )
+    labelled = _as_labelled(ws)
     budget = 1e6  # no cap: the reserve is the estimate itself
     for with_labelled in (labelled, None):
         timed = _ClockedEvaluator(embed, seconds_per_call=1.0)
