@@ -10,7 +10,8 @@ the fallback bar as the product does (on the policy-qa corpus's dev sets), once 
 (`crag.evidence.answer_score`), and prints the dev questions' routing for each: cross-fitted
 routing accuracy, and how often an answer-present set and an answer-absent set are routed
 Correct. `WRONG_CORRECT_COST` in crag/training/metrics.py and `SENTENCE_WEIGHT` in
-crag/evidence.py are chosen from this table; the test organisations are never read. Every score is computed once, whatever the grid.
+crag/evidence.py are chosen from this table; the test organisations are never read. Every score
+is computed once, whatever the grid.
 
     .venv/bin/python -m bench.cost_weight --home DIR --mixes 160:131,400:131,160:319,400:319 [--draws 3]
 

@@ -76,6 +76,11 @@ class TorchEvaluator:
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._lock = threading.Lock()  # one forward at a time; torch threads do the parallelism
 
+    def drop_passage_cache(self) -> None:
+        """Free the passages' cached states: they are this model's, stale once it is quantised."""
+        if isinstance(self.model, MiniLMT5Judge):
+            self.model.passage_cache = None
+
     def _threshold_dict(self) -> dict[str, Any]:
         # int8 scores drift from fp32 (the similarity prior amplifies small errors), so a
         # quantised evaluator uses thresholds calibrated on itself when it has them.
@@ -196,7 +201,8 @@ def evaluator_from_bundle(
     bundle: JudgeBundle, version: str, metadata: dict[str, Any] | None = None, *, passage_cache_mb: int = 0
 ) -> TorchEvaluator:
     """Wrap a judge in memory (e.g. right after training) without a save/load round trip.
-    `passage_cache_mb` as `TorchEvaluator`'s: the cache stays on `bundle.model` until set to None."""
+    `passage_cache_mb` as `TorchEvaluator`'s: the cache stays on `bundle.model` until
+    `drop_passage_cache`."""
     return TorchEvaluator(
         bundle.model,
         bundle.tokenizer,

@@ -25,7 +25,7 @@ import torch
 
 from crag.checkpoint import METADATA_FILE
 from crag.inference import CachedEvaluator, evaluator_from_bundle, quantize_int8_linear
-from crag.judge import EvaluatorConfig, JudgeBundle, MiniLMT5Judge, build_judge
+from crag.judge import EvaluatorConfig, JudgeBundle, build_judge
 from crag.training.fitting import Fitted, fit_judge, inference_seconds_per_pair
 from crag.training.metrics import (
     MIN_CALIBRATION_QUESTIONS,
@@ -243,16 +243,15 @@ def train_evaluator(
     out_dir.mkdir(parents=True, exist_ok=True)
     version = _new_version(out_dir, config.kind)
     # Calibration asks many questions of the same passages (a knowledge base's chunks, their
-    # sentences): their MiniLM states are read once (exact, tests/test_evaluator.py).
-    # (TorchEvaluator puts the model in eval mode.)
+    # sentences): their MiniLM states are read once (exact, tests/test_evaluator.py). TorchEvaluator
+    # puts the model in eval mode.
     scored = CachedEvaluator(evaluator_from_bundle(bundle, version, passage_cache_mb=CALIBRATION_PASSAGE_CACHE_MB))
     held_out = _score_held_out_within_budget(
         scored, ws, labelled, budget_s, t0, quantize_int8=bundle.config.quantize_int8, emit=emit
     )
     notes += held_out.notes
     measured = _measure_against_cosine(scored, held_out, labelled, embed, progress, t0)
-    if isinstance(bundle.model, MiniLMT5Judge):
-        bundle.model.passage_cache = None  # fp32 states: not the int8 variant's, and kept out of memory
+    scored.drop_passage_cache()  # fp32 states: not the int8 variant's, and kept out of memory
     calibrated = _calibrate(scored, bundle, version, held_out, measured)
     phases["calibrate"] = time.monotonic() - t_cal
     notes += _doubts(measured)
