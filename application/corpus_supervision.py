@@ -313,11 +313,11 @@ def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
         if a.portal and label != "kb":  # the fallback's bar: fallback-only against unanswerable
             found = label == "fallback" and any(a.holds_answer(c) for c in a.portal)
             if found or label != "fallback":
-                fallback_sets.append(_candidate_set(q, found, a.portal))
+                fallback_sets.append(_candidate_set(q, found, a.portal, a))
         if not a.candidates:
             continue
         present = label == "kb" and any(a.holds_answer(c) for c in a.candidates)
-        sets.append(_candidate_set(q, present, a.candidates))
+        sets.append(_candidate_set(q, present, a.candidates, a if label == "kb" else None))
         if present:  # the strip threshold: answer sentences against their neighbours and others
             for c in a.candidates:
                 if a.holds_answer(c):
@@ -328,7 +328,10 @@ def held_out(asked: Sequence[AskedQuestion]) -> HeldOut:
     return HeldOut(pairs, sets, strips, fallback_sets)
 
 
-def _candidate_set(question: str, present: bool, chunks: Sequence[StoredChunk]) -> CandidateSet:
+def _candidate_set(
+    question: str, present: bool, chunks: Sequence[StoredChunk], asked: AskedQuestion | None
+) -> CandidateSet:
+    """`asked`: the question whose answer the chunks may hold (None: none of them answers it)."""
     return CandidateSet(
         question,
         "corpus",
@@ -336,6 +339,7 @@ def _candidate_set(question: str, present: bool, chunks: Sequence[StoredChunk]) 
         tuple(c.id for c in chunks),
         tuple(c.plain for c in chunks),
         tuple(c.section for c in chunks),
+        tuple(c.id for c in chunks if asked is not None and asked.holds_answer(c)),
     )
 
 

@@ -38,6 +38,12 @@ def answer_score(passage_score: float, best_sentence: float | None, sentence_wei
     return (1 - sentence_weight) * passage_score + sentence_weight * best_sentence
 
 
+def best_passages(passage_scores: Sequence[float]) -> list[int]:
+    """The indices of the `SENTENCE_PASSAGES` best-scored passages, best first: the passages
+    `answer_scores` scores, in its order."""
+    return sorted(range(len(passage_scores)), key=lambda i: -passage_scores[i])[:SENTENCE_PASSAGES]
+
+
 def answer_scores(
     evaluator: Evaluator,
     question: str,
@@ -48,7 +54,7 @@ def answer_scores(
     """Answer scores of the `SENTENCE_PASSAGES` best passages (best first); their sentences are
     scored in one call. The others' scores play no part: a question is answered, if at all, by
     its best passages."""
-    best = sorted(range(len(passages)), key=lambda i: -passage_scores[i])[:SENTENCE_PASSAGES]
+    best = best_passages(passage_scores)
     texts = [sentence_texts(passages[i]) for i in best]
     flat = [text for group in texts for text in group]
     scores = list(evaluator.score(question, flat)) if flat else []

@@ -222,3 +222,56 @@ def test_calibration_routes_on_answer_scores_as_the_pipeline_does() -> None:
     assert by_passage.action_rates["absent"]["correct"] == 1.0  # on topic: every absent set routed Correct
     assert by_sentence.action_rates["absent"]["correct"] == 0.0
     assert by_sentence.action_rates["present"]["correct"] == 1.0
+
+
+def test_calibration_counts_a_set_led_by_the_wrong_candidate_as_a_wrong_correct() -> None:
+    """A set that holds the answer but whose best-scored candidate does not would quote that
+    candidate if routed Correct: upper weighs it as an answer-absent set, not as a right answer."""
+    from dataclasses import replace
+
+    from crag.inference import CachedEvaluator
+    from crag.training.metrics import HeldOut, leads_with_answer, measure
+    from crag.training.weak_supervision import CandidateSet
+
+    parking = Passage(
+        id="parking", text="Parking permits are issued by Facilities.", origin="kb", source="kb", document="p.md"
+    )
+
+    def candidate_set(question: str, present: bool, answer_ids: tuple[str, ...], *passages: Passage) -> CandidateSet:
+        return CandidateSet(
+            question,
+            "corpus",
+            present,
+            tuple(p.id for p in passages),
+            tuple(p.text for p in passages),
+            tuple(p.section for p in passages),
+            answer_ids,
+        )
+
+    right = [candidate_set(f"q{i} Toronto hotel cap?", True, ("caps",), ON_TOPIC, ANSWERING) for i in range(3)]
+    # The answer is in the parking passage, yet the hotel passage scores best and would lead.
+    wrong = [candidate_set(f"q{i} permit for hotel parking?", True, ("parking",), ON_TOPIC, parking) for i in range(3)]
+    absent = [candidate_set(f"q{i} gym allowance?", False, (), parking) for i in range(3)]
+    judge = CachedEvaluator(SentenceJudge())
+    measured = measure(judge, HeldOut([], [*right, *wrong, *absent], []), sentence_evidence=True)
+    routing_wrong = answer_scores(judge, wrong[0].question, wrong[0].as_passages(), [0.8, -0.9])
+    assert max(routing_wrong) < 0.9  # the hotel passage's answer score, below the answering sets'
+    assert measured.thresholds.upper > max(routing_wrong)  # the wrong-led sets stay under upper
+    scores = {(s.question, p): judge.score(s.question, [p])[0] for s in [*right, *wrong] for p in s.passages}
+    assert leads_with_answer(
+        right[0], answer_scores(judge, right[0].question, right[0].as_passages(), [0.8, 0.9]), scores, True
+    )
+    # Where the set does not say which candidate answers, every present set counts as right, as before.
+    unknown = [replace(s, answer_ids=()) for s in wrong]
+    before = measure(judge, HeldOut([], [*right, *unknown, *absent], []), sentence_evidence=True)
+    assert before.thresholds.upper < max(routing_wrong)
+
+
+def test_calibration_keeps_its_present_sets_when_none_leads_with_its_answer() -> None:
+    from crag.training.metrics import calibrate
+
+    absent = [-0.5, -0.2, 0.0]
+    only_wrong = calibrate([], absent, wrong_lead=[0.6, 0.7], fallback_absent=[0.1], fallback_wrong_lead=[0.5])
+    assert only_wrong == calibrate([0.6, 0.7], absent, fallback_present=[0.5], fallback_absent=[0.1])
+    with pytest.raises(ValueError):
+        calibrate([], absent)

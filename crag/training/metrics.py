@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from crag.decision import decide
-from crag.evidence import SENTENCE_WEIGHT, answer_scores
+from crag.evidence import SENTENCE_WEIGHT, answer_scores, best_passages
 from crag.inference import CachedEvaluator, CosineEvaluator
 from crag.training.progress import PhaseEmitter, Progress, phase_emitter
 from crag.training.weak_supervision import (
@@ -183,11 +183,14 @@ def calibrate(
     strip_pos: Sequence[float] = (),
     strip_neg: Sequence[float] = (),
     *,
+    wrong_lead: Sequence[float] = (),
     fallback_present: Sequence[float] = (),
     fallback_absent: Sequence[float] = (),
+    fallback_wrong_lead: Sequence[float] = (),
     cost: float = WRONG_CORRECT_COST,
     present_kinds: Sequence[str] = (),
     absent_kinds: Sequence[str] = (),
+    wrong_lead_kinds: Sequence[str] = (),
 ) -> Thresholds:
     """(upper, lower, strip, fallback) from max-scores of answer-present and answer-absent sets.
 
@@ -200,16 +203,25 @@ def calibrate(
       nearly-best threshold, because refinement also keeps only the top strips.
     fallback: separates the fallback results of fallback-only questions from those of
       unanswerable ones, as upper does (None without both kinds: the fallback answers from upper).
-    present_kinds, absent_kinds: each set's kind, when calibration mixes kinds of questions;
-      upper then weighs every kind alike (`kind_weights`).
+    wrong_lead, fallback_wrong_lead: max-scores of answer-present sets whose best-scored
+      candidate does not hold the answer. Routed Correct (or answered from the fallback), the reply
+      would quote that candidate: a wrong answer. So upper and the fallback bar count them with
+      the absent sets, and lower with the present ones (the answer is there).
+    present_kinds, absent_kinds, wrong_lead_kinds: each set's kind, when calibration mixes kinds
+      of questions; upper then weighs every kind alike (`kind_weights`).
     """
-    pos, neg = np.asarray(present_max, float), np.asarray(absent_max, float)
-    if len(pos) == 0 or len(neg) == 0:
+    pos, absent, wrong = np.asarray(present_max, float), np.asarray(absent_max, float), np.asarray(wrong_lead, float)
+    if len(pos) == 0:  # no present set leads with its answer (a handful of sets): all count as present
+        pos, wrong = wrong, wrong[:0]
+    if len(pos) == 0 or len(absent) == 0:
         raise ValueError("calibration needs answer-present and answer-absent sets")
-    weights = (kind_weights(present_kinds), kind_weights(absent_kinds)) if present_kinds else (None, None)
+    neg = np.concatenate([absent, wrong])
+    kinds = [*absent_kinds, *wrong_lead_kinds]
+    weights = (kind_weights(present_kinds), kind_weights(kinds)) if present_kinds else (None, None)
     cuts, j = _separation(pos, neg, cost, *weights)
     upper = float(cuts[np.flatnonzero(j >= j.max() - UPPER_J_SLACK).max()])
-    lower = float(min(upper, np.quantile(neg, ABSENT_QUANTILE), np.quantile(pos, PRESENT_QUANTILE)))
+    present_all = np.concatenate([pos, wrong])
+    lower = float(min(upper, np.quantile(absent, ABSENT_QUANTILE), np.quantile(present_all, PRESENT_QUANTILE)))
     if len(strip_pos) and len(strip_neg):
         cuts_s, j_s = _separation(np.asarray(strip_pos, float), np.asarray(strip_neg, float))
         strip = float(cuts_s[np.flatnonzero(j_s >= j_s.max() - STRIP_J_SLACK).min()])
@@ -217,8 +229,12 @@ def calibrate(
     else:
         strip = lower
     fallback = None
-    if len(fallback_present) and len(fallback_absent):
-        cuts_f, j_f = _separation(np.asarray(fallback_present, float), np.asarray(fallback_absent, float), cost)
+    fallback_pos, fallback_wrong = list(fallback_present), list(fallback_wrong_lead)
+    if not fallback_pos:  # as for upper
+        fallback_pos, fallback_wrong = fallback_wrong, []
+    if len(fallback_pos) and len(fallback_absent):
+        fallback_neg = np.asarray([*fallback_absent, *fallback_wrong], float)
+        cuts_f, j_f = _separation(np.asarray(fallback_pos, float), fallback_neg, cost)
         fallback = float(cuts_f[np.flatnonzero(j_f >= j_f.max() - UPPER_J_SLACK).max()])
     return Thresholds(upper=upper, lower=lower, strip=strip, fallback=fallback)
 
@@ -247,6 +263,21 @@ def _routing_scores(
         else:
             routing[id(s)] = passage_scores
     return routing
+
+
+def leads_with_answer(
+    s: CandidateSet, routing: Sequence[float], scores: dict[tuple[str, str], float], sentence_evidence: bool
+) -> bool:
+    """Whether the candidate with the best routing score (the passage a Correct reply quotes
+    first) holds the answer; True where the set does not say which candidates do."""
+    if not s.answer_ids:
+        return True
+    if sentence_evidence:  # the routing scores are those of the best passages, best first (crag/evidence.py)
+        order = best_passages([scores[(s.question, p)] for p in s.passages])
+    else:
+        order = list(range(len(s.passages)))
+    best = max(range(len(routing)), key=lambda i: routing[i])
+    return s.chunk_ids[order[best]] in s.answer_ids
 
 
 def _routing_credit(routed: Sequence[tuple[bool, Action]]) -> float:
@@ -412,20 +443,27 @@ def measure(
     def set_max(s: CandidateSet) -> float:
         return max(routing[id(s)])
 
+    def right_lead(s: CandidateSet) -> bool:
+        return s.present and leads_with_answer(s, routing[id(s)], scores, sentence_evidence)
+
     def fit(subset: Sequence[CandidateSet]) -> Thresholds:
         questions = {s.question for s in subset}
         strips = [e for e in ws.strip_examples if e.question in questions]
         fallback = [s for s in fallback_sets if s.question in questions]
+        wrong = [s for s in subset if s.present and not right_lead(s)]
         return calibrate(
-            [set_max(s) for s in subset if s.present],
+            [set_max(s) for s in subset if right_lead(s)],
             [set_max(s) for s in subset if not s.present],
             [scores[(e.question, e.text)] for e in strips if e.label == 1],
             [scores[(e.question, e.text)] for e in strips if e.label == 0],
-            fallback_present=[set_max(s) for s in fallback if s.present],
+            wrong_lead=[set_max(s) for s in wrong],
+            fallback_present=[set_max(s) for s in fallback if right_lead(s)],
             fallback_absent=[set_max(s) for s in fallback if not s.present],
+            fallback_wrong_lead=[set_max(s) for s in fallback if s.present and not right_lead(s)],
             cost=cost,
-            present_kinds=[_set_kind(s) for s in subset if s.present] if balance_kinds else (),
+            present_kinds=[_set_kind(s) for s in subset if right_lead(s)] if balance_kinds else (),
             absent_kinds=[_set_kind(s) for s in subset if not s.present] if balance_kinds else (),
+            wrong_lead_kinds=[_set_kind(s) for s in wrong] if balance_kinds else (),
         )
 
     if not sets:

@@ -93,6 +93,9 @@ class CandidateSet:
     chunk_ids: tuple[str, ...]
     passages: tuple[str, ...]
     sections: tuple[str, ...] = ()  # the passages' heading paths, for their sentences' context
+    # The candidates that hold the answer (by chunk id); empty where it is not known. Calibration
+    # counts a present set whose best-scored candidate is not one of them as a wrong Correct.
+    answer_ids: tuple[str, ...] = ()
 
     def as_passages(self) -> list[Passage]:
         """The candidates as the pipeline holds them (what crag/evidence.py reads sentences of)."""
