@@ -102,6 +102,14 @@ def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_p
     assert set(sets) == {q["question"] for q in DEV}
     assert sets[DEV[0]["question"]].present and sets[DEV[1]["question"]].present
     assert not any(sets[q["question"]].present for q in DEV[2:])
+    # Each present set names the candidates that answer (calibration: which one leads); no other set does.
+    toronto_set = sets[DEV[0]["question"]]
+    assert toronto_set.answer_ids and set(toronto_set.answer_ids) < set(toronto_set.chunk_ids)
+    answering = [
+        t for i, t in zip(toronto_set.chunk_ids, toronto_set.passages, strict=True) if i in toronto_set.answer_ids
+    ]
+    assert all("CAD 240" in text for text in answering)
+    assert not any(sets[q["question"]].answer_ids for q in DEV[2:])
     strips = [e for e in data.held_out.strip_examples if e.question == DEV[0]["question"]]
     assert [sentence(e.text) for e in strips if e.label == 1] == ["| City: Toronto | Cap: CAD 240 |"]
     assert any(e.label == 0 and "travel desk" in e.text for e in strips)  # a neighbour, not the answer
@@ -111,6 +119,7 @@ def test_corpus_questions_are_asked_through_real_retrieval(knowledge_base, tmp_p
         DEV[3]["question"]: False,
         DEV[4]["question"]: False,
     }
+    assert all(bool(s.answer_ids) == s.present for s in data.held_out.fallback_sets)
     assert all(p.query_kind == "corpus" for p in data.held_out.val_pairs)
     assert data.description == (
         "the policy-qa corpus: 7 questions of its train organisations (1), "
