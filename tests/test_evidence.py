@@ -10,6 +10,7 @@ import pytest
 
 from crag.evidence import SENTENCE_PASSAGES, answer_score, answer_scores, sentence_texts
 from crag.pipeline import CragPipeline, PipelineConfig
+from crag.training.weak_supervision import CandidateSet
 from crag.types import Action, Passage, Thresholds
 
 THRESHOLDS = Thresholds(upper=0.7, lower=-0.5, strip=0.0)
@@ -38,6 +39,19 @@ ANSWERING = Passage(
     document="travel.md",
     section="Travel > Hotel caps",
 )
+
+
+def candidate_set(question: str, present: bool, *passages: Passage, answer_ids: tuple[str, ...] = ()) -> CandidateSet:
+    """A retrieval set of `passages` as calibration holds it; `answer_ids`: those that answer."""
+    return CandidateSet(
+        question,
+        "corpus",
+        present,
+        tuple(p.id for p in passages),
+        tuple(p.text for p in passages),
+        tuple(p.section for p in passages),
+        answer_ids,
+    )
 
 
 class SentenceJudge:
@@ -201,17 +215,6 @@ def test_a_costlier_wrong_correct_raises_upper_and_the_fallback_gets_its_own_bar
 def test_calibration_routes_on_answer_scores_as_the_pipeline_does() -> None:
     from crag.inference import CachedEvaluator
     from crag.training.metrics import HeldOut, measure
-    from crag.training.weak_supervision import CandidateSet
-
-    def candidate_set(question: str, present: bool, *passages: Passage) -> CandidateSet:
-        return CandidateSet(
-            question,
-            "corpus",
-            present,
-            tuple(p.id for p in passages),
-            tuple(p.text for p in passages),
-            tuple(p.section for p in passages),
-        )
 
     sets = [candidate_set(f"q{i} hotel cap?", True, ANSWERING) for i in range(3)]
     sets += [candidate_set(f"q{i} Vancouver hotel cap?", False, ON_TOPIC) for i in range(3)]
@@ -231,27 +234,20 @@ def test_calibration_counts_a_set_led_by_the_wrong_candidate_as_a_wrong_correct(
 
     from crag.inference import CachedEvaluator
     from crag.training.metrics import HeldOut, leads_with_answer, measure
-    from crag.training.weak_supervision import CandidateSet
 
     parking = Passage(
         id="parking", text="Parking permits are issued by Facilities.", origin="kb", source="kb", document="p.md"
     )
 
-    def candidate_set(question: str, present: bool, answer_ids: tuple[str, ...], *passages: Passage) -> CandidateSet:
-        return CandidateSet(
-            question,
-            "corpus",
-            present,
-            tuple(p.id for p in passages),
-            tuple(p.text for p in passages),
-            tuple(p.section for p in passages),
-            answer_ids,
-        )
-
-    right = [candidate_set(f"q{i} Toronto hotel cap?", True, ("caps",), ON_TOPIC, ANSWERING) for i in range(3)]
+    right = [
+        candidate_set(f"q{i} Toronto hotel cap?", True, ON_TOPIC, ANSWERING, answer_ids=("caps",)) for i in range(3)
+    ]
     # The answer is in the parking passage, yet the hotel passage scores best and would lead.
-    wrong = [candidate_set(f"q{i} permit for hotel parking?", True, ("parking",), ON_TOPIC, parking) for i in range(3)]
-    absent = [candidate_set(f"q{i} gym allowance?", False, (), parking) for i in range(3)]
+    wrong = [
+        candidate_set(f"q{i} permit for hotel parking?", True, ON_TOPIC, parking, answer_ids=("parking",))
+        for i in range(3)
+    ]
+    absent = [candidate_set(f"q{i} gym allowance?", False, parking) for i in range(3)]
     judge = CachedEvaluator(SentenceJudge())
     measured = measure(judge, HeldOut([], [*right, *wrong, *absent], []), sentence_evidence=True)
     routing_wrong = answer_scores(judge, wrong[0].question, wrong[0].as_passages(), [0.8, -0.9])
