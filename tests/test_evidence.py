@@ -271,3 +271,10 @@ def test_calibration_keeps_its_present_sets_when_none_leads_with_its_answer() ->
     assert only_wrong == calibrate([0.6, 0.7], absent, fallback_present=[0.5], fallback_absent=[0.1])
     with pytest.raises(ValueError):
         calibrate([], absent)
+    kinds = calibrate(
+        [], absent, wrong_lead=[0.6, 0.7], absent_kinds=["labelled"] * 3, wrong_lead_kinds=["labelled"] * 2
+    )
+    assert (
+        kinds.upper
+        == calibrate([0.6, 0.7], absent, present_kinds=["labelled"] * 2, absent_kinds=["labelled"] * 3).upper
+    )

@@ -212,7 +212,7 @@ def calibrate(
     """
     pos, absent, wrong = np.asarray(present_max, float), np.asarray(absent_max, float), np.asarray(wrong_lead, float)
     if len(pos) == 0:  # no present set leads with its answer (a handful of sets): all count as present
-        pos, wrong = wrong, wrong[:0]
+        pos, wrong, present_kinds, wrong_lead_kinds = wrong, wrong[:0], wrong_lead_kinds, ()
     if len(pos) == 0 or len(absent) == 0:
         raise ValueError("calibration needs answer-present and answer-absent sets")
     neg = np.concatenate([absent, wrong])
