@@ -443,8 +443,15 @@ def measure(
     def set_max(s: CandidateSet) -> float:
         return max(routing[id(s)])
 
+    # Present sets led by a candidate that holds the answer: decided once, whatever the fold.
+    led_right = {
+        id(s)
+        for s in [*sets, *fallback_sets]
+        if s.present and leads_with_answer(s, routing[id(s)], scores, sentence_evidence)
+    }
+
     def right_lead(s: CandidateSet) -> bool:
-        return s.present and leads_with_answer(s, routing[id(s)], scores, sentence_evidence)
+        return id(s) in led_right
 
     def fit(subset: Sequence[CandidateSet]) -> Thresholds:
         questions = {s.question for s in subset}
