@@ -140,6 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="the listwise term's weight (EvaluatorConfig.rank_weight; default: the default config's)",
     )
+    parser.add_argument(
+        "--joint-layers",
+        type=int,
+        default=None,
+        help="MiniLM's top layers reading the pair packed (EvaluatorConfig.joint_minilm_layers)",
+    )
     parser.add_argument("--no-prior", action="store_true", help="do not measure the untrained judge (cosine's row)")
     args = parser.parse_args(argv)
 
@@ -163,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     default = EvaluatorConfig()
     if args.rank_weight is not None:
         default = replace(default, rank_weight=args.rank_weight)
+    if args.joint_layers is not None:
+        default = replace(default, joint_minilm_layers=args.joint_layers)
     steps_per_epoch = math.ceil(len(labelled.train_pairs) / default.train_batch_size)
     at = {max(1, round(e * steps_per_epoch)): e for e in args.epochs}
     config = replace(default, max_steps=max(at), max_epochs=math.ceil(max(args.epochs)))
@@ -222,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     partial.rename(folder)
 
     lines = [
-        f"Learning curve of the general evaluator, seed {args.seed}, rank weight {default.rank_weight:g}: "
+        f"Learning curve of the general evaluator, seed {args.seed}, rank weight {default.rank_weight:g}, "
+        f"joint layers {default.joint_minilm_layers}: "
         f"{len(labelled.train_pairs)} train pairs, "
         f"{len(held_out.calibration_sets)} dev questions; {machine()}.",
         "",

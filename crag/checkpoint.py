@@ -98,6 +98,7 @@ def load_evaluator(
                 T5Config.from_dict(configs["t5"]),
                 saved.similarity_prior,
                 saved.separate_encoding,
+                saved.joint_minilm_layers,
             )
         elif kind == "t5_encoder":
             model = T5EncoderJudge(T5Config.from_dict(configs["t5"]))

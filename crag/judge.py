@@ -82,6 +82,11 @@ class EvaluatorConfig:
     # similarity. Measured on bench/quality's questions it ranked better than reading them
     # jointly, and seed to seed far more steadily (docs/quality-history.md, "Reading question and passage apart").
     separate_encoding: bool = True
+    # Read apart, MiniLM's top `joint_minilm_layers` layers also read the question's and the
+    # passage's states packed together, and the T5 blocks get those: pretrained attention
+    # across the pair, while the prior keeps the states read apart. Only layers that learn
+    # (above `freeze_minilm_layers`), so the frozen-state cache still holds every text apart.
+    joint_minilm_layers: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -204,9 +209,18 @@ class MiniLMT5Judge(nn.Module):
     linear head (one logit), plus the similarity prior."""
 
     def __init__(
-        self, bert_config: Any, t5_config: Any, similarity_prior: bool = True, separate_encoding: bool = False
+        self,
+        bert_config: Any,
+        t5_config: Any,
+        similarity_prior: bool = True,
+        separate_encoding: bool = False,
+        joint_minilm_layers: int = 0,
     ):
         super().__init__()
+        if joint_minilm_layers and not separate_encoding:
+            raise ValueError("joint_minilm_layers needs separate_encoding: read jointly, every layer reads the pair")
+        if not 0 <= joint_minilm_layers <= bert_config.num_hidden_layers:
+            raise ValueError(f"joint_minilm_layers must be 0 to {bert_config.num_hidden_layers}")
         from transformers import BertModel, T5EncoderModel  # transformers: as in quiet_transformers
 
         self.minilm = BertModel(bert_config, add_pooling_layer=False)
@@ -216,6 +230,8 @@ class MiniLMT5Judge(nn.Module):
         nn.init.zeros_(self.head.bias)
         self.similarity_prior = similarity_prior
         self.separate_encoding = separate_encoding
+        # After this many layers read apart, the rest read the pair packed (None: all apart).
+        self.joint_from = bert_config.num_hidden_layers - joint_minilm_layers if joint_minilm_layers else None
         # Scale and shift map the untrained cosines to logits of about +-2 to +-4: read apart
         # (bi-encoder) they sit in about [0.1, 0.8]; segments of one joint pass in [0.7, 0.95].
         scale, shift = (10.0, 0.45) if separate_encoding else (20.0, 0.82)
@@ -268,8 +284,9 @@ class MiniLMT5Judge(nn.Module):
         distinct_q, row_of = torch.unique(q_ids, dim=0, return_inverse=True)
         first_row = torch.zeros(distinct_q.shape[0], dtype=torch.long, device=input_ids.device)
         first_row.scatter_(0, row_of, torch.arange(row_of.numel(), device=input_ids.device))
-        q_states = self._read_apart(distinct_q, q_mask[first_row])[row_of]
-        p_states = self._passage_states(p_ids, p_mask, p_len)
+        q_states, q_middle = self._read_apart(distinct_q, q_mask[first_row], self.joint_from)
+        q_states = q_states[row_of]
+        p_states, p_middle = self._passage_states(p_ids, p_mask, p_len)
         # Pack: the question's tokens, then the passage's, then padding.
         total = q_len + p_len
         steps = torch.arange(int(total.max()), device=input_ids.device)
@@ -277,43 +294,68 @@ class MiniLMT5Judge(nn.Module):
         from_passage = steps[None, :] >= q_len[:, None]
         index = torch.where(from_passage, steps_q.numel() + steps[None, :] - q_len[:, None], steps[None, :])
         index = index.clamp(max=steps_q.numel() + steps_p.numel() - 1)
-        both = torch.cat([q_states, p_states], dim=1)
-        packed = torch.gather(both, 1, index.unsqueeze(-1).expand(-1, -1, both.shape[-1]))
+
+        def pack(question: torch.Tensor, passage: torch.Tensor) -> torch.Tensor:
+            both = torch.cat([question, passage], dim=1)
+            return torch.gather(both, 1, index.unsqueeze(-1).expand(-1, -1, both.shape[-1]))
+
+        if self.joint_from is None or q_middle is None or p_middle is None:
+            packed = pack(q_states, p_states)
+        else:
+            packed = self._minilm_layers(pack(q_middle[row_of], p_middle), mask, self.joint_from, None)
         states = self.t5(inputs_embeds=packed, attention_mask=mask).last_hidden_state
         logit = self.head(_masked_mean(states, mask)).squeeze(-1)
         if self.similarity_prior:
             logit = self._with_prior(logit, _masked_mean(q_states, q_mask), _masked_mean(p_states, p_mask))
         return logit
 
-    def _passage_states(self, p_ids: torch.Tensor, p_mask: torch.Tensor, p_len: torch.Tensor) -> torch.Tensor:
-        """MiniLM over the passages, padded like p_ids; through the cache when there is one."""
+    def _passage_states(
+        self, p_ids: torch.Tensor, p_mask: torch.Tensor, p_len: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """MiniLM over the passages, padded like p_ids, and their states where the joint layers
+        start (None without joint layers); through the cache when there is one."""
         cache = self.passage_cache
         if cache is None or torch.is_grad_enabled():
-            return self._read_apart(p_ids, p_mask)
+            return self._read_apart(p_ids, p_mask, self.joint_from)
         lengths = p_len.tolist()
         keys = [p_ids[row, :n].numpy().tobytes() for row, n in enumerate(lengths)]
         found = [cache.get(key) for key in keys]
         missing = [row for row, states in enumerate(found) if states is None]
         if missing:
             longest = max(lengths[row] for row in missing)
-            fresh = self._read_apart(p_ids[missing, :longest], p_mask[missing, :longest])
+            final, middle = self._read_apart(p_ids[missing, :longest], p_mask[missing, :longest], self.joint_from)
+            fresh = final if middle is None else torch.cat([final, middle], dim=-1)  # one entry holds both
             for i, row in enumerate(missing):
                 computed = fresh[i, : lengths[row]].clone()  # a copy: no view pinning the whole batch
                 cache.put(keys[row], computed)
                 found[row] = computed
         states_by_row = [states for states in found if states is not None]  # every row, now all filled
-        out = p_ids.new_zeros((len(keys), p_ids.shape[1], self.minilm.config.hidden_size), dtype=states_by_row[0].dtype)
+        width = states_by_row[0].shape[-1]
+        out = p_ids.new_zeros((len(keys), p_ids.shape[1], width), dtype=states_by_row[0].dtype)
         for row, states in enumerate(states_by_row):
             out[row, : lengths[row]] = states
-        return out
+        hidden = self.minilm.config.hidden_size
+        return (out, None) if width == hidden else (out[..., :hidden], out[..., hidden:])
 
-    def _read_apart(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """MiniLM's last states of texts read apart ([CLS] text [SEP] rows, right-padded); with a
-        frozen-state cache, only the layers above the frozen ones run on the cached states."""
+    def _read_apart(
+        self, ids: torch.Tensor, mask: torch.Tensor, middle_at: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """MiniLM's last states of texts read apart ([CLS] text [SEP] rows, right-padded), and
+        their states after `middle_at` layers (None when not asked); with a frozen-state cache,
+        only the layers above the frozen ones run on the cached states."""
         cache = self.frozen_cache
+        if cache is None and middle_at is None:
+            return self.minilm(input_ids=ids, attention_mask=mask).last_hidden_state, None
         if cache is None:
-            return self.minilm(input_ids=ids, attention_mask=mask).last_hidden_state
-        return self._minilm_layers(self._frozen_states(ids, mask, cache), mask, cache.layers, None)
+            hidden, start = self.minilm.embeddings(input_ids=ids), 0
+        else:
+            hidden, start = self._frozen_states(ids, mask, cache), cache.layers
+        if middle_at is None:
+            return self._minilm_layers(hidden, mask, start, None), None
+        if middle_at < start:
+            raise ValueError(f"the joint layers start at {middle_at}, below the {start} frozen ones the cache holds")
+        middle = self._minilm_layers(hidden, mask, start, middle_at)
+        return self._minilm_layers(middle, mask, middle_at, None), middle
 
     def _minilm_layers(self, hidden: torch.Tensor, mask: torch.Tensor, start: int, stop: int | None) -> torch.Tensor:
         """MiniLM's layers `start:stop` on `hidden`, with the attention mask its own forward builds."""
@@ -471,7 +513,9 @@ def build_judge(config: EvaluatorConfig) -> JudgeBundle:
     model: MiniLMT5Judge | T5EncoderJudge
     if config.kind == "minilm_t5":
         t5_config = _t5_config(config, bert_config.hidden_size, vocab_size=1)
-        model = MiniLMT5Judge(bert_config, t5_config, config.similarity_prior, config.separate_encoding)
+        model = MiniLMT5Judge(
+            bert_config, t5_config, config.similarity_prior, config.separate_encoding, config.joint_minilm_layers
+        )
         pretrained = BertModel.from_pretrained(folder, local_files_only=True, add_pooling_layer=False)
         model.minilm.load_state_dict(pretrained.state_dict())
         configs = {"bert": bert_config.to_dict(), "t5": t5_config.to_dict()}

@@ -632,10 +632,12 @@ def test_separate_encoding_starts_exactly_at_the_retrievers_cosine(embed, tmp_pa
     )
 
 
-def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair():
+@pytest.mark.parametrize("joint_layers", [0, 2])
+def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair(joint_layers):
     """Rows that share a question share one reading of it; a mixed batch scores every row
-    exactly as that row alone (T5 blocks switched on with a random head)."""
-    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    exactly as that row alone (T5 blocks switched on with a random head), with MiniLM's top
+    layers reading the pair packed or not."""
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, joint_minilm_layers=joint_layers))
     model = bundle.model.eval()
     torch.nn.init.normal_(model.head.weight, std=0.5)
     questions = ["How long do I have to submit my expense report?", "What is the hotel cap in New York?"]
@@ -646,7 +648,7 @@ def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair()
         for row in encode_pairs(bundle.tokenizer, "minilm_t5", question, [passage], 128)
     ]
     calls: list[int] = []
-    hook = model.minilm.register_forward_hook(
+    hook = model.minilm.embeddings.register_forward_hook(
         lambda _m, args, kwargs, _out: calls.append(kwargs["input_ids"].shape[0]), with_kwargs=True
     )
     with torch.inference_mode():
@@ -658,21 +660,23 @@ def test_separate_encoding_reads_each_question_once_and_scores_as_pair_by_pair()
     assert together.std() > 0.01  # the T5 part speaks, so the check is not only the prior
 
 
-def test_passage_state_cache_scores_exactly_as_without_and_reads_each_passage_once(tmp_path):
+@pytest.mark.parametrize("joint_layers", [0, 2])
+def test_passage_state_cache_scores_exactly_as_without_and_reads_each_passage_once(tmp_path, joint_layers):
     """The cache of passages' MiniLM states (read apart they do not depend on the question)
-    changes no score, spares MiniLM the passages it has read, and stays within its bytes."""
+    changes no score, spares MiniLM the passages it has read, and stays within its bytes; with
+    joint layers it keeps the states where they start too."""
     torch.manual_seed(0)
-    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, joint_minilm_layers=joint_layers))
     with torch.no_grad():
         bundle.model.head.weight.normal_(0, 0.5)  # the T5 part speaks too
     save_evaluator(bundle, tmp_path / "v", {"version": "v"})
     plain = load_evaluator(tmp_path / "v", threads=1)
-    cached = load_evaluator(tmp_path / "v", threads=1, passage_cache_mb=1)
+    cached = load_evaluator(tmp_path / "v", threads=1, passage_cache_mb=4)  # joint layers keep two states a token
     cache = cached.model.passage_cache
     assert plain.model.passage_cache is None and cache is not None
     passages = [t for _, _, t in TOY[:6]] + ["Short one.", TOY[0][2] * 3]  # mixed lengths: padding
     rows_read: list[int] = []
-    cached.model.minilm.register_forward_hook(
+    cached.model.minilm.embeddings.register_forward_hook(
         lambda _m, _args, kwargs, _out: rows_read.append(kwargs["input_ids"].shape[0]), with_kwargs=True
     )
     for question in ("How long do I have to submit my expense report?", "What is the hotel cap in New York?"):
@@ -682,7 +686,7 @@ def test_passage_state_cache_scores_exactly_as_without_and_reads_each_passage_on
         assert cached.score(question, mixed) == pytest.approx(plain.score(question, mixed), abs=1e-5)
     # MiniLM read: question + 8 passages, question + the 1 new passage, then each later question alone.
     assert rows_read == [1, 8, 1, 1, 1, 1]
-    assert cache.hits == 8 + 8 + 9 and len(cache) == 9 and 0 < cache.bytes <= 2**20
+    assert cache.hits == 8 + 8 + 9 and len(cache) == 9 and 0 < cache.bytes <= 4 * 2**20
     # Bounded: a small budget evicts the least recently used passages.
     small = PassageStateCache(max_bytes=cache.bytes // 2)
     cached.model.passage_cache = small
@@ -702,13 +706,14 @@ def _frozen_part_rows(bundle) -> list[dict[str, list[int]]]:
     ]
 
 
-def test_frozen_state_cache_gives_the_same_logits_and_gradients():
+@pytest.mark.parametrize("joint_layers", [0, 2])
+def test_frozen_state_cache_gives_the_same_logits_and_gradients(joint_layers):
     """The frozen part's states cached (embeddings and the lowest layers, read in eval mode):
     the same logits, cold and warm, and in training mode, with the frozen layers in eval mode as
-    the cache reads them, the same dropout draws, logits and gradients. fp16 storage moves a
-    logit by about 1e-3."""
+    the cache reads them, the same dropout draws, logits and gradients, with MiniLM's top layers
+    reading the pair packed or not. fp16 storage moves a logit by about 1e-3."""
     torch.manual_seed(0)
-    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=True))
+    bundle = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, joint_minilm_layers=joint_layers))
     model = bundle.model
     torch.nn.init.normal_(model.head.weight, std=0.5)  # the T5 part speaks too
     assert model.frozen_layers == 4  # EvaluatorConfig.freeze_minilm_layers
@@ -741,6 +746,42 @@ def test_frozen_state_cache_gives_the_same_logits_and_gradients():
     assert grads_with.keys() == grads_without.keys() and not any(n.startswith("minilm.embeddings") for n in grads_with)
     for name, grad in grads_with.items():
         assert torch.allclose(grad, grads_without[name], atol=1e-5), name
+
+
+def test_joint_layers_read_the_pair_start_at_the_prior_save_and_reload(embed, tmp_path):
+    """MiniLM's top layers reading the packed pair: before training the score is still the
+    retriever's cosine (the prior reads the texts apart), the T5 part then gets other states
+    than read apart, and the shape saves and reloads; joint layers among the frozen ones, or
+    without separate reading, are refused."""
+    torch.manual_seed(0)
+    joint = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, joint_minilm_layers=2))
+    question = "How long do I have to submit my expense report?"
+    passages = [t for _, _, t in TOY[:5]] + ["Short one."]
+    cosine = embed(passages) @ embed([question])[0]
+    expected = 2.0 / (1.0 + np.exp(-10.0 * (cosine - 0.45))) - 1.0
+    assert evaluator_from_bundle(joint, "j").score(question, passages) == pytest.approx(expected.tolist(), abs=1e-4)
+    apart = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64))
+    apart.model.load_state_dict(joint.model.state_dict())
+    for model in (joint.model, apart.model):
+        torch.nn.init.constant_(model.head.weight, 0.5)
+    rows = encode_pairs(joint.tokenizer, "minilm_t5", question, passages, 128)
+    with torch.no_grad():
+        joint_logits, apart_logits = joint.model.eval()(**collate(rows, 0)), apart.model.eval()(**collate(rows, 0))
+    assert (joint_logits - apart_logits).abs().max() > 1e-3
+    save_evaluator(joint, tmp_path / "j", {"version": "j"})
+    reloaded = load_evaluator(tmp_path / "j", threads=1)
+    assert reloaded.model.joint_from == 4
+    assert reloaded.score(question, passages) == pytest.approx(
+        evaluator_from_bundle(joint, "j").score(question, passages), abs=1e-5
+    )
+    with pytest.raises(ValueError, match="frozen"):
+        cached = build_judge(EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, joint_minilm_layers=3))
+        cached.model.frozen_cache = FrozenStateCache(2**20, layers=4)
+        cached.model(**collate(rows, 0))
+    with pytest.raises(ValueError, match="separate_encoding"):
+        build_judge(
+            EvaluatorConfig(t5_layers=1, t5_heads=2, t5_d_ff=64, separate_encoding=False, joint_minilm_layers=2)
+        )
 
 
 def test_frozen_state_cache_filled_ahead_reads_nothing_more_and_keeps_to_its_bytes():

@@ -37,7 +37,7 @@ def load_weights(bundle: JudgeBundle, folder: str | Path) -> None:
     """Load a saved evaluator's weights into a judge of the same shape (to train on from there)."""
     saved = EvaluatorConfig.from_dict(json.loads((Path(folder) / "config.json").read_text())["evaluator_config"])
     mine, theirs = bundle.config.to_dict(), saved.to_dict()
-    shape = ("kind", "t5_layers", "t5_heads", "t5_d_ff", "similarity_prior", "separate_encoding")
+    shape = ("kind", "t5_layers", "t5_heads", "t5_d_ff", "similarity_prior", "separate_encoding", "joint_minilm_layers")
     differing = [key for key in shape if mine[key] != theirs[key]]
     if differing:
         raise ValueError(f"{folder}: a judge of another shape ({', '.join(differing)} differ)")
