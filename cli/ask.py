@@ -13,7 +13,7 @@ from rich.panel import Panel
 from cli.common import console, errors, fail, load_settings
 from core.names import CHANNEL_ID, CHANNEL_ID_HINT
 from core.wording import citation_place, describe_action
-from crag.text import plain_text
+from crag.text import reader_text
 
 if TYPE_CHECKING:
     from crag.types import Answer
@@ -87,7 +87,7 @@ def _print_answer(answer: Answer) -> None:
     action = describe_action(answer.action.value, answer.found, answer.sources_used, answer.question_class)
     console.print(
         Panel(
-            plain_text(answer.text),
+            reader_text(answer.text),
             title=answer.question[:80],
             subtitle=f"{action} · {answer.action.value}",
             expand=False,

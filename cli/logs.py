@@ -18,7 +18,7 @@ from rich.table import Table
 from application.action_log import ACTIONS, FEEDBACK_CHOICES, STATUSES, parse_since, records_csv
 from cli.common import console, fail, load_settings
 from core.wording import citation_place, path_end, shorten
-from crag.text import plain_text
+from crag.text import reader_text
 
 
 def logs(
@@ -153,13 +153,13 @@ def _print_record(record: dict[str, Any]) -> None:
         table.columns[2].overflow = "fold"
         for strip in record["strips"]:
             table.add_row(
-                f"{strip.get('score', 0.0):.3f}", str(strip.get("document", "")), plain_text(str(strip.get("text", "")))
+                f"{strip.get('score', 0.0):.3f}", str(strip.get("document", "")), reader_text(str(strip.get("text", "")))
             )
         console.print(table)
     for query in record["fallback_queries"]:
         console.print(f"fallback query to {query.get('source')}: {query.get('query')!r}", highlight=False, markup=False)
     if record["answer"]:
-        console.print(Panel(plain_text(record["answer"]), title="answer", expand=False), markup=False)
+        console.print(Panel(reader_text(record["answer"]), title="answer", expand=False), markup=False)
     for citation in record["citations"]:
         origin = "knowledge base" if citation.get("origin") == "kb" else f"fallback: {citation.get('source')}"
         where = citation_place(citation.get("title"), citation.get("section"))

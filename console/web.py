@@ -24,7 +24,7 @@ from console import auth
 from core.config import Settings
 from core.errors import UserError
 from core.urls import mask_query
-from crag.text import plain_text
+from crag.text import reader_text
 
 PREFIX = "/admin"
 HERE = Path(__file__).resolve().parent
@@ -93,7 +93,7 @@ class Console:
         self.templates.env.filters["pct"] = lambda v: "-" if v is None else f"{v:.0%}"
         self.templates.env.filters["ms"] = lambda v: "-" if v is None else f"{v:,.0f} ms"
         self.templates.env.filters["mask_query"] = mask_query
-        self.templates.env.filters["plain"] = plain_text  # a Markdown link as its text
+        self.templates.env.filters["plain"] = reader_text  # a Markdown link as its text
         self.templates.env.filters["when"] = lambda v: (v or "")[:19].replace("T", " ")
 
     def route(

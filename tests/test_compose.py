@@ -13,7 +13,7 @@ from crag.compose import (
     tidy_sentence,
 )
 from crag.strips import decompose, refine
-from crag.text import content_words, plain_text
+from crag.text import content_words, plain_text, reader_text
 from crag.types import Citation, Passage, Strip
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage
@@ -254,6 +254,19 @@ def test_a_section_link_survives_brackets_in_its_title_and_spaces_in_its_address
     assert (
         "<https://intranet.example.com/Shared%20Documents/Leave%20(UK).docx|“Leave [UK] › Carry-over” in Handbook>"
         in answer_mrkdwn(text)
+    )
+
+
+
+def test_reader_text_shows_emoji_shortcodes_as_emoji_but_not_in_code_or_urls() -> None:
+    """GitHub handbooks write ":tada:": `ask`, `logs show` and the console show the emoji, and
+    leave code spans, URLs, times and unknown names as written (the judge reads plain_text)."""
+    assert reader_text("Ship it :rocket: on **Friday** :+1:") == "Ship it 🚀 on Friday 👍"
+    assert plain_text("Ship it :rocket:") == "Ship it :rocket:"
+    assert reader_text("Type `:tada:` to cheer :tada:") == "Type :tada: to cheer 🎉"
+    assert reader_text("See [the guide](https://wiki.example/a:smile:b) at 10:30:00") == "See the guide at 10:30:00"
+    assert reader_text("https://wiki.example/x:smile: and :not_an_emoji_name:") == (
+        "https://wiki.example/x:smile: and :not_an_emoji_name:"
     )
 
 
