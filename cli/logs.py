@@ -153,7 +153,9 @@ def _print_record(record: dict[str, Any]) -> None:
         table.columns[2].overflow = "fold"
         for strip in record["strips"]:
             table.add_row(
-                f"{strip.get('score', 0.0):.3f}", str(strip.get("document", "")), reader_text(str(strip.get("text", "")))
+                f"{strip.get('score', 0.0):.3f}",
+                str(strip.get("document", "")),
+                reader_text(str(strip.get("text", ""))),
             )
         console.print(table)
     for query in record["fallback_queries"]:

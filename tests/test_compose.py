@@ -257,7 +257,6 @@ def test_a_section_link_survives_brackets_in_its_title_and_spaces_in_its_address
     )
 
 
-
 def test_reader_text_shows_emoji_shortcodes_as_emoji_but_not_in_code_or_urls() -> None:
     """GitHub handbooks write ":tada:": `ask`, `logs show` and the console show the emoji, and
     leave code spans, URLs, times and unknown names as written (the judge reads plain_text)."""
