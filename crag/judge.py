@@ -86,6 +86,7 @@ class EvaluatorConfig:
     # passage's states packed together, and the T5 blocks get those: pretrained attention
     # across the pair, while the prior keeps the states read apart. Only layers that learn
     # (above `freeze_minilm_layers`), so the frozen-state cache still holds every text apart.
+    # Off: 2 chose no better on dev for 40% more time a step (docs/quality.md).
     joint_minilm_layers: int = 0
 
     def to_dict(self) -> dict[str, Any]:
