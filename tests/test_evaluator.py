@@ -926,14 +926,16 @@ def test_fit_judge_with_a_rank_weight_ranks_each_group_whole_in_one_step(monkeyp
 
 def test_a_general_evaluator_trained_before_the_rank_weight_keeps_its_fingerprint():
     """An install's general evaluator is found by its fingerprint: a new training knob at its
-    default must not change it, or `evaluator train` would no longer adapt it. The expected value
-    is what the code before `rank_weight` computed for these pairs (commit 228bc69)."""
+    default (`rank_weight`, `joint_minilm_layers`) must not change it, or `evaluator train` would
+    no longer adapt it. The expected value is what the code before `rank_weight` computed for
+    these pairs (commit 228bc69)."""
     pairs = [
         Pair("How many sick days?", "Staff get 12 sick days a year.", 1, "positive", "corpus", "c1"),
         Pair("How many sick days?", "Book leave in HandsHub.", 0, "hard", "corpus", "c2"),
     ]
     assert general_fingerprint(pairs, EvaluatorConfig(), 3) == "984dc9688440"
     assert general_fingerprint(pairs, replace(EvaluatorConfig(), rank_weight=1.0), 3) != "984dc9688440"
+    assert general_fingerprint(pairs, replace(EvaluatorConfig(), joint_minilm_layers=2), 3) != "984dc9688440"
 
 
 def test_fused_gelu_scores_as_transformers_python_gelu():

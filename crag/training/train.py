@@ -93,8 +93,9 @@ class LabelledData:
 def general_fingerprint(pairs: Sequence[Pair], config: EvaluatorConfig, seed: int) -> str:
     """What a general evaluator learnt from, by content: its pairs, its shape and its seed."""
     shape = config.to_dict()
-    if not shape["rank_weight"]:
-        del shape["rank_weight"]  # off: the fingerprint of a general evaluator trained before the term existed
+    for knob in ("rank_weight", "joint_minilm_layers"):
+        if not shape[knob]:
+            del shape[knob]  # off: the fingerprint of a general evaluator trained before the knob existed
     h = hashlib.sha1(json.dumps([shape, seed], sort_keys=True).encode())
     for p in pairs:
         h.update(hashlib.sha1(f"{p.question}\n{p.passage}\n{p.label}".encode()).digest())
