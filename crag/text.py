@@ -412,6 +412,8 @@ def _split_block(block: str) -> list[str]:
     block = re.sub(r"\s+", " ", block).strip()
     if not block:
         return []
+    if HEADING_LINE.match(block):
+        return [block]  # a heading names a section: "## 2. Travel" is one line, not "## 2." and "Travel"
     sentences: list[str] = []
     start = 0
     unbreakable = _unbreakable_spans(block)

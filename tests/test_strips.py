@@ -113,6 +113,17 @@ def test_each_bullet_is_its_own_sentence() -> None:
     ]
 
 
+def test_a_heading_is_one_line_whatever_its_punctuation() -> None:
+    text = "## 2. Travel\n\nBook early. Fly economy.\n\n### Lost a receipt? Read on\nFile the form."
+    assert split_sentences(text) == [
+        "## 2. Travel",
+        "Book early.",
+        "Fly economy.",
+        "### Lost a receipt? Read on",
+        "File the form.",
+    ]
+
+
 def test_a_bullet_wrapped_mid_sentence_stays_one_sentence() -> None:
     """Hard-wrapped items (PDF exports): the limit and the negation keep their subject."""
     text = (
