@@ -412,8 +412,10 @@ def _split_block(block: str) -> list[str]:
     block = re.sub(r"\s+", " ", block).strip()
     if not block:
         return []
-    if HEADING_LINE.match(block):
-        return [block]  # a heading names a section: "## 2. Travel" is one line, not "## 2." and "Travel"
+    if HEADING_LINE.match(block) or TABLE_ROW.match(block):
+        # A heading names a section ("## 2. Travel" is not "## 2." and "Travel"), and a table row
+        # is read with its column names: a cell of two sentences stays in its row.
+        return [block]
     sentences: list[str] = []
     start = 0
     unbreakable = _unbreakable_spans(block)

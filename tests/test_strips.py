@@ -162,6 +162,11 @@ def test_a_table_row_is_a_sentence_with_its_column_names() -> None:
     # Rows without a header rule, and a table headed down its first column, read as written.
     assert split_sentences("| a | b |\n| c | d |") == ["| a | b |", "| c | d |"]
     assert split_sentences("| | |\n| --- | --- |\n| Hotel cap | 150 EUR |") == ["| Hotel cap | 150 EUR |"]
+    # A cell of two sentences stays in its row, with its column names.
+    two = "| Form | Where it goes |\n| --- | --- |\n| KS2 | Upload in PayShed. You can change it every 3 months. |"
+    assert split_sentences(two) == [
+        "| Form: KS2 | Where it goes: Upload in PayShed. You can change it every 3 months. |"
+    ]
 
 
 MARKDOWN_SENTENCES = [
