@@ -15,7 +15,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
-from crag.text import BARE_URL, TABLE_ROW, content_words, markdown_link, plain_text, split_sentences, table_cells
+from crag.text import (
+    BARE_URL,
+    HEADING_LINE,
+    TABLE_ROW,
+    content_words,
+    markdown_link,
+    plain_text,
+    split_sentences,
+    table_cells,
+)
 from crag.types import Citation, Passage, Strip
 
 ABSTENTION_LEAD = "I couldn't find this in the approved policy sources. "
@@ -254,11 +263,11 @@ def _lead(
                     best, found = rank, (strip, sentences, index)
         if found is not None:
             strip, sentences, index = found
-            return strip, _with_list_items(sentences, index)
+            return strip, _with_what_it_introduces(sentences, index)
     strip = by_score[0]  # no rule shares a word with the question: the best strip still leads
     sentences = split_sentences(strip.text)
     index = next((i for i, sentence in enumerate(sentences) if not is_breadcrumb(sentence)), 0)
-    return strip, _with_list_items(sentences, index)
+    return strip, _with_what_it_introduces(sentences, index)
 
 
 def _shared_words(sentence: str, weights: dict[str, float], wants_figure: bool) -> float:
@@ -295,8 +304,8 @@ def _lead_by_score(question: str, strips: Sequence[Strip]) -> tuple[Strip, list[
     index = next((i for i, sentence in enumerate(own) if _is_rule(sentence)), 0)
     in_passage = split_sentences(lead.passage.text)
     if own[index] in in_passage:
-        return lead, _with_list_items(in_passage, in_passage.index(own[index]))
-    return lead, _with_list_items(own, index)
+        return lead, _with_what_it_introduces(in_passage, in_passage.index(own[index]))
+    return lead, _with_what_it_introduces(own, index)
 
 
 # "When...", "how much/many/long...", "what's the max...": the answer is a figure or a date, so
@@ -342,14 +351,23 @@ def _names(question: str) -> set[str]:
     return content_words(" ".join(token for token in tokens if token[0].isupper() and token != "I"))
 
 
-def _with_list_items(sentences: Sequence[str], index: int) -> list[str]:
-    """sentences[index], followed by its list items when it introduces a list (ends with ":")."""
+def _with_what_it_introduces(sentences: Sequence[str], index: int) -> list[str]:
+    """sentences[index], followed by what it only introduces: a list's opening line ("you
+    receive a referral bonus:") comes with its items; a lead-in that ends with a question mark
+    or a colon and no list under it ("Lost a receipt?", "Every claim needs a receipt:") comes
+    with the sentence after it, unless that is a heading. Alone, a lead-in quotes the question
+    back and not the answer (docs/quality.md, "Lead-ins")."""
     lead = [sentences[index]]
-    if sentences[index].rstrip().endswith(":"):
+    ending = sentences[index].rstrip()
+    if ending.endswith(":"):
         for sentence in sentences[index + 1 :]:
             if not is_list_item(sentence):
                 break
             lead.append(sentence)
+    if len(lead) == 1 and ending.endswith(("?", ":")) and index + 1 < len(sentences):
+        after = sentences[index + 1]
+        if not HEADING_LINE.match(after):
+            lead.extend(_with_what_it_introduces(sentences, index + 1) if after.rstrip().endswith(":") else [after])
     return lead
 
 

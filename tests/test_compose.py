@@ -13,7 +13,7 @@ from crag.compose import (
     tidy_sentence,
 )
 from crag.strips import decompose, refine
-from crag.text import content_words, plain_text, reader_text
+from crag.text import content_words, plain_text, reader_text, split_sentences
 from crag.types import Citation, Passage, Strip
 
 from support.travel_example import DEADLINE, NEGATION, QUESTION, SCOPE, travel_passage
@@ -289,6 +289,36 @@ def test_a_list_leads_with_its_items() -> None:
         "$2,000 for all other roles. [1]"
     )
     assert text.count("$3,000") == 1
+
+
+@pytest.mark.parametrize("lead_by_score", [False, True])
+def test_a_lead_in_leads_with_the_sentence_it_introduces(lead_by_score: bool) -> None:
+    """ "Lost a receipt?" alone quotes the question back; the answer is the sentence after it."""
+    passage = policy_passage(
+        "receipts",
+        "Deadlines and receipts",
+        "Submit claims within 30 days.\n- Lost a receipt? File the missing-receipt declaration. "
+        "You get two a year.\n- Every claim needs a receipt:\nScan it into the expense tool.\n## Approvals\n"
+        "Leads approve claims up to EUR 250. Need an exception?\n## Travel\nBook through the agency.",
+    )
+    sentences = split_sentences(passage.text)
+
+    def lead(sentence: str) -> str:
+        strip = Strip(passage=passage, index=sentences.index(sentence), text=sentence, score=0.9)
+        others = [Strip(passage=passage, index=i, text=s, score=0.1) for i, s in enumerate(sentences) if s != sentence]
+        text, _ = compose_extractive("lost my receipt, what now", [strip, *others], lead_by_score=lead_by_score)
+        return text.split("\n")[0]
+
+    if lead_by_score:  # the judge picked the lead-in: the line goes on to what it introduces
+        assert lead("- Lost a receipt?") == "Lost a receipt? File the missing-receipt declaration. [1]"
+        assert (
+            lead("- Every claim needs a receipt:") == "Every claim needs a receipt: Scan it into the expense tool. [1]"
+        )
+        assert lead("Need an exception?") == "Need an exception? [1]"  # a heading after it is another section
+    else:  # by shared words (a strip of whole sentences), the lead-in naming a lost receipt leads with its answer
+        whole = Strip(passage=passage, index=0, text=passage.text, score=0.9)
+        text, _ = compose_extractive("lost my receipt, what now", [whole])
+        assert text.startswith("Lost a receipt? File the missing-receipt declaration. [1]")
 
 
 def test_a_page_header_never_leads_when_a_rule_answers() -> None:
