@@ -263,11 +263,11 @@ def _lead(
                     best, found = rank, (strip, sentences, index)
         if found is not None:
             strip, sentences, index = found
-            return strip, _with_what_it_introduces(sentences, index)
+            return strip, _lead_sentences(sentences, index)
     strip = by_score[0]  # no rule shares a word with the question: the best strip still leads
     sentences = split_sentences(strip.text)
     index = next((i for i, sentence in enumerate(sentences) if not is_breadcrumb(sentence)), 0)
-    return strip, _with_what_it_introduces(sentences, index)
+    return strip, _lead_sentences(sentences, index)
 
 
 def _shared_words(sentence: str, weights: dict[str, float], wants_figure: bool) -> float:
@@ -304,8 +304,8 @@ def _lead_by_score(question: str, strips: Sequence[Strip]) -> tuple[Strip, list[
     index = next((i for i, sentence in enumerate(own) if _is_rule(sentence)), 0)
     in_passage = split_sentences(lead.passage.text)
     if own[index] in in_passage:
-        return lead, _with_what_it_introduces(in_passage, in_passage.index(own[index]))
-    return lead, _with_what_it_introduces(own, index)
+        return lead, _lead_sentences(in_passage, in_passage.index(own[index]))
+    return lead, _lead_sentences(own, index)
 
 
 # "When...", "how much/many/long...", "what's the max...": the answer is a figure or a date, so
@@ -349,6 +349,20 @@ def _names(question: str) -> set[str]:
     the detail that picks one of several rules ("the cap is $350 in New York")."""
     tokens = re.findall(r"[A-Za-z][A-Za-z0-9']*", question)[1:]
     return content_words(" ".join(token for token in tokens if token[0].isupper() and token != "I"))
+
+
+def _lead_sentences(sentences: Sequence[str], index: int) -> list[str]:
+    """The first line's sentences for sentences[index]: a list item comes after its list's
+    opening line ("Tell whoever you're most comfortable with: either founder."), since an item
+    alone ("either founder.") says nothing; then what the sentence introduces."""
+    opening: list[str] = []
+    if is_list_item(sentences[index]):
+        before = index - 1
+        while before >= 0 and is_list_item(sentences[before]) and not sentences[before].rstrip().endswith(":"):
+            before -= 1
+        if before >= 0 and sentences[before].rstrip().endswith(":") and not HEADING_LINE.match(sentences[before]):
+            opening = [sentences[before]]
+    return opening + _with_what_it_introduces(sentences, index)
 
 
 def _with_what_it_introduces(sentences: Sequence[str], index: int) -> list[str]:

@@ -321,6 +321,24 @@ def test_a_lead_in_leads_with_the_sentence_it_introduces(lead_by_score: bool) ->
         assert text.startswith("Lost a receipt? File the missing-receipt declaration. [1]")
 
 
+@pytest.mark.parametrize("lead_by_score", [False, True])
+def test_a_list_item_leads_after_its_lists_opening_line(lead_by_score: bool) -> None:
+    """ "either founder." alone says nothing; with its list's opening line it answers."""
+    passage = policy_passage(
+        "reporting",
+        "Telling someone",
+        "Tell whoever you're most comfortable with:\n- People Ops in Lisbon\n- either founder\n"
+        "- or anonymously, through the speak-up line\n\nYou can bring a friend.",
+    )
+    sentences = split_sentences(passage.text)
+    item = sentences.index("- either founder")
+    strips = [Strip(passage=passage, index=i, text=s, score=0.9 if i == item else 0.1) for i, s in enumerate(sentences)]
+    if not lead_by_score:  # by shared words, of strips of whole sentences
+        strips = [Strip(passage=passage, index=0, text=passage.text, score=0.9)]
+    text, _ = compose_extractive("can I tell a founder?", strips, lead_by_score=lead_by_score)
+    assert text.split("\n")[0] == "Tell whoever you're most comfortable with: either founder. [1]"
+
+
 def test_a_page_header_never_leads_when_a_rule_answers() -> None:
     passage = policy_passage(
         "helpdesk",
