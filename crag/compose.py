@@ -370,7 +370,7 @@ def _with_what_it_introduces(sentences: Sequence[str], index: int) -> list[str]:
     receive a referral bonus:") comes with its items; a lead-in that ends with a question mark
     or a colon and no list under it ("Lost a receipt?", "Every claim needs a receipt:") comes
     with the sentence after it, unless that is a heading. Alone, a lead-in quotes the question
-    back and not the answer (docs/quality.md, "Lead-ins")."""
+    back and not the answer (docs/quality.md, "Lead-ins and list items")."""
     lead = [sentences[index]]
     ending = sentences[index].rstrip()
     if ending.endswith(":"):
