@@ -365,7 +365,7 @@ def _lead_sentences(sentences: Sequence[str], index: int) -> list[str]:
     return opening + _with_what_it_introduces(sentences, index)
 
 
-def _with_what_it_introduces(sentences: Sequence[str], index: int) -> list[str]:
+def _with_what_it_introduces(sentences: Sequence[str], index: int, carry: bool = True) -> list[str]:
     """sentences[index], followed by what it only introduces: a list's opening line ("you
     receive a referral bonus:") comes with its items; a lead-in that ends with a question mark
     or a colon and no list under it ("Lost a receipt?", "Every claim needs a receipt:") comes
@@ -378,10 +378,11 @@ def _with_what_it_introduces(sentences: Sequence[str], index: int) -> list[str]:
             if not is_list_item(sentence):
                 break
             lead.append(sentence)
-    if len(lead) == 1 and ending.endswith(("?", ":")) and index + 1 < len(sentences):
-        after = sentences[index + 1]
-        if not HEADING_LINE.match(after):
-            lead.extend(_with_what_it_introduces(sentences, index + 1) if after.rstrip().endswith(":") else [after])
+    introduces = carry and len(lead) == 1 and ending.endswith(("?", ":"))
+    if introduces and index + 1 < len(sentences) and not HEADING_LINE.match(sentences[index + 1]):
+        # One sentence carried, with its list if it opens one: a run of "Phone:", "Email:"
+        # label lines must not become the whole first line.
+        lead.extend(_with_what_it_introduces(sentences, index + 1, carry=False))
     return lead
 
 

@@ -321,6 +321,14 @@ def test_a_lead_in_leads_with_the_sentence_it_introduces(lead_by_score: bool) ->
         assert text.startswith("Lost a receipt? File the missing-receipt declaration. [1]")
 
 
+def test_a_lead_in_carries_one_sentence_not_a_run_of_labels() -> None:
+    passage = policy_passage("contacts", "Contacts", "Need help?\nWrite to us:\nBy phone:\nBy email:\nAny time.")
+    sentences = split_sentences(passage.text)
+    strips = [Strip(passage=passage, index=i, text=s, score=0.9 if i == 0 else 0.1) for i, s in enumerate(sentences)]
+    text, _ = compose_extractive("where do I get help", strips, lead_by_score=True)
+    assert text.split("\n")[0] == "Need help? Write to us: [1]"
+
+
 @pytest.mark.parametrize("lead_by_score", [False, True])
 def test_a_list_item_leads_after_its_lists_opening_line(lead_by_score: bool) -> None:
     """ "either founder." alone says nothing; with its list's opening line it answers."""
