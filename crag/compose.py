@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
 from crag.text import (
     BARE_URL,
+    BULLET_LINE,
     HEADING_LINE,
     TABLE_ROW,
     content_words,
@@ -415,15 +416,16 @@ def is_breadcrumb(sentence: str) -> bool:
 
 # --- tidying -----------------------------------------------------------------------------------
 
-_BULLET_MARK = re.compile(r"^\s*[-*+•·▪◦–—]\s+")
 _HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(rf"(?P<url>{BARE_URL.pattern})|\*\*|__|`")  # a URL keeps its "__"
 _TABLE_RULE = re.compile(r"\s*\|(?:[\s:-]*\|)+\s*")  # "| --- | :---: |", "| | |"
 
 
 def tidy_sentence(sentence: str) -> str:
-    """Strip markdown bullets, heading marks and emphasis; collapse whitespace. Links stay
-    as written ("[text](url)"): each surface shows them its own way.
+    """Strip list markers, heading marks and emphasis; collapse whitespace. Links stay
+    as written ("[text](url)"): each surface shows them its own way. A number goes with its
+    bullet: a reply joins its sentences on one line, where "Three rules: 3. If you …" reads
+    as a stray figure, and the quoted items keep their order without it.
 
     A heading becomes "Heading:" and an unpunctuated bullet gets a full stop, so sentences
     joined on one line still read as separate statements.
@@ -433,7 +435,7 @@ def tidy_sentence(sentence: str) -> str:
     if TABLE_ROW.match(sentence):  # a row reads as its cells ("Office: Cork; Phone: 021 555 0191.")
         sentence = "; ".join(cell for cell in table_cells(sentence) if cell)
     is_heading = _HEADING_MARK.match(sentence) is not None
-    text = _HEADING_MARK.sub("", _BULLET_MARK.sub("", sentence))
+    text = _HEADING_MARK.sub("", BULLET_LINE.sub("", sentence))
     text = re.sub(r"\s+", " ", _EMPHASIS.sub(lambda match: match.group("url") or "", text)).strip()
     if not text:
         return ""

@@ -143,7 +143,7 @@ def test_markdown_is_tidied() -> None:
     first, second = decompose(passage, sentences_per_strip=2)
     strips = [replace(first, score=0.9), replace(second, score=0.1)]
     text, _ = compose_extractive("Is dinner covered?", strips, EVERY_STRIP)
-    assert text == ("Dinner is covered up to $75. [1]\n\nMeals: [1]\nAlcohol is not reimbursed. 1. Keep receipts. [1]")
+    assert text == ("Dinner is covered up to $75. [1]\n\nMeals: [1]\nAlcohol is not reimbursed. Keep receipts. [1]")
     assert not re.search(r"[#*`]", text)
 
 
@@ -154,6 +154,10 @@ def test_markdown_is_tidied() -> None:
         ("### Approvals", "Approvals:"),
         ("  Submit   within\n30 days. ", "Submit within 30 days."),
         ("• Receipts: required", "Receipts: required."),
+        ("3. If you are ill, call your manager.", "If you are ill, call your manager."),  # numbers go too
+        ("(b) Keep receipts", "Keep receipts."),
+        ("12) Submit within 30 days.", "Submit within 30 days."),
+        ("2026 is the plan year.", "2026 is the plan year."),  # a figure is not a marker
         ("Reimbursable expenses:", "Reimbursable expenses:"),
         ("**  **", ""),
         ("| --- | :---: |", ""),  # a table's separator line
@@ -345,6 +349,20 @@ def test_a_list_item_leads_after_its_lists_opening_line(lead_by_score: bool) -> 
         strips = [Strip(passage=passage, index=0, text=passage.text, score=0.9)]
     text, _ = compose_extractive("can I tell a founder?", strips, lead_by_score=lead_by_score)
     assert text.split("\n")[0] == "Tell whoever you're most comfortable with: either founder. [1]"
+
+
+def test_a_numbered_item_quoted_apart_from_its_list_drops_its_number() -> None:
+    """ "Three rules: 3. If you're ill …" reads as a stray figure: items 1 and 2 are not quoted."""
+    passage = policy_passage(
+        "sick",
+        "Sick days",
+        "Three rules:\n1. Book leave in the portal.\n2. Tell your team.\n3. If you're ill, text your manager by 9am.",
+    )
+    sentences = split_sentences(passage.text)
+    item = next(i for i, s in enumerate(sentences) if s.startswith("3."))
+    strips = [Strip(passage=passage, index=i, text=s, score=0.9 if i == item else 0.1) for i, s in enumerate(sentences)]
+    text, _ = compose_extractive("what if I'm ill", strips, lead_by_score=True)
+    assert text.split("\n")[0] == "Three rules: If you're ill, text your manager by 9am. [1]"
 
 
 def test_a_page_header_never_leads_when_a_rule_answers() -> None:
