@@ -54,6 +54,13 @@ def scored(passage: Passage, scores: Sequence[float]) -> list[Strip]:
     return [replace(strip, score=score) for strip, score in zip(decompose(passage), scores, strict=True)]
 
 
+def judged_sentences(passage: Passage, best: str) -> list[Strip]:
+    """One strip per sentence, as a sentence judge leaves them: `best` scores 0.9, the rest 0.1."""
+    sentences = split_sentences(passage.text)
+    assert best in sentences, f"{best!r} is not one of the passage's sentences"
+    return [Strip(passage=passage, index=i, text=s, score=0.9 if s == best else 0.1) for i, s in enumerate(sentences)]
+
+
 def test_seed_example_leads_with_the_deadline_and_keeps_its_scope() -> None:
     strips = refine(QUESTION, [DOMESTIC], WordOverlapEvaluator(), strip_threshold=-0.2)
     text, citations = compose_extractive(QUESTION, strips, EVERY_STRIP)  # the negation survives refinement
@@ -327,9 +334,7 @@ def test_a_lead_in_leads_with_the_sentence_it_introduces(lead_by_score: bool) ->
 
 def test_a_lead_in_carries_one_sentence_not_a_run_of_labels() -> None:
     passage = policy_passage("contacts", "Contacts", "Need help?\nWrite to us:\nBy phone:\nBy email:\nAny time.")
-    sentences = split_sentences(passage.text)
-    strips = [Strip(passage=passage, index=i, text=s, score=0.9 if i == 0 else 0.1) for i, s in enumerate(sentences)]
-    text, _ = compose_extractive("where do I get help", strips, lead_by_score=True)
+    text, _ = compose_extractive("where do I get help", judged_sentences(passage, "Need help?"), lead_by_score=True)
     assert text.split("\n")[0] == "Need help? Write to us: [1]"
 
 
@@ -342,9 +347,7 @@ def test_a_list_item_leads_after_its_lists_opening_line(lead_by_score: bool) -> 
         "Tell whoever you're most comfortable with:\n- People Ops in Lisbon\n- either founder\n"
         "- or anonymously, through the speak-up line\n\nYou can bring a friend.",
     )
-    sentences = split_sentences(passage.text)
-    item = sentences.index("- either founder")
-    strips = [Strip(passage=passage, index=i, text=s, score=0.9 if i == item else 0.1) for i, s in enumerate(sentences)]
+    strips = judged_sentences(passage, "- either founder")
     if not lead_by_score:  # by shared words, of strips of whole sentences
         strips = [Strip(passage=passage, index=0, text=passage.text, score=0.9)]
     text, _ = compose_extractive("can I tell a founder?", strips, lead_by_score=lead_by_score)
@@ -358,9 +361,7 @@ def test_a_numbered_item_quoted_apart_from_its_list_drops_its_number() -> None:
         "Sick days",
         "Three rules:\n1. Book leave in the portal.\n2. Tell your team.\n3. If you're ill, text your manager by 9am.",
     )
-    sentences = split_sentences(passage.text)
-    item = next(i for i, s in enumerate(sentences) if s.startswith("3."))
-    strips = [Strip(passage=passage, index=i, text=s, score=0.9 if i == item else 0.1) for i, s in enumerate(sentences)]
+    strips = judged_sentences(passage, "3. If you're ill, text your manager by 9am.")
     text, _ = compose_extractive("what if I'm ill", strips, lead_by_score=True)
     assert text.split("\n")[0] == "Three rules: If you're ill, text your manager by 9am. [1]"
 
