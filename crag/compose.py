@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
 from crag.text import (
     BARE_URL,
-    BULLET_LINE,
     HEADING_LINE,
     TABLE_ROW,
     content_words,
@@ -416,6 +415,9 @@ def is_breadcrumb(sentence: str) -> bool:
 
 # --- tidying -----------------------------------------------------------------------------------
 
+# A list marker: a bullet, "3." or "3)", "b)", "(b)", "b." or "(iv)". Not "J." nor "A.": a sentence
+# may open with an initial ("J. Smith approves overtime."), which the reply must keep.
+_LIST_MARK = re.compile(r"^\s*(?:[-*+•·▪◦–—]|\(?\d{1,3}[.)]|\(?[a-zA-Z]\)|[a-z]\.|\([ivxlc]+\))\s+")
 _HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(rf"(?P<url>{BARE_URL.pattern})|\*\*|__|`")  # a URL keeps its "__"
 _TABLE_RULE = re.compile(r"\s*\|(?:[\s:-]*\|)+\s*")  # "| --- | :---: |", "| | |"
@@ -435,7 +437,7 @@ def tidy_sentence(sentence: str) -> str:
     if TABLE_ROW.match(sentence):  # a row reads as its cells ("Office: Cork; Phone: 021 555 0191.")
         sentence = "; ".join(cell for cell in table_cells(sentence) if cell)
     is_heading = _HEADING_MARK.match(sentence) is not None
-    text = _HEADING_MARK.sub("", BULLET_LINE.sub("", sentence))
+    text = _HEADING_MARK.sub("", _LIST_MARK.sub("", sentence))
     text = re.sub(r"\s+", " ", _EMPHASIS.sub(lambda match: match.group("url") or "", text)).strip()
     if not text:
         return ""

@@ -165,6 +165,9 @@ def test_markdown_is_tidied() -> None:
         ("(b) Keep receipts", "Keep receipts."),
         ("12) Submit within 30 days.", "Submit within 30 days."),
         ("2026 is the plan year.", "2026 is the plan year."),  # a figure is not a marker
+        ("b. Alcohol is never reimbursed.", "Alcohol is never reimbursed."),
+        ("J. Smith approves overtime.", "J. Smith approves overtime."),  # nor is an initial
+        ("A. Okafor runs payroll.", "A. Okafor runs payroll."),
         ("Reimbursable expenses:", "Reimbursable expenses:"),
         ("**  **", ""),
         ("| --- | :---: |", ""),  # a table's separator line
