@@ -342,31 +342,35 @@ def test_a_lead_in_carries_one_sentence_not_a_run_of_labels() -> None:
 
 
 @pytest.mark.parametrize("lead_by_score", [False, True])
-def test_a_list_item_leads_after_its_lists_opening_line(lead_by_score: bool) -> None:
-    """ "either founder." alone says nothing; with its list's opening line it answers."""
-    passage = policy_passage(
-        "reporting",
-        "Telling someone",
-        "Tell whoever you're most comfortable with:\n- People Ops in Lisbon\n- either founder\n"
-        "- or anonymously, through the speak-up line\n\nYou can bring a friend.",
-    )
-    strips = judged_sentences(passage, "- either founder")
+@pytest.mark.parametrize(
+    ("section", "text", "item", "question", "first_line"),
+    [
+        (  # "either founder." alone says nothing; with its list's opening line it answers
+            "Telling someone",
+            "Tell whoever you're most comfortable with:\n- People Ops in Lisbon\n- either founder\n"
+            "- or anonymously, through the speak-up line\n\nYou can bring a friend.",
+            "- either founder",
+            "can I tell a founder?",
+            "Tell whoever you're most comfortable with: either founder. [1]",
+        ),
+        (  # and its number goes: "Three rules: 3. If you're ill …" reads as a stray figure
+            "Sick days",
+            "Three rules:\n1. Book leave in the portal.\n2. Tell your team.\n3. If you're ill, text your manager by 9am.",
+            "3. If you're ill, text your manager by 9am.",
+            "what if I'm ill",
+            "Three rules: If you're ill, text your manager by 9am. [1]",
+        ),
+    ],
+)
+def test_a_list_item_leads_after_its_lists_opening_line(
+    section: str, text: str, item: str, question: str, first_line: str, lead_by_score: bool
+) -> None:
+    passage = policy_passage("list", section, text)
+    strips = judged_sentences(passage, item)
     if not lead_by_score:  # by shared words, of strips of whole sentences
         strips = [Strip(passage=passage, index=0, text=passage.text, score=0.9)]
-    text, _ = compose_extractive("can I tell a founder?", strips, lead_by_score=lead_by_score)
-    assert text.split("\n")[0] == "Tell whoever you're most comfortable with: either founder. [1]"
-
-
-def test_a_numbered_item_quoted_apart_from_its_list_drops_its_number() -> None:
-    """ "Three rules: 3. If you're ill …" reads as a stray figure: items 1 and 2 are not quoted."""
-    passage = policy_passage(
-        "sick",
-        "Sick days",
-        "Three rules:\n1. Book leave in the portal.\n2. Tell your team.\n3. If you're ill, text your manager by 9am.",
-    )
-    strips = judged_sentences(passage, "3. If you're ill, text your manager by 9am.")
-    text, _ = compose_extractive("what if I'm ill", strips, lead_by_score=True)
-    assert text.split("\n")[0] == "Three rules: If you're ill, text your manager by 9am. [1]"
+    reply, _ = compose_extractive(question, strips, lead_by_score=lead_by_score)
+    assert reply.split("\n")[0] == first_line
 
 
 def test_a_page_header_never_leads_when_a_rule_answers() -> None:
