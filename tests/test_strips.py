@@ -124,6 +124,42 @@ def test_a_heading_is_one_line_whatever_its_punctuation() -> None:
     ]
 
 
+def test_a_thematic_break_is_no_sentence() -> None:
+    """A thematic break ("---") between sections of a Markdown handbook was read as a sentence
+    and quoted after the answer ("…longer than 30 days. ---."); a bullet list, a table rule and
+    a word stay."""
+    text = (
+        "Unpaid leave pauses vesting after 30 days.\n\n---\n\n*Questions?* Ask in #ask-people.\n"
+        " * * *\n- Laptops\n___\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\n----- end -----"
+    )
+    assert split_sentences(text) == [
+        "Unpaid leave pauses vesting after 30 days.",
+        "*Questions?*",
+        "Ask in #ask-people.",
+        "- Laptops",
+        "| a: 1 | b: 2 |",
+        "----- end -----",
+    ]
+
+
+def test_a_sentence_may_open_and_close_with_emphasis() -> None:
+    """An emphasised footer ends and starts sentences like plain text; "e.g." and "2.5" inside
+    emphasis still do not."""
+    text = (
+        "Vesting pauses after 30 days. *Questions? Ask in #ask-people or open an issue.* Last edit: May. "
+        "**All** claims need receipts, e.g. *Dr. Lee's* taxi. Pay is 2.5 *times* base."
+    )
+    assert split_sentences(text) == [
+        "Vesting pauses after 30 days.",
+        "*Questions?",
+        "Ask in #ask-people or open an issue.*",
+        "Last edit: May.",
+        "**All** claims need receipts, e.g. *Dr. Lee's* taxi.",
+        "Pay is 2.5 *times* base.",
+    ]
+    assert " ".join(split_sentences(text)) == text
+
+
 def test_a_bullet_wrapped_mid_sentence_stays_one_sentence() -> None:
     """Hard-wrapped items (PDF exports): the limit and the negation keep their subject."""
     text = (
