@@ -421,6 +421,9 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+•·▪◦–—]|\(?\d{1,3}[.)]|\(?[a-zA-
 _HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(rf"(?P<url>{BARE_URL.pattern})|\*\*|__|`")  # a URL keeps its "__"
 _TABLE_RULE = re.compile(r"\s*\|(?:[\s:-]*\|)+\s*")  # "| --- | :---: |", "| | |"
+# A lone "*" or "_" opening or closing a sentence: the split cut an emphasised passage in two
+# ("*Questions? Ask in #ask-people.*" is "*Questions?" and "Ask in #ask-people.*").
+_CUT_EMPHASIS = (re.compile(r"^([*_])(?=\S)"), re.compile(r"(?<=\S)([*_])$"))
 
 
 def tidy_sentence(sentence: str) -> str:
@@ -439,6 +442,10 @@ def tidy_sentence(sentence: str) -> str:
     is_heading = _HEADING_MARK.match(sentence) is not None
     text = _HEADING_MARK.sub("", _LIST_MARK.sub("", sentence))
     text = re.sub(r"\s+", " ", _EMPHASIS.sub(lambda match: match.group("url") or "", text)).strip()
+    for edge in _CUT_EMPHASIS:
+        match = edge.search(text)
+        if match and text.count(match.group(1)) % 2:  # no partner: "2*3*4" and "*a* b" keep theirs
+            text = text[: match.start()] + text[match.end() :]
     if not text:
         return ""
     if is_heading:

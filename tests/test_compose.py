@@ -178,6 +178,11 @@ def test_markdown_is_tidied() -> None:
             "Use [the claims form](https://x.example/claims__v2?a=1.2).",
         ),
         ("See https://x.example/my__file for `details`", "See https://x.example/my__file for details."),
+        ("*Questions?", "Questions?"),  # an emphasised footer cut into sentences
+        ("Ask in #ask-people or open an issue.*", "Ask in #ask-people or open an issue."),
+        ("_Last reviewed in May_", "_Last reviewed in May_."),  # whole, it is left to the surfaces
+        ("Rates are 2*3 and up*", "Rates are 2*3 and up*."),
+        ("Use the file_name_", "Use the file_name_."),
     ],
 )
 def test_tidy_sentence(raw: str, tidy: str) -> None:
