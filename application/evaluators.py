@@ -105,7 +105,7 @@ def pretrain_general(
     shutil.rmtree(partial, ignore_errors=True)
     if resume:
         shutil.copytree(folder, partial)
-    train_general(labelled, partial, budget_s, seed=seed, progress=progress, resume=resume)
+    train_general(labelled, partial, budget_s, seed=seed, progress=progress, resume=resume, version=folder.name)
     shutil.rmtree(folder, ignore_errors=True)
     partial.rename(folder)  # only a finished folder is ever found by train_and_register
     return folder

@@ -223,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             loss = event.get("loss")
             print(f"  step {event['step']} of {event.get('total')}, loss {loss or 0:.4f}", file=sys.stderr, flush=True)
 
-    train_general(labelled, partial, budget_s=1e9, config=config, seed=args.seed, progress=show, after_step=after_step)
+    train_general(
+        labelled, partial, 1e9, config=config, seed=args.seed, progress=show, after_step=after_step, version=folder.name
+    )
     # Kept as the seed's general evaluator: the default shape and the same pairs, a length in steps.
     update_metadata(partial, {"fingerprint": general_fingerprint(labelled.train_pairs, default, args.seed)})
     shutil.rmtree(folder, ignore_errors=True)

@@ -1278,8 +1278,10 @@ def test_general_evaluator_is_trained_once_and_adapted_from(chunks, embed, tmp_p
     assert general_fingerprint(labelled.train_pairs[:-1], QUICK, 0) != metadata["fingerprint"]
     # Resumed, it trains further from its own weights and counts both runs.
     before = load_evaluator(folder).score("how many days carry over", [chunks[4].text])
-    train_general(labelled, folder, budget_s=60, config=QUICK, seed=0, resume=True)
+    train_general(labelled, folder, budget_s=60, config=QUICK, seed=0, resume=True, version="general-v2")
     resumed = json.loads((folder / "metadata.json").read_text())["training"]
+    # Trained under a temporary name (application/evaluators.py's ".partial"), it is known by its own.
+    assert load_evaluator(folder).version == "general-v2"
     assert (resumed["runs"], resumed["steps"], resumed["pairs_seen"]) == (2, 4, 2 * metadata["training"]["pairs_seen"])
     assert load_evaluator(folder).score("how many days carry over", [chunks[4].text]) != pytest.approx(before, abs=1e-6)
     with pytest.raises(ValueError, match="another seed"):

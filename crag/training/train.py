@@ -111,6 +111,7 @@ def train_general(
     progress: Progress | None = None,
     resume: bool = False,
     after_step: Callable[[int, JudgeBundle], None] | None = None,
+    version: str | None = None,
 ) -> Path:
     """Train the general part, the same for every customer: the judge on the corpus's labelled
     pairs alone, for `config.max_epochs` or `budget_s`, saved to `folder` with no thresholds.
@@ -148,7 +149,7 @@ def train_general(
         bundle,
         folder,
         {
-            "version": Path(folder).name,
+            "version": version or Path(folder).name,  # a folder trained under a temporary name passes its own
             "kind": config.kind,
             "general": True,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
