@@ -257,7 +257,7 @@ _SENTENCE_OPENERS = frozenset(
 # Sentence-final punctuation, optional closing quotes, brackets or emphasis marks, then whitespace.
 _BOUNDARY = re.compile(r"""[.!?]+["'”’)\]*_]*\s+""")
 # The next sentence must start like one (capital, digit, quote, bracket, emphasis mark or
-# currency): "30 days. *Questions? Ask in #ask-people.* Last edit: May." is three sentences.
+# currency): "30 days. *Questions? Ask in #ask-people.* Last edit: May." is four sentences.
 _SENTENCE_START = re.compile(r"""["'“‘(\[*_]*[A-Z0-9$€£]""")
 _WORD_BEFORE_PERIOD = re.compile(r"""(?:^|[\s(\["'“‘*_])([A-Za-z][A-Za-z.]*)[.!?]+["'”’)\]*_]*\s+$""")
 _FIRST_WORD = re.compile(r"""["'“‘(\[*_]*([A-Za-z]+)""")
