@@ -254,19 +254,24 @@ _SENTENCE_OPENERS = frozenset(
     """.split()
 )
 
-# Sentence-final punctuation, optional closing quotes, brackets or emphasis marks, then whitespace.
-_BOUNDARY = re.compile(r"""[.!?]+["'”’)\]*_]*\s+""")
-# The next sentence must start like one (capital, digit, quote, bracket, emphasis mark or
-# currency): "30 days. *Questions? Ask in #ask-people.* Last edit: May." is four sentences.
-_SENTENCE_START = re.compile(r"""["'“‘(\[*_]*[A-Z0-9$€£]""")
-_WORD_BEFORE_PERIOD = re.compile(r"""(?:^|[\s(\["'“‘*_])([A-Za-z][A-Za-z.]*)[.!?]+["'”’)\]*_]*\s+$""")
-_FIRST_WORD = re.compile(r"""["'“‘(\[*_]*([A-Za-z]+)""")
+# What may close a sentence after its final punctuation, and open the next before its first
+# letter: quotes, brackets and emphasis marks ("30 days. *Questions? Ask in #ask-people.* Last
+# edit: May." is four sentences).
+_CLOSING_MARKS = r"""["'”’)\]*_]*"""
+_OPENING_MARKS = r"""["'“‘(\[*_]*"""
+# Sentence-final punctuation, its closing marks, then whitespace.
+_BOUNDARY = re.compile(rf"[.!?]+{_CLOSING_MARKS}\s+")
+# The next sentence must start like one (capital, digit or currency, after its opening marks).
+_SENTENCE_START = re.compile(rf"{_OPENING_MARKS}[A-Z0-9$€£]")
+_WORD_BEFORE_PERIOD = re.compile(rf"""(?:^|[\s(\["'“‘*_])([A-Za-z][A-Za-z.]*)[.!?]+{_CLOSING_MARKS}\s+$""")
+_FIRST_WORD = re.compile(rf"{_OPENING_MARKS}([A-Za-z]+)")
+_QUESTION_OR_EXCLAMATION_END = re.compile(rf"[?!]{_CLOSING_MARKS}$")
 
 BULLET_LINE = re.compile(r"^\s*(?:[-*+•·▪◦–—]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?=\s)|\([ivxlc]+\))\s+")
 HEADING_LINE = re.compile(r"^\s*#{1,6}\s+")
 TABLE_ROW = re.compile(r"^\s*\|")
 # A Markdown thematic break ("---", "***", "_ _ _"): a line between sections, no text.
-THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
 _LIST_MARKER_ONLY = re.compile(r"^\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]+)[.)]$")
 
 
@@ -350,7 +355,7 @@ def _blocks(text: str) -> list[str]:
             close()
             if line.strip() and not fence_marker(line):  # a line of code is one span: "# not policy" is no heading
                 blocks.append([code_span(line.strip())])
-        elif not line.strip() or THEMATIC_BREAK.match(line):
+        elif not line.strip() or _THEMATIC_BREAK.match(line):
             close()  # a thematic break (or a "---" setext underline) holds no sentence: not "30 days. ---."
         elif HEADING_LINE.match(line) or TABLE_ROW.match(line):
             close()
@@ -444,7 +449,7 @@ def _is_sentence_end(before: str, after: str) -> bool:
     if not _SENTENCE_START.match(after):
         return False  # "e.g. the", "per diem. and": lower case continues the sentence
     punctuation = before.rstrip()
-    if punctuation.endswith(("?", "!")) or re.search(r"[?!][\"'”’)\]*_]*$", punctuation):
+    if _QUESTION_OR_EXCLAMATION_END.search(punctuation):
         return True
     word_match = _WORD_BEFORE_PERIOD.search(before)
     if word_match is None:
