@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from crag.strips import context_scope, is_applicability_sentence, is_list_item, passage_key
 from crag.text import (
     BARE_URL,
+    BULLET_LINE,
     HEADING_LINE,
     TABLE_ROW,
     content_words,
@@ -415,9 +416,9 @@ def is_breadcrumb(sentence: str) -> bool:
 
 # --- tidying -----------------------------------------------------------------------------------
 
-# A list marker: a bullet, "3." or "3)", "b)", "(b)", "b." or "(iv)". Not "J." nor "A.": a sentence
-# may open with an initial ("J. Smith approves overtime."), which the reply must keep.
-_LIST_MARK = re.compile(r"^\s*(?:[-*+•·▪◦–—]|\(?\d{1,3}[.)]|\(?[a-zA-Z]\)|[a-z]\.|\([ivxlc]+\))\s+")
+# A list marker as the reader reads one (BULLET_LINE), but not "J." nor "A.": a sentence may open
+# with an initial ("J. Smith approves overtime."), which the reply must keep.
+_LIST_MARK = re.compile(r"(?!\s*\(?[A-Z]\.\s)" + BULLET_LINE.pattern)
 _HEADING_MARK = re.compile(r"^\s*#{1,6}\s+")
 _EMPHASIS = re.compile(rf"(?P<url>{BARE_URL.pattern})|\*\*|__|`")  # a URL keeps its "__"
 _TABLE_RULE = re.compile(r"\s*\|(?:[\s:-]*\|)+\s*")  # "| --- | :---: |", "| | |"
