@@ -224,7 +224,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  step {event['step']} of {event.get('total')}, loss {loss or 0:.4f}", file=sys.stderr, flush=True)
 
     train_general(
-        labelled, partial, 1e9, config=config, seed=args.seed, progress=show, after_step=after_step, version=folder.name
+        labelled,
+        partial,
+        budget_s=1e9,
+        config=config,
+        seed=args.seed,
+        progress=show,
+        after_step=after_step,
+        version=folder.name,
     )
     # Kept as the seed's general evaluator: the default shape and the same pairs, a length in steps.
     update_metadata(partial, {"fingerprint": general_fingerprint(labelled.train_pairs, default, args.seed)})
