@@ -178,10 +178,9 @@ def plain_text(markdown: str) -> str:
 
     text = render_links(text, lambda label, _url: link_text(label))
     text = BARE_URL.sub(lambda match: keep(match.group(0)), text)
-    for emphasis in _EMPHASIS:
-        previous = None
-        while previous != text:  # nested emphasis, "**a _b_ c**"
-            previous, text = text, emphasis.sub(lambda match: match.group(match.lastindex or 0), text)
+    previous = None
+    while previous != text:  # "*a *b* c*": a marker one reading leaves unpaired pairs in the next
+        previous, text = text, render_emphasis(text, lambda _marker, inner: inner)
 
     def restore(match: re.Match[str]) -> str:
         index = int(match.group(1))
@@ -195,6 +194,35 @@ def plain_text(markdown: str) -> str:
 
 # What keeps every character where a person reads a reply: code spans and URLs.
 _LITERAL = re.compile(rf"{INLINE_CODE.pattern}|{BARE_URL.pattern}")
+_EMPHASIS_SLOT = "\ue002{}\ue003"  # not _SLOT: plain_text calls render_emphasis with its own slots in the text
+_EMPHASIS_SLOT_PATTERN = re.compile("\ue002(\\d+)\ue003")
+
+
+def render_emphasis(text: str, mark: Callable[[str, str], str]) -> str:
+    """`text` with each Markdown emphasis as `mark(marker, inner)`: the marker as written ("*",
+    "**", "***", "_", "__", "___") and the text inside, its own emphasis rendered first
+    ("**a _b_ c**"). Code spans and URLs stay as they are ("snake_case_name" in code)."""
+    if "*" not in text and "_" not in text:
+        return text
+    kept: list[str] = []
+
+    def keep(part: str) -> str:
+        kept.append(part)
+        return _EMPHASIS_SLOT.format(len(kept) - 1)
+
+    def restore(part: str) -> str:
+        return _EMPHASIS_SLOT_PATTERN.sub(lambda match: kept[int(match.group(1))], part)
+
+    def render(part: str) -> str:
+        for emphasis in _EMPHASIS:
+            part = emphasis.sub(lambda match: keep(emphasis_match(match)), part)
+        return part
+
+    def emphasis_match(match: re.Match[str]) -> str:
+        marker = match.group(1) if match.lastindex == 2 else "**"  # the second pattern: "**" inside a word
+        return mark(marker, restore(render(match.group(match.lastindex or 0))))
+
+    return restore(render(_LITERAL.sub(lambda match: keep(match.group(0)), text)))
 
 
 def reader_text(markdown: str) -> str:

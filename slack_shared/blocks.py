@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.wording import describe_action, section_heading
-from crag.text import link_text, plain_text, render_links
+from crag.text import link_text, plain_text, render_emphasis, render_links
 
 SECTION_LIMIT = 3000
 MAX_BLOCKS = 50
@@ -105,9 +105,19 @@ def _link_url(url: str) -> str:
 _LINKABLE = re.compile(r"(?:https?://|mailto:)\S", re.IGNORECASE)
 
 
+# Markdown's emphasis markers as Slack's: Slack reads "*it*" as bold and "_it_" as italic.
+_SLACK_EMPHASIS = {"*": "_", "_": "_", "**": "*", "__": "*", "***": "*_", "___": "*_"}
+
+
+def _slack_emphasis(marker: str, inner: str) -> str:
+    opening = _SLACK_EMPHASIS[marker]
+    return f"{opening}{inner}{opening[::-1]}"
+
+
 def answer_mrkdwn(text: str) -> str:
-    """An answer's text as mrkdwn: escaped, and each Markdown link ("[text](url)") a Slack link
-    `<url|text>`; a link to anything but http(s) or mailto, or an image, shows as its text."""
+    """An answer's text as mrkdwn: escaped, each Markdown link ("[text](url)") a Slack link
+    `<url|text>` (a link to anything but http(s) or mailto, or an image, shows as its text), and
+    Markdown's emphasis Slack's ("*only*" italic, "**all**" bold)."""
 
     def link(label: str, url: str) -> str:
         shown = link_text(label).strip()
@@ -115,7 +125,8 @@ def answer_mrkdwn(text: str) -> str:
             return escape(shown)
         return f"<{_link_url(url)}|{_link_label(shown)}>" if shown else f"<{_link_url(url)}>"
 
-    return render_links(text, link, escape, image=lambda alt, _url: escape(plain_text(alt)))
+    markdown = render_emphasis(text, _slack_emphasis)
+    return render_links(markdown, link, escape, image=lambda alt, _url: escape(plain_text(alt)))
 
 
 def notification_text(text: str, limit: int = FALLBACK_TEXT_LIMIT) -> str:

@@ -183,6 +183,22 @@ def test_a_markdown_link_in_an_answer_is_a_slack_link_and_its_text_in_the_notifi
     assert "](" not in shown + message["text"] and block_problems(message["blocks"]) == []
 
 
+def test_markdown_emphasis_in_an_answer_is_slack_emphasis() -> None:
+    """Slack reads "*only*" as bold: Markdown's italic becomes "_only_", its bold "*manager*";
+    code spans, URLs and words such as "snake_case" keep their marks."""
+    text = (
+        "Claims are *only* paid after **manager** approval (__all__ of them, ***no*** _exceptions_); "
+        "file `leave_request_id` at https://x.example/forms/a_b_ or [the *form*](https://x.example/f_g_), "
+        "not 2*3*4 snake_case_ids. [1]"
+    )
+    shown = blocks.answer_message(view(text, [source(1)]))["blocks"][0]["text"]["text"]
+    assert shown == (
+        "Claims are _only_ paid after *manager* approval (*all* of them, *_no_* _exceptions_); "
+        "file `leave_request_id` at https://x.example/forms/a_b_ or <https://x.example/f_g_|the form>, "
+        "not 2*3*4 snake_case_ids. [1]"
+    )
+
+
 def test_notices_and_apology_carry_what_users_need() -> None:
     apology = blocks.apology_message("Q7K2M9")
     assert "Q7K2M9" in apology["text"] and block_problems(apology["blocks"]) == []

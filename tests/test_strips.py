@@ -231,6 +231,7 @@ def test_split_sentences_never_cuts_a_link_url_code_or_number() -> None:
         ("[**Bold** `code`](https://x.example) and ![alt](a.png)", "Bold code and alt"),
         ("[![build](https://img.shields.io/b.svg)](https://ci.example)", "build"),
         ("**a** __b__ *c* _d_ ***e*** and **f _g_ h**", "a b c d e and f g h"),
+        ("*a *b* c* and _d **e** f_", "a b c and d e f"),  # emphasis inside emphasis of the same mark
         ("Keep snake_case, 2*3*4, a * b, `__init__` and `*x*`.", "Keep snake_case, 2*3*4, a * b, __init__ and *x*."),
         ("At https://x.example/a__b_c_/*d*.html or www.example.com/_e_ now", None),
         ("- item one\n* item two\n## Heading\n| a | b |", None),
