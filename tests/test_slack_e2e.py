@@ -757,7 +757,8 @@ BIKE_POLICY = b"""# Bicycle Parking Policy
 
 ## Bike room
 
-Employees may park bicycles in the basement bike room of the Zurich office. The bike room
+Employees may park bicycles in the *basement*
+[bike room](https://facilities.northwind.example/rooms/bike_room) of the Zurich office. The bike room
 is open from 6:00 to 22:00 on weekdays, and every bicycle needs a green Northwind tag.
 """
 
@@ -778,7 +779,10 @@ def test_admin_upload_is_ingested_then_answerable(stack) -> None:
     stack.deliver(question)
     answer = _answer_post(stack, channel, question["ts"])
     assert any("bike-parking.md" in c for c in context_texts(answer))
-    assert "bike room" in "\n".join(section_texts(answer))
+    # The Markdown sentence as Slack shows it: its link a Slack link, its emphasis Slack's.
+    shown = "\n".join(section_texts(answer))
+    assert "the _basement_ <https://facilities.northwind.example/rooms/bike_room|bike room> of" in shown
+    assert "the basement bike room of" in answer["text"] and "](" not in shown + answer["text"]
 
 
 def test_non_admin_upload_is_refused(stack) -> None:
